@@ -1,0 +1,228 @@
+// Package record defines the elves' records (toys, boxes, heartbeats), their JSON
+// encoding, and the validity rule of the packing contract. Every engine in the
+// project decides validity through Parse, so that "what is a dead letter" has one
+// definition in Go; the SQL engines re-state the same rule in SQL.
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Stream names one of the two input streams. It is also the value of the
+// "stream" field of the late and dead result sets.
+type Stream string
+
+const (
+	Toys  Stream = "toys"
+	Boxes Stream = "boxes"
+)
+
+// Valid reports whether s is one of the two streams.
+func (s Stream) Valid() bool { return s == Toys || s == Boxes }
+
+// IDField is the JSON field that holds a record's id on this stream.
+func (s Stream) IDField() string {
+	if s == Boxes {
+		return "box_id"
+	}
+	return "toy_id"
+}
+
+// Sizes are the four size classes, in display order.
+var Sizes = []string{"S", "M", "L", "XL"}
+
+// ValidSize reports whether s is one of the four size classes.
+func ValidSize(s string) bool {
+	switch s {
+	case "S", "M", "L", "XL":
+		return true
+	}
+	return false
+}
+
+// Reason is the contract's vocabulary for why a record is a dead letter.
+type Reason string
+
+const (
+	ReasonMalformedJSON Reason = "malformed json"
+	ReasonBadMadeAt     Reason = "bad made_at"
+	ReasonBadSize       Reason = "bad size"
+	ReasonSizeNotKey    Reason = "size not key"
+	ReasonNoID          Reason = "no id"
+	// ReasonDuplicate is not a parse failure: a valid record becomes a duplicate
+	// only in the context of its stream. It lives here so that one vocabulary is
+	// defined in one place.
+	ReasonDuplicate Reason = "duplicate"
+)
+
+// InvalidError says why a record is not valid. Detail is for people (logs,
+// dead-letter payloads); Reason is what engines agree on.
+type InvalidError struct {
+	Reason Reason
+	Detail string
+}
+
+func (e *InvalidError) Error() string {
+	if e.Detail == "" {
+		return string(e.Reason)
+	}
+	return string(e.Reason) + ": " + e.Detail
+}
+
+// ReasonOf returns the contract reason of err, or "" when err is not an
+// *InvalidError.
+func ReasonOf(err error) Reason {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return ""
+}
+
+// Record is a valid record. Exactly one of Heartbeat and ID != "" describes it:
+// a heartbeat keeps its id (if any) only for people, it never takes part in
+// duplicate detection.
+type Record struct {
+	Stream    Stream
+	Size      string
+	MadeAt    time.Time
+	Heartbeat bool
+	ID        string
+	Kind      string // toys only, informational
+	Elf       string
+}
+
+// MadeAtMicros is made_at in whole microseconds since the Unix epoch, rounded
+// toward minus infinity. Engines compute windows and lateness on this value;
+// see docs/SEMANTICS.md for why dropping the nanoseconds changes no result
+// as long as W and L are whole microseconds.
+func (r Record) MadeAtMicros() int64 { return r.MadeAt.UnixMicro() }
+
+// rfc3339 is the grammar of RFC 3339 section 5.6 (date-time), with the field
+// ranges that a regular expression can check. time.Parse then rejects the
+// calendar errors (February 30th). Go's parser alone accepts a few strings that
+// are not RFC 3339, which is why the grammar is checked first.
+var rfc3339 = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`)
+
+// ParseMadeAt parses an RFC 3339 timestamp strictly. Leap seconds (:60) are
+// refused, as Go's time package cannot represent them.
+func ParseMadeAt(s string) (time.Time, error) {
+	if !rfc3339.MatchString(s) {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 date-time", s)
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: %w", s, err)
+	}
+	return t, nil
+}
+
+// FormatTime is the one textual form of a time in every result set: UTC,
+// RFC 3339 with as many fractional digits as needed.
+func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// FormatMicros formats microseconds since the epoch with FormatTime.
+func FormatMicros(us int64) string { return FormatTime(time.UnixMicro(us)) }
+
+// Parse applies the contract's validity rule to one Kafka record of the given
+// stream. It returns the valid record, or an *InvalidError whose Reason is the
+// first rule that failed, in the order: malformed json, bad made_at, bad size,
+// size not key, no id.
+func Parse(stream Stream, key, value []byte) (Record, error) {
+	if !utf8.Valid(value) {
+		return Record{}, &InvalidError{ReasonMalformedJSON, "value is not valid UTF-8"}
+	}
+	// json.Valid guarantees exactly one JSON value; the first non-space byte
+	// then tells whether it is an object.
+	trimmed := bytes.TrimLeft(value, " \t\r\n")
+	if !json.Valid(value) || len(trimmed) == 0 || trimmed[0] != '{' {
+		return Record{}, &InvalidError{ReasonMalformedJSON, "value is not one JSON object"}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(value, &fields); err != nil {
+		return Record{}, &InvalidError{ReasonMalformedJSON, err.Error()}
+	}
+
+	madeAtStr, ok := jsonString(fields["made_at"])
+	if !ok {
+		return Record{}, &InvalidError{ReasonBadMadeAt, "made_at is missing or not a string"}
+	}
+	madeAt, err := ParseMadeAt(madeAtStr)
+	if err != nil {
+		return Record{}, &InvalidError{ReasonBadMadeAt, err.Error()}
+	}
+
+	size, ok := jsonString(fields["size"])
+	if !ok || !ValidSize(size) {
+		return Record{}, &InvalidError{ReasonBadSize, fmt.Sprintf("size %s is not one of S, M, L, XL", rawOrMissing(fields["size"]))}
+	}
+	if size != string(key) {
+		return Record{}, &InvalidError{ReasonSizeNotKey, fmt.Sprintf("size %q but key %q", size, key)}
+	}
+
+	r := Record{Stream: stream, Size: size, MadeAt: madeAt}
+	r.Elf, _ = jsonString(fields["elf"])
+	r.Kind, _ = jsonString(fields["kind"])
+	r.ID, _ = jsonString(fields[stream.IDField()])
+	if isTrue(fields["heartbeat"]) {
+		r.Heartbeat = true
+		return r, nil
+	}
+	if r.ID == "" {
+		return Record{}, &InvalidError{ReasonNoID, fmt.Sprintf("%s is missing, empty or not a string, and heartbeat is not true", stream.IDField())}
+	}
+	return r, nil
+}
+
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func isTrue(raw json.RawMessage) bool { return string(raw) == "true" }
+
+func rawOrMissing(raw json.RawMessage) string {
+	if raw == nil {
+		return "(missing)"
+	}
+	if len(raw) > 40 {
+		return string(raw[:40]) + "..."
+	}
+	return string(raw)
+}
+
+// Toy, Box and Heartbeat are the wire shapes the elves write.
+type Toy struct {
+	ToyID  string `json:"toy_id"`
+	Kind   string `json:"kind"`
+	Size   string `json:"size"`
+	Elf    string `json:"elf"`
+	MadeAt string `json:"made_at"`
+}
+
+type Box struct {
+	BoxID  string `json:"box_id"`
+	Size   string `json:"size"`
+	Elf    string `json:"elf"`
+	MadeAt string `json:"made_at"`
+}
+
+type Heartbeat struct {
+	Heartbeat bool   `json:"heartbeat"`
+	Size      string `json:"size"`
+	Elf       string `json:"elf"`
+	MadeAt    string `json:"made_at"`
+}

@@ -1,0 +1,165 @@
+// Package results holds the five result sets of the packing contract, in the
+// shape every engine reports them, with the canonical ordering and the
+// comparison that tests and the demo use.
+package results
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Packed: the toy of rank k went into the box of rank k of window (size, window_start).
+type Packed struct {
+	ToyID       string `json:"toy_id"`
+	BoxID       string `json:"box_id"`
+	Size        string `json:"size"`
+	WindowStart string `json:"window_start"`
+}
+
+// Unpacked: a toy whose window closed with fewer boxes than its rank.
+type Unpacked struct {
+	ToyID       string `json:"toy_id"`
+	Size        string `json:"size"`
+	WindowStart string `json:"window_start"`
+}
+
+// Spare: a box whose window closed with fewer toys than its rank.
+type Spare struct {
+	BoxID       string `json:"box_id"`
+	Size        string `json:"size"`
+	WindowStart string `json:"window_start"`
+}
+
+// Late: a toy or box that arrived after its window had passed the lateness bound.
+type Late struct {
+	Stream string `json:"stream"`
+	ID     string `json:"id"`
+	Size   string `json:"size"`
+	MadeAt string `json:"made_at"`
+}
+
+// Dead: a dead letter or a duplicate. Engines are compared on
+// (stream, partition, offset); Reason is for people.
+type Dead struct {
+	Stream    string `json:"stream"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Reason    string `json:"reason"`
+}
+
+// Set is the five result sets of one run.
+type Set struct {
+	Packed   []Packed
+	Unpacked []Unpacked
+	Spare    []Spare
+	Late     []Late
+	Dead     []Dead
+}
+
+// Sort puts every set in its canonical order (size, window, id; or position).
+func (s *Set) Sort() {
+	slices.SortFunc(s.Packed, func(a, b Packed) int {
+		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.ToyID, b.ToyID), cmp.Compare(a.BoxID, b.BoxID))
+	})
+	slices.SortFunc(s.Unpacked, func(a, b Unpacked) int {
+		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.ToyID, b.ToyID))
+	})
+	slices.SortFunc(s.Spare, func(a, b Spare) int {
+		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.BoxID, b.BoxID))
+	})
+	slices.SortFunc(s.Late, func(a, b Late) int {
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Size, b.Size), cmp.Compare(a.ID, b.ID), cmp.Compare(a.MadeAt, b.MadeAt))
+	})
+	slices.SortFunc(s.Dead, func(a, b Dead) int {
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
+}
+
+// Counts is the size of each set.
+type Counts struct {
+	Packed   int `json:"packed"`
+	Unpacked int `json:"unpacked"`
+	Spare    int `json:"spare"`
+	Late     int `json:"late"`
+	Dead     int `json:"dead"`
+}
+
+func (s *Set) Counts() Counts {
+	return Counts{len(s.Packed), len(s.Unpacked), len(s.Spare), len(s.Late), len(s.Dead)}
+}
+
+// CountsBySize splits the counts per size class. Dead letters have no trusted
+// size, so they are counted under "" (the caller prints them as a total).
+func (s *Set) CountsBySize() map[string]Counts {
+	m := map[string]Counts{}
+	bump := func(size string, f func(*Counts)) { c := m[size]; f(&c); m[size] = c }
+	for _, r := range s.Packed {
+		bump(r.Size, func(c *Counts) { c.Packed++ })
+	}
+	for _, r := range s.Unpacked {
+		bump(r.Size, func(c *Counts) { c.Unpacked++ })
+	}
+	for _, r := range s.Spare {
+		bump(r.Size, func(c *Counts) { c.Spare++ })
+	}
+	for _, r := range s.Late {
+		bump(r.Size, func(c *Counts) { c.Late++ })
+	}
+	for range s.Dead {
+		bump("", func(c *Counts) { c.Dead++ })
+	}
+	return m
+}
+
+// Diff lists, per set, the rows only in a and only in b. Dead rows are compared
+// on (stream, partition, offset) only, as the contract says.
+type Diff struct {
+	Set   string
+	OnlyA []string
+	OnlyB []string
+}
+
+// Compare returns the differences between a and b; none means equal.
+func Compare(a, b Set) []Diff {
+	var out []Diff
+	add := func(name string, x, y map[string]int) {
+		oa, ob := minus(x, y), minus(y, x)
+		if len(oa)+len(ob) > 0 {
+			out = append(out, Diff{Set: name, OnlyA: oa, OnlyB: ob})
+		}
+	}
+	add("packed", keys(a.Packed, fmtAny[Packed]), keys(b.Packed, fmtAny[Packed]))
+	add("unpacked", keys(a.Unpacked, fmtAny[Unpacked]), keys(b.Unpacked, fmtAny[Unpacked]))
+	add("spare", keys(a.Spare, fmtAny[Spare]), keys(b.Spare, fmtAny[Spare]))
+	add("late", keys(a.Late, fmtAny[Late]), keys(b.Late, fmtAny[Late]))
+	add("dead", keys(a.Dead, deadKey), keys(b.Dead, deadKey))
+	return out
+}
+
+func fmtAny[T any](v T) string { return fmt.Sprintf("%+v", v) }
+
+func deadKey(d Dead) string {
+	return fmt.Sprintf("{Stream:%s Partition:%d Offset:%d}", d.Stream, d.Partition, d.Offset)
+}
+
+func keys[T any](rows []T, f func(T) string) map[string]int {
+	m := make(map[string]int, len(rows))
+	for _, r := range rows {
+		m[f(r)]++
+	}
+	return m
+}
+
+// minus is a multiset difference, so that a row reported twice by one engine
+// and once by the other shows up.
+func minus(a, b map[string]int) []string {
+	var out []string
+	for k, n := range a {
+		for i := b[k]; i < n; i++ {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
