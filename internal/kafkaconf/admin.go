@@ -1,0 +1,90 @@
+package kafkaconf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Topic describes a topic northpole needs.
+type Topic struct {
+	Name       string
+	Partitions int32
+	// Replication defaults to 1.
+	Replication int16
+	Configs     map[string]string
+}
+
+// EnsureTopics creates the topics that do not exist and checks that those that
+// do have the requested partition count. A mismatch is an error, never fixed
+// silently: co-partitioned topics with different counts would break the join.
+func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
+	admin, err := sarama.NewClusterAdmin(c.Brokers, c.Sarama())
+	if err != nil {
+		return fmt.Errorf("connect to kafka %v: %w", c.Brokers, err)
+	}
+	defer admin.Close()
+	for _, t := range topics {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		repl := t.Replication
+		if repl == 0 {
+			repl = 1
+		}
+		detail := &sarama.TopicDetail{NumPartitions: t.Partitions, ReplicationFactor: repl}
+		if len(t.Configs) > 0 {
+			detail.ConfigEntries = map[string]*string{}
+			for k, v := range t.Configs {
+				detail.ConfigEntries[k] = &v
+			}
+		}
+		err := admin.CreateTopic(t.Name, detail, false)
+		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			return fmt.Errorf("create topic %q (%d partitions): %w", t.Name, t.Partitions, err)
+		}
+		if err := waitPartitions(ctx, admin, t.Name, t.Partitions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitPartitions(ctx context.Context, admin sarama.ClusterAdmin, topic string, want int32) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		md, err := admin.DescribeTopics([]string{topic})
+		if err == nil && len(md) == 1 && md[0].Err == sarama.ErrNoError {
+			if got := int32(len(md[0].Partitions)); got != want {
+				return fmt.Errorf("topic %q exists with %d partitions, but %d are required", topic, got, want)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topic %q did not become visible: %v", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Partitions returns the partition count of topic, or an error that names the
+// topic when it does not exist.
+func Partitions(c Config, topic string) (int32, error) {
+	client, err := sarama.NewClient(c.Brokers, c.Sarama())
+	if err != nil {
+		return 0, fmt.Errorf("connect to kafka %v: %w", c.Brokers, err)
+	}
+	defer client.Close()
+	ps, err := client.Partitions(topic)
+	if err != nil {
+		return 0, fmt.Errorf("topic %q: %w", topic, err)
+	}
+	return int32(len(ps)), nil
+}

@@ -1,0 +1,96 @@
+// Package kafkaconf is the one place that builds *sarama.Config for northpole.
+// Every client (elves, goka processors, readers, admin) asks for a fresh config
+// here and gets its own copy: goka's *BuilderWithConfig helpers mutate the
+// config they are given, so sharing one between builders is a data race.
+package kafkaconf
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// DefaultVersion is the protocol version northpole speaks. Apache Kafka 4
+// removed request versions older than 2.1, and goka's default (2.0) is below
+// that floor. sarama negotiates down to what a broker offers, never up, so this
+// must not exceed the oldest broker we support (Kafka 3.9 and 4.x, kfake).
+var DefaultVersion = sarama.V3_9_0_0
+
+// Config says how to reach Kafka. The zero value plus Brokers is usable.
+type Config struct {
+	Brokers  []string
+	ClientID string
+	// Version of the Kafka protocol; zero means DefaultVersion.
+	Version sarama.KafkaVersion
+	// FlushFrequency bounds how long a produced record waits in the client's
+	// buffer. goka's default of 100 ms makes every hop of a pipeline 100 ms
+	// slow; a few ms keeps latency low at a small cost in batching. 0 means 5 ms.
+	FlushFrequency time.Duration
+}
+
+// Validate reports configuration errors in words a user can act on.
+func (c Config) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("kafka: no brokers given (use --brokers host:port[,host:port])")
+	}
+	for _, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" || !strings.Contains(b, ":") {
+			return fmt.Errorf("kafka: broker address %q is not host:port", b)
+		}
+	}
+	if c.FlushFrequency < 0 {
+		return fmt.Errorf("kafka: flush frequency %v is negative", c.FlushFrequency)
+	}
+	return nil
+}
+
+// SplitBrokers turns "a:9092, b:9092" into a list, dropping empty entries.
+func SplitBrokers(s string) []string {
+	var out []string
+	for _, b := range strings.Split(s, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Sarama returns a new *sarama.Config for one client. Producers are idempotent
+// (acks=all, one request in flight per broker): the packer's correctness under
+// crashes relies on each partition's writes becoming durable in the order they
+// were sent, without gaps. See docs/ARCHITECTURE.md, "Why replays are harmless".
+func (c Config) Sarama() *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = c.Version
+	if cfg.Version == (sarama.KafkaVersion{}) {
+		cfg.Version = DefaultVersion
+	}
+	cfg.ClientID = c.ClientID
+	if cfg.ClientID == "" {
+		cfg.ClientID = "northpole"
+	}
+	cfg.Metadata.RefreshFrequency = 30 * time.Second
+
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.Retry.Max = 20
+	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
+	cfg.Producer.Partitioner = sarama.NewHashPartitioner // FNV-1a, as goka
+	cfg.Producer.Flush.Frequency = c.FlushFrequency
+	if cfg.Producer.Flush.Frequency == 0 {
+		cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	}
+	cfg.Producer.Flush.Bytes = 1 << 20
+
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
+	cfg.Consumer.IsolationLevel = sarama.ReadUncommitted
+	return cfg
+}
