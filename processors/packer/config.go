@@ -1,0 +1,114 @@
+package packer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+)
+
+// Topics names every topic the packer reads or writes.
+type Topics struct {
+	Toys, Boxes                             string
+	Packed, Unpacked, Spare, Late, Dead     string
+}
+
+// DefaultTopics are the names the elves and the docs use.
+func DefaultTopics() Topics {
+	return Topics{
+		Toys: "toys", Boxes: "boxes",
+		Packed: "packed", Unpacked: "unpacked", Spare: "spare", Late: "late", Dead: "dead-letters",
+	}
+}
+
+// Config configures the packer. Start from DefaultConfig and call Validate.
+type Config struct {
+	Kafka  kafkaconf.Config
+	Topics Topics
+	// Group prefixes the three goka groups (<group>-dedupe, -clock, -slots) and
+	// so their loop and table topics.
+	Group string
+	// Partitions of every topic the packer creates. Existing input topics must
+	// have exactly this many: co-partitioning is what makes the join correct.
+	Partitions int32
+	// Replication of the topics the packer creates (1 on a single broker).
+	Replication int16
+	Window      time.Duration
+	Lateness    time.Duration
+	// StorageDir keeps goka's tables in LevelDB under this directory; empty
+	// keeps them in memory and rebuilds them from Kafka at start.
+	StorageDir string
+	// MinCompactionLag protects the table topics that downstream stages read
+	// as streams from compaction before they are consumed.
+	MinCompactionLag time.Duration
+}
+
+// DefaultConfig is the configuration of the demo.
+func DefaultConfig() Config {
+	return Config{
+		Topics:           DefaultTopics(),
+		Group:            "packer",
+		Partitions:       4,
+		Replication:      1,
+		Window:           10 * time.Second,
+		Lateness:         5 * time.Second,
+		MinCompactionLag: 7 * 24 * time.Hour,
+	}
+}
+
+// Validate refuses configurations that cannot work, saying why.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Kafka.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Window <= 0 {
+		errs = append(errs, fmt.Errorf("window must be positive, got %v", c.Window))
+	} else if c.Window%time.Microsecond != 0 {
+		errs = append(errs, fmt.Errorf("window must be a whole number of microseconds, got %v", c.Window))
+	}
+	if c.Lateness < 0 {
+		errs = append(errs, fmt.Errorf("lateness must not be negative, got %v", c.Lateness))
+	} else if c.Lateness%time.Microsecond != 0 {
+		errs = append(errs, fmt.Errorf("lateness must be a whole number of microseconds, got %v", c.Lateness))
+	}
+	if c.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("partitions must be at least 1, got %d", c.Partitions))
+	}
+	if c.Replication < 1 {
+		errs = append(errs, fmt.Errorf("replication must be at least 1, got %d", c.Replication))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("group must not be empty"))
+	}
+	t := c.Topics
+	names := map[string]string{}
+	for _, n := range []struct{ flag, name string }{
+		{"toys", t.Toys}, {"boxes", t.Boxes}, {"packed", t.Packed}, {"unpacked", t.Unpacked},
+		{"spare", t.Spare}, {"late", t.Late}, {"dead", t.Dead},
+	} {
+		if n.name == "" {
+			errs = append(errs, fmt.Errorf("topic for %s must not be empty", n.flag))
+			continue
+		}
+		if other, dup := names[n.name]; dup {
+			errs = append(errs, fmt.Errorf("topic %q is used for both %s and %s", n.name, other, n.flag))
+		}
+		names[n.name] = n.flag
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) params() Params {
+	return Params{WindowUS: c.Window.Microseconds(), LatenessUS: c.Lateness.Microseconds()}
+}
+
+func (c Config) dedupeGroup() string { return c.Group + "-dedupe" }
+func (c Config) clockGroup() string  { return c.Group + "-clock" }
+func (c Config) slotsGroup() string  { return c.Group + "-slots" }
+
+// Groups are the goka groups of the packer, in pipeline order.
+func (c Config) Groups() []string {
+	return []string{c.dedupeGroup(), c.clockGroup(), c.slotsGroup()}
+}

@@ -1,0 +1,61 @@
+package packer
+
+import (
+	"hash"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// The dedupe and clock stages key their state by strings that start with the
+// size class and a '|'. sizeHasher hashes only that prefix, with the same
+// FNV-1a that sarama and goka use for the input topics' keys, so every key of
+// size s lives in the partition of the input records of size s. That keeps one
+// size's pipeline in one partition, where Kafka's per-partition order carries
+// the input's offset order from stage to stage: ranks are assigned in offset
+// order without any reordering buffer.
+func sizeHasher() hash.Hash32 { return &prefixHash{Hash32: fnv.New32a()} }
+
+type prefixHash struct {
+	hash.Hash32
+	done bool
+}
+
+func (h *prefixHash) Write(p []byte) (int, error) {
+	if h.done {
+		return len(p), nil
+	}
+	for i, b := range p {
+		if b == '|' {
+			h.done = true
+			h.Hash32.Write(p[:i])
+			return len(p), nil
+		}
+	}
+	return h.Hash32.Write(p)
+}
+
+func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
+
+func dedupeKey(o *Observed) string {
+	if o.Heartbeat {
+		return o.Size + "|" + string(o.Stream) + "|h"
+	}
+	return o.Size + "|" + string(o.Stream) + "|i|" + o.ID
+}
+
+func slotKey(size string, window int64, rank int) string {
+	return size + "|" + strconv.FormatInt(window, 10) + "|" + strconv.Itoa(rank)
+}
+
+// Output keys let a consumer deduplicate: the same result always has the same
+// key. Ids are unique per (stream, size), not globally, so the size is part of
+// the key.
+func itemKey(size, id string) string { return size + "|" + id }
+
+func lateKey(x record.Stream, size, id string) string { return string(x) + "|" + size + "|" + id }
+
+func deadKey(topic string, partition int32, offset int64) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
+}

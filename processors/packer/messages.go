@@ -1,0 +1,153 @@
+package packer
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// Observed is one valid record on its way through the pipeline. It leaves the
+// input callback towards its dedupe key, and (without Raw) is the event that the
+// dedupe stage records for the clock stage.
+type Observed struct {
+	Stream    record.Stream `json:"x"`
+	Partition int32         `json:"p"`
+	Offset    int64         `json:"o"`
+	Size      string        `json:"s"`
+	ID        string        `json:"id,omitempty"`
+	Heartbeat bool          `json:"hb,omitempty"`
+	MadeUS    int64         `json:"t"`  // made_at in µs, floor
+	MadeAt    string        `json:"ts"` // made_at as record.FormatTime, for late rows
+	Dup       bool          `json:"dup,omitempty"`
+	// Raw value and key travel only to the dedupe stage, which may have to
+	// report the record as a duplicate dead letter.
+	Raw []byte `json:"raw,omitempty"`
+	Key []byte `json:"key,omitempty"`
+}
+
+// DedupeState is the dedupe stage's value for one (size, stream, id) key, or
+// for the (size, stream) heartbeat key. Ev is the event of the last record
+// handled there: the dedupe table's changelog is the clock stage's input, so a
+// state write and the event it carries are one Kafka record and can never be
+// half-written.
+type DedupeState struct {
+	First int64    `json:"first"` // offset of the first record with this id (items only)
+	Last  int64    `json:"last"`  // greatest offset handled here
+	Ev    Observed `json:"ev"`
+}
+
+// Class is what the contract made of a valid record.
+type Class string
+
+const (
+	ClassItem      Class = "item"
+	ClassLate      Class = "late"
+	ClassDuplicate Class = "dup"
+	ClassHeartbeat Class = "hb"
+)
+
+// Closed reports that window Start of the clock's size is closed, with the
+// final number of items of each stream.
+type Closed struct {
+	Start int64 `json:"w"`
+	Toys  int   `json:"t"`
+	Boxes int   `json:"b"`
+}
+
+// ClockEvent is what the clock stage decided for one record.
+type ClockEvent struct {
+	Rec    Observed `json:"r"`
+	Class  Class    `json:"c"`
+	Window int64    `json:"w"` // window start, µs
+	Rank   int      `json:"k,omitempty"`
+	Closed []Closed `json:"closed,omitempty"`
+}
+
+// StreamClock is the clock of one (stream, size).
+type StreamClock struct {
+	Seen bool  `json:"seen,omitempty"`
+	Last int64 `json:"last"` // greatest source offset applied
+	Max  int64 `json:"max"`  // greatest made_at seen, µs
+}
+
+// OpenWindow counts the items ranked so far in a window that is not closed.
+type OpenWindow struct {
+	Start int64 `json:"w"`
+	Toys  int   `json:"t"`
+	Boxes int   `json:"b"`
+}
+
+// ClockState is the clock stage's value for one size. Open holds only windows
+// that have items and are not yet closed, sorted by start: in steady state
+// about (W+L)/W of them, more while one stream runs ahead of the other in
+// event time. Ev is the event of the last record applied (see DedupeState).
+type ClockState struct {
+	Toys  StreamClock  `json:"toys"`
+	Boxes StreamClock  `json:"boxes"`
+	Open  []OpenWindow `json:"open,omitempty"`
+	Ev    ClockEvent   `json:"ev"`
+}
+
+func (s *ClockState) clock(x record.Stream) *StreamClock {
+	if x == record.Boxes {
+		return &s.Boxes
+	}
+	return &s.Toys
+}
+
+// SlotMsg goes to the slot (size, window, rank): an item that took that rank,
+// or the news that the window closed and the slot will never be completed.
+type SlotMsg struct {
+	Stream record.Stream `json:"x,omitempty"`
+	ID     string        `json:"id,omitempty"`
+	Close  bool          `json:"close,omitempty"`
+	Size   string        `json:"s"`
+	Window int64         `json:"w"`
+}
+
+// SlotState is where the k-th toy meets the k-th box. Every field is written
+// at most once, so a redelivered message recomputes the same outputs.
+type SlotState struct {
+	Size   string `json:"s"`
+	Window int64  `json:"w"`
+	Toy    string `json:"toy,omitempty"`
+	Box    string `json:"box,omitempty"`
+	Closed bool   `json:"closed,omitempty"`
+}
+
+// DeadLetter is the value on the dead-letters topic: where the record was, why
+// it is dead, and the record itself.
+type DeadLetter struct {
+	Stream    record.Stream `json:"stream"`
+	Topic     string        `json:"topic"`
+	Partition int32         `json:"partition"`
+	Offset    int64         `json:"offset"`
+	Reason    record.Reason `json:"reason"`
+	Detail    string        `json:"detail,omitempty"`
+	Key       string        `json:"key"`
+	// Value is the raw value when it is UTF-8; otherwise ValueBase64 holds it.
+	Value       *string `json:"value,omitempty"`
+	ValueBase64 []byte  `json:"value_base64,omitempty"`
+}
+
+// jsonCodec is a goka.Codec for one message type.
+type jsonCodec[T any] struct{}
+
+func (jsonCodec[T]) Encode(v any) ([]byte, error) {
+	switch t := v.(type) {
+	case T:
+		return json.Marshal(t)
+	case *T:
+		return json.Marshal(t)
+	}
+	return nil, fmt.Errorf("codec %T: cannot encode %T", *new(T), v)
+}
+
+func (jsonCodec[T]) Decode(b []byte) (any, error) {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("decode %T: %w", v, err)
+	}
+	return &v, nil
+}

@@ -1,0 +1,136 @@
+package packer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+)
+
+// Raw counts output records before deduplication by key: the difference is
+// what redeliveries (crashes, rebalances) re-sent.
+type Raw struct {
+	Records    int `json:"records"`
+	Duplicates int `json:"duplicates"`
+	// Conflicts counts keys that were written with two different values: a
+	// toy in two boxes, say. It must be zero.
+	Conflicts int `json:"conflicts"`
+}
+
+// ReadResults reads the five output topics and deduplicates them by key, as a
+// consumer of the packer would.
+func ReadResults(ctx context.Context, kc kafkaconf.Config, t Topics) (results.Set, Raw, error) {
+	var set results.Set
+	var raw Raw
+	if err := readInto(ctx, kc, t.Packed, &raw, &set.Packed); err != nil {
+		return set, raw, err
+	}
+	if err := readInto(ctx, kc, t.Unpacked, &raw, &set.Unpacked); err != nil {
+		return set, raw, err
+	}
+	if err := readInto(ctx, kc, t.Spare, &raw, &set.Spare); err != nil {
+		return set, raw, err
+	}
+	if err := readInto(ctx, kc, t.Late, &raw, &set.Late); err != nil {
+		return set, raw, err
+	}
+	var dead []DeadLetter
+	if err := readInto(ctx, kc, t.Dead, &raw, &dead); err != nil {
+		return set, raw, err
+	}
+	for _, d := range dead {
+		set.Dead = append(set.Dead, results.Dead{Stream: string(d.Stream), Partition: d.Partition, Offset: d.Offset, Reason: string(d.Reason)})
+	}
+	set.Sort()
+	return set, raw, nil
+}
+
+func readInto[T any](ctx context.Context, kc kafkaconf.Config, topic string, raw *Raw, out *[]T) error {
+	msgs, err := topicread.All(ctx, kc, topic)
+	if err != nil {
+		return err
+	}
+	seen := map[string]string{}
+	for _, m := range msgs {
+		raw.Records++
+		k := string(m.Key)
+		if prev, ok := seen[k]; ok {
+			raw.Duplicates++
+			if prev != string(m.Value) {
+				raw.Conflicts++
+			}
+			continue
+		}
+		seen[k] = string(m.Value)
+		var v T
+		if err := json.Unmarshal(m.Value, &v); err != nil {
+			return fmt.Errorf("decode %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		*out = append(*out, v)
+	}
+	return nil
+}
+
+// Lag is the number of records the packer's groups have not yet committed,
+// over all their inputs (including loops and the tables they read as streams).
+// Zero, twice in a row after the elves stopped, means quiescence.
+func (p *Packer) Lag(ctx context.Context) (int64, error) {
+	c := p.cfg
+	client, err := sarama.NewClient(c.Kafka.Brokers, c.Kafka.Sarama())
+	if err != nil {
+		return 0, fmt.Errorf("connect to kafka: %w", err)
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return 0, fmt.Errorf("kafka admin: %w", err)
+	}
+	inputs := map[string][]string{
+		c.dedupeGroup(): {c.Topics.Toys, c.Topics.Boxes, c.dedupeGroup() + "-loop"},
+		c.clockGroup():  {c.dedupeGroup() + "-table", c.clockGroup() + "-loop"},
+		c.slotsGroup():  {c.clockGroup() + "-table", c.slotsGroup() + "-loop"},
+	}
+	var total int64
+	for _, group := range c.Groups() {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		req := map[string][]int32{}
+		for _, topic := range inputs[group] {
+			ps, err := client.Partitions(topic)
+			if err != nil {
+				return 0, fmt.Errorf("partitions of %q: %w", topic, err)
+			}
+			req[topic] = ps
+		}
+		resp, err := admin.ListConsumerGroupOffsets(group, req)
+		if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+			return 0, fmt.Errorf("offsets of group %q: %w", group, err)
+		}
+		for topic, ps := range req {
+			for _, part := range ps {
+				end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
+				if err != nil {
+					return 0, fmt.Errorf("end of %s/%d: %w", topic, part, err)
+				}
+				committed := int64(0)
+				if resp == nil {
+					// The group has not committed anything yet.
+				} else if b := resp.GetBlock(topic, part); b != nil && b.Offset >= 0 {
+					committed = b.Offset
+				}
+				if end > committed {
+					total += end - committed
+				}
+			}
+		}
+	}
+	_ = admin // closing the admin would close the shared client twice
+	return total, nil
+}

@@ -1,0 +1,231 @@
+// Package packer is the Goka implementation of the packing contract
+// (docs/SEMANTICS.md). Three goka groups form a pipeline:
+//
+//	toys, boxes --> dedupe --(dedupe table)--> clock --(clock table)--> slots --> packed, unpacked, spare
+//	                  |                           |
+//	                  +--> dead-letters           +--> late (via slots)
+//
+// Each stateful stage writes only its group table, and the table's changelog
+// is the next stage's input: a state change and the event it produced are one
+// Kafka record, so a crash can never keep one and lose the other. See
+// docs/ARCHITECTURE.md for the reasoning and the replay rules.
+package packer
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+)
+
+// Packer runs the three goka groups.
+type Packer struct {
+	cfg    Config
+	params Params
+	log    *slog.Logger
+}
+
+// New validates cfg; it does not touch Kafka.
+func New(cfg Config, log *slog.Logger) (*Packer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("packer config: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Packer{cfg: cfg, params: cfg.params(), log: log}, nil
+}
+
+func (p *Packer) topicOf(x record.Stream) string {
+	if x == record.Boxes {
+		return p.cfg.Topics.Boxes
+	}
+	return p.cfg.Topics.Toys
+}
+
+// Graphs are the three group graphs, in pipeline order.
+func (p *Packer) Graphs() []*goka.GroupGraph {
+	t := p.cfg.Topics
+	dedupe := goka.DefineGroup(goka.Group(p.cfg.dedupeGroup()),
+		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.observe(record.Toys)),
+		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.observe(record.Boxes)),
+		goka.Loop(jsonCodec[Observed]{}, p.dedupe),
+		goka.Persist(jsonCodec[DedupeState]{}),
+		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
+	)
+	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
+		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.dedupeGroup()))), jsonCodec[DedupeState]{}, forwardToClock),
+		goka.Loop(jsonCodec[Observed]{}, p.clock),
+		goka.Persist(jsonCodec[ClockState]{}),
+	)
+	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
+		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), jsonCodec[ClockState]{}, p.forwardToSlots),
+		goka.Loop(jsonCodec[SlotMsg]{}, p.slot),
+		goka.Persist(jsonCodec[SlotState]{}),
+		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
+		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),
+		goka.Output(goka.Stream(t.Spare), jsonCodec[results.Spare]{}),
+		goka.Output(goka.Stream(t.Late), jsonCodec[results.Late]{}),
+	)
+	return []*goka.GroupGraph{dedupe, clock, slots}
+}
+
+// observe validates an input record. Invalid records become dead letters
+// right here: the decision depends on the record alone, so a replay repeats
+// it exactly. Valid records go to their dedupe key.
+func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
+	return func(ctx goka.Context, msg any) {
+		raw, _ := msg.([]byte)
+		key := ctx.Key()
+		r, err := record.Parse(stream, []byte(key), raw)
+		if err != nil {
+			detail := ""
+			var ie *record.InvalidError
+			if e, ok := err.(*record.InvalidError); ok {
+				ie = e
+				detail = ie.Detail
+			}
+			p.emitDead(ctx, stream, ctx.Partition(), ctx.Offset(), record.ReasonOf(err), detail, []byte(key), raw)
+			return
+		}
+		obs := &Observed{
+			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
+			Size: r.Size, ID: r.ID, Heartbeat: r.Heartbeat,
+			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
+		}
+		if !r.Heartbeat {
+			// Only the dedupe stage may need them, to report a duplicate.
+			obs.Raw, obs.Key = raw, []byte(key)
+		}
+		ctx.Loopback(dedupeKey(obs), obs)
+	}
+}
+
+func (p *Packer) emitDead(ctx goka.Context, stream record.Stream, partition int32, offset int64, reason record.Reason, detail string, key, raw []byte) {
+	topic := p.topicOf(stream)
+	dl := &DeadLetter{Stream: stream, Topic: topic, Partition: partition, Offset: offset, Reason: reason, Detail: detail, Key: string(key)}
+	if utf8.Valid(raw) {
+		s := string(raw)
+		dl.Value = &s
+	} else {
+		dl.ValueBase64 = raw
+	}
+	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), deadKey(topic, partition, offset), dl)
+}
+
+// dedupe keeps, per (size, stream, id), the offset of the first record with
+// that id. "First" never changes once written, so whether a record is a
+// duplicate can be recomputed on any redelivery, and its dead letter re-sent.
+func (p *Packer) dedupe(ctx goka.Context, msg any) {
+	obs := msg.(*Observed)
+	var st *DedupeState
+	if v := ctx.Value(); v != nil {
+		st = v.(*DedupeState)
+	}
+	if st != nil && obs.Offset <= st.Last {
+		// Redelivered: the event is already in the table.
+		if !obs.Heartbeat && obs.Offset != st.First {
+			p.emitDup(ctx, obs)
+		}
+		return
+	}
+	ev := *obs
+	ev.Raw, ev.Key = nil, nil
+	next := &DedupeState{First: -1, Last: obs.Offset, Ev: ev}
+	if !obs.Heartbeat {
+		if st == nil {
+			next.First = obs.Offset
+		} else {
+			next.First = st.First
+			next.Ev.Dup = true
+			p.emitDup(ctx, obs)
+		}
+	}
+	ctx.SetValue(next)
+}
+
+func (p *Packer) emitDup(ctx goka.Context, obs *Observed) {
+	p.emitDead(ctx, obs.Stream, obs.Partition, obs.Offset, record.ReasonDuplicate,
+		"an earlier record of this stream and size has id "+strconv.Quote(obs.ID), obs.Key, obs.Raw)
+}
+
+// forwardToClock re-keys the dedupe table's events to their size, in order.
+func forwardToClock(ctx goka.Context, msg any) {
+	st := msg.(*DedupeState)
+	ctx.Loopback(st.Ev.Size, &st.Ev)
+}
+
+// clock applies one event to the clock of its size (lateness, ranks, window
+// closing) and records the decision in its table.
+func (p *Packer) clock(ctx goka.Context, msg any) {
+	obs := msg.(*Observed)
+	st := &ClockState{}
+	if v := ctx.Value(); v != nil {
+		st = v.(*ClockState)
+	}
+	if st.Apply(p.params, *obs) {
+		ctx.SetValue(st)
+	}
+}
+
+// forwardToSlots turns the clock's decisions into results: late rows now,
+// items to their (size, window, rank) slot, and window closings to the slots
+// that will stay half-empty. It is stateless, so a replay repeats it exactly.
+func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
+	ev := msg.(*ClockState).Ev
+	r := ev.Rec
+	switch ev.Class {
+	case ClassLate:
+		ctx.Emit(goka.Stream(p.cfg.Topics.Late), lateKey(r.Stream, r.Size, r.ID),
+			&results.Late{Stream: string(r.Stream), ID: r.ID, Size: r.Size, MadeAt: r.MadeAt})
+	case ClassItem:
+		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &SlotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window})
+	}
+	for _, c := range ev.Closed {
+		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
+			ctx.Loopback(slotKey(r.Size, c.Start, k), &SlotMsg{Close: true, Size: r.Size, Window: c.Start})
+		}
+	}
+}
+
+// slot pairs the k-th toy and the k-th box of a window. Its fields are written
+// once, and its outputs are a function of its state, so any redelivery
+// produces the same rows again (consumers deduplicate by key).
+func (p *Packer) slot(ctx goka.Context, msg any) {
+	m := msg.(*SlotMsg)
+	st := &SlotState{Size: m.Size, Window: m.Window}
+	if v := ctx.Value(); v != nil {
+		st = v.(*SlotState)
+	}
+	changed := false
+	switch {
+	case m.Close:
+		changed = !st.Closed
+		st.Closed = true
+	case m.Stream == record.Boxes:
+		changed = st.Box == ""
+		st.Box = m.ID
+	default:
+		changed = st.Toy == ""
+		st.Toy = m.ID
+	}
+	if changed {
+		ctx.SetValue(st)
+	}
+	ws := record.FormatMicros(st.Window)
+	t := p.cfg.Topics
+	switch {
+	case st.Toy != "" && st.Box != "":
+		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), &results.Packed{ToyID: st.Toy, BoxID: st.Box, Size: st.Size, WindowStart: ws})
+	case st.Closed && st.Toy != "":
+		ctx.Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), &results.Unpacked{ToyID: st.Toy, Size: st.Size, WindowStart: ws})
+	case st.Closed && st.Box != "":
+		ctx.Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), &results.Spare{BoxID: st.Box, Size: st.Size, WindowStart: ws})
+	}
+}

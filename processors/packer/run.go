@@ -1,0 +1,136 @@
+package packer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+)
+
+// EnsureTopics creates every topic the packer uses and refuses to go on when an
+// existing one has the wrong partition count.
+func (p *Packer) EnsureTopics(ctx context.Context) error {
+	c := p.cfg
+	for _, in := range []string{c.Topics.Toys, c.Topics.Boxes} {
+		n, err := kafkaconf.Partitions(c.Kafka, in)
+		if err == nil && n != c.Partitions {
+			return fmt.Errorf("input topic %q has %d partitions but the packer is configured for %d: "+
+				"toys and boxes must be co-partitioned (same count, keyed by size); use --partitions %d or recreate the topic",
+				in, n, c.Partitions, n)
+		}
+	}
+	plain := func(name string) kafkaconf.Topic {
+		return kafkaconf.Topic{Name: name, Partitions: c.Partitions, Replication: c.Replication}
+	}
+	loop := func(group string) kafkaconf.Topic {
+		t := plain(group + "-loop")
+		t.Configs = map[string]string{
+			"cleanup.policy": "delete",
+			"retention.ms":   strconv.FormatInt(loopRetention.Milliseconds(), 10),
+		}
+		return t
+	}
+	table := func(group string) kafkaconf.Topic {
+		t := plain(string(goka.GroupTable(goka.Group(group))))
+		t.Configs = map[string]string{
+			"cleanup.policy":        "compact",
+			"min.compaction.lag.ms": strconv.FormatInt(c.MinCompactionLag.Milliseconds(), 10),
+		}
+		return t
+	}
+	topics := []kafkaconf.Topic{
+		plain(c.Topics.Toys), plain(c.Topics.Boxes),
+		plain(c.Topics.Packed), plain(c.Topics.Unpacked), plain(c.Topics.Spare), plain(c.Topics.Late), plain(c.Topics.Dead),
+	}
+	for _, g := range c.Groups() {
+		topics = append(topics, loop(g), table(g))
+	}
+	return kafkaconf.EnsureTopics(ctx, c.Kafka, topics...)
+}
+
+// loopRetention keeps loop records long enough for any realistic backlog;
+// goka checks that existing loop topics carry exactly this setting.
+const loopRetention = 7 * 24 * time.Hour
+
+// gokaSarama is a fresh sarama config for one goka builder.
+func (p *Packer) gokaSarama(group string) *sarama.Config {
+	kc := p.cfg.Kafka
+	kc.ClientID = "northpole-" + group
+	cfg := kc.Sarama()
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{goka.CopartitioningStrategy}
+	return cfg
+}
+
+// options are the goka options of one group: explicit sarama configs (never
+// goka's global one), our topic settings, storage and hasher.
+func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
+	tmc := goka.NewTopicManagerConfig()
+	tmc.Table.Replication = int(p.cfg.Replication)
+	tmc.Stream.Replication = int(p.cfg.Replication)
+	tmc.Stream.Retention = loopRetention
+	tmc.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
+	sb := storage.MemoryBuilder()
+	if p.cfg.StorageDir != "" {
+		sb = storage.DefaultBuilder(filepath.Join(p.cfg.StorageDir, group))
+	}
+	opts := []goka.ProcessorOption{
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(p.gokaSarama(group))),
+		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(p.gokaSarama(group))),
+		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(p.gokaSarama(group), tmc)),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(p.gokaSarama(group))),
+		goka.WithStorageBuilder(sb),
+		goka.WithLogger(gokaLogger{p.log.With("group", group)}),
+	}
+	if hasher {
+		opts = append(opts, goka.WithHasher(sizeHasher))
+	}
+	return opts
+}
+
+// Run creates the topics and runs the three groups until ctx ends or one of
+// them fails. A cancelled ctx is a clean stop and returns nil.
+func (p *Packer) Run(ctx context.Context) error {
+	if err := p.EnsureTopics(ctx); err != nil {
+		return err
+	}
+	graphs := p.Graphs()
+	// The slots stage does not need the size hasher: slot logic does not depend
+	// on order, so its keys spread over all partitions.
+	hashed := []bool{true, true, false}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, gg := range graphs {
+		group := string(gg.Group())
+		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(group, hashed[i])...)
+		if err != nil {
+			return fmt.Errorf("create goka processor %s: %w", group, err)
+		}
+		g.Go(func() error {
+			p.log.Info("packer stage starting", "group", group)
+			if err := proc.Run(gctx); err != nil {
+				return fmt.Errorf("goka processor %s: %w", group, err)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// gokaLogger sends goka's chatter to slog at debug level.
+type gokaLogger struct{ l *slog.Logger }
+
+func (g gokaLogger) Print(v ...any)                 { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Println(v ...any)               { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
