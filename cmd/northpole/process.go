@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/processors/packer"
+)
+
+func newProcessCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "process",
+		Short: "Run one of the workshop's stream processors against Kafka",
+	}
+	cmd.AddCommand(newPackerCmd())
+	return cmd
+}
+
+// packerFlags binds the packer's configuration to flags, with its defaults.
+func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
+	t := &cfg.Topics
+	fs.StringVar(&t.Toys, "toys-topic", t.Toys, "input topic of toys (keyed by size)")
+	fs.StringVar(&t.Boxes, "boxes-topic", t.Boxes, "input topic of boxes (keyed by size, co-partitioned with toys)")
+	fs.StringVar(&t.Packed, "packed-topic", t.Packed, "output: packed pairs, keyed by size|toy_id")
+	fs.StringVar(&t.Unpacked, "unpacked-topic", t.Unpacked, "output: toys left without a box when their window closed")
+	fs.StringVar(&t.Spare, "spare-topic", t.Spare, "output: boxes left without a toy when their window closed")
+	fs.StringVar(&t.Late, "late-topic", t.Late, "output: late toys and boxes")
+	fs.StringVar(&t.Dead, "dead-topic", t.Dead, "output: dead letters and duplicates, with the raw record and the reason")
+	fs.StringVar(&cfg.Group, "group", cfg.Group, "prefix of the goka groups (<group>-dedupe, -clock, -slots) and their topics")
+	fs.Int32Var(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of every topic; existing input topics must match")
+	fs.Int16Var(&cfg.Replication, "replication", cfg.Replication, "replication factor of the topics the packer creates")
+	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W (whole microseconds, > 0)")
+	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L (whole microseconds, >= 0)")
+	fs.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep goka tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
+}
+
+func newPackerCmd() *cobra.Command {
+	cfg := packer.DefaultConfig()
+	var brokers string
+	cmd := &cobra.Command{
+		Use:   "packer",
+		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
+		Long: `Runs the three goka groups of the packer (dedupe, clock, slots) until
+interrupted. Topics are created if missing; an input topic whose partition
+count differs from --partitions is refused. Several instances with the same
+--group share the partitions. See docs/ARCHITECTURE.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Kafka = kafkaconf.Config{Brokers: brokersFrom(brokers), ClientID: "northpole-packer"}
+			pk, err := packer.New(cfg, slog.Default())
+			if err != nil {
+				return usageErr("%w", err)
+			}
+			slog.Info("packer starting", "brokers", cfg.Kafka.Brokers, "group", cfg.Group, "window", cfg.Window, "lateness", cfg.Lateness)
+			if err := pk.Run(cmd.Context()); err != nil {
+				return fmt.Errorf("packer: %w", err)
+			}
+			slog.Info("packer stopped")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&brokers, "brokers", "", "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
+	packerFlags(cmd.Flags(), &cfg)
+	return cmd
+}
