@@ -1,0 +1,146 @@
+package contract
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+)
+
+// at is a made_at (and a window_start) on Christmas Eve: at("10:00:05.5") is
+// "2026-12-24T10:00:05.5Z". Window starts are written the same way, since
+// record.FormatMicros prints a whole-second start without fraction.
+func at(clock string) string { return "2026-12-24T" + clock + "Z" }
+
+// part is the partition of a size class in these tests: one partition per
+// (topic, size), as with Kafka keys, numbered in record.Sizes order.
+func part(size string) int32 {
+	i := slices.Index(record.Sizes, size)
+	if i < 0 {
+		return 9
+	}
+	return int32(i)
+}
+
+func input(s record.Stream, size string, off int64, v any) record.Input {
+	var value []byte
+	switch v := v.(type) {
+	case string:
+		value = []byte(v)
+	case []byte:
+		value = v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		value = b
+	}
+	return record.Input{Stream: s, Topic: string(s), Partition: part(size), Offset: off, Key: []byte(size), Value: value}
+}
+
+func toy(off int64, id, size, madeAt string) record.Input {
+	return input(record.Toys, size, off, record.Toy{ToyID: id, Kind: "teddy-bear", Size: size, Elf: "alabaster", MadeAt: madeAt})
+}
+
+func box(off int64, id, size, madeAt string) record.Input {
+	return input(record.Boxes, size, off, record.Box{BoxID: id, Size: size, Elf: "bushy", MadeAt: madeAt})
+}
+
+func hb(s record.Stream, off int64, size, madeAt string) record.Input {
+	return input(s, size, off, record.Heartbeat{Heartbeat: true, Size: size, Elf: "pepper", MadeAt: madeAt})
+}
+
+// raw is a record with the given key and value text, in the partition of key.
+func raw(s record.Stream, off int64, key, value string) record.Input {
+	in := input(s, key, off, value)
+	return in
+}
+
+func packed(toyID, boxID, size, windowStart string) results.Packed {
+	return results.Packed{ToyID: toyID, BoxID: boxID, Size: size, WindowStart: windowStart}
+}
+
+func unpacked(toyID, size, windowStart string) results.Unpacked {
+	return results.Unpacked{ToyID: toyID, Size: size, WindowStart: windowStart}
+}
+
+func spare(boxID, size, windowStart string) results.Spare {
+	return results.Spare{BoxID: boxID, Size: size, WindowStart: windowStart}
+}
+
+func late(s record.Stream, id, size, madeAt string) results.Late {
+	return results.Late{Stream: string(s), ID: id, Size: size, MadeAt: madeAt}
+}
+
+func dead(s record.Stream, partition int32, off int64, reason record.Reason) results.Dead {
+	return results.Dead{Stream: string(s), Partition: partition, Offset: off, Reason: string(reason)}
+}
+
+// normalize sorts a copy of s and turns empty sets into nil, so that two sets
+// with the same rows are reflect.DeepEqual.
+func normalize(s results.Set) results.Set {
+	s = results.Set{
+		Packed:   slices.Clone(s.Packed),
+		Unpacked: slices.Clone(s.Unpacked),
+		Spare:    slices.Clone(s.Spare),
+		Late:     slices.Clone(s.Late),
+		Dead:     slices.Clone(s.Dead),
+	}
+	s.Sort()
+	if len(s.Packed) == 0 {
+		s.Packed = nil
+	}
+	if len(s.Unpacked) == 0 {
+		s.Unpacked = nil
+	}
+	if len(s.Spare) == 0 {
+		s.Spare = nil
+	}
+	if len(s.Late) == 0 {
+		s.Late = nil
+	}
+	if len(s.Dead) == 0 {
+		s.Dead = nil
+	}
+	return s
+}
+
+// diffSets describes how got differs from want, dead reasons included, or
+// returns "" when they are equal.
+func diffSets(got, want results.Set) string {
+	got, want = normalize(got), normalize(want)
+	if reflect.DeepEqual(got, want) {
+		return ""
+	}
+	var b strings.Builder
+	show := func(name string, g, w any) {
+		if !reflect.DeepEqual(g, w) {
+			fmt.Fprintf(&b, "\n%s:\n  got  %+v\n  want %+v", name, g, w)
+		}
+	}
+	show("packed", got.Packed, want.Packed)
+	show("unpacked", got.Unpacked, want.Unpacked)
+	show("spare", got.Spare, want.Spare)
+	show("late", got.Late, want.Late)
+	show("dead", got.Dead, want.Dead)
+	return b.String()
+}
+
+func TestNormalizeAndDiff(t *testing.T) {
+	a := results.Set{Packed: []results.Packed{packed("t2", "b2", "M", at("10:00:00")), packed("t1", "b1", "M", at("10:00:00"))}, Late: []results.Late{}}
+	b := results.Set{Packed: []results.Packed{packed("t1", "b1", "M", at("10:00:00")), packed("t2", "b2", "M", at("10:00:00"))}}
+	if d := diffSets(a, b); d != "" {
+		t.Errorf("same rows in another order and empty vs nil should be equal:%s", d)
+	}
+	c := results.Set{Dead: []results.Dead{dead(record.Toys, 1, 0, record.ReasonNoID)}}
+	e := results.Set{Dead: []results.Dead{dead(record.Toys, 1, 0, record.ReasonBadSize)}}
+	if d := diffSets(c, e); d == "" {
+		t.Errorf("dead rows with different reasons should differ")
+	}
+}
