@@ -1,0 +1,252 @@
+// Package producers is the elves: they make toys or boxes (and heartbeats, and
+// deliberately bad, late and duplicate records) and write them to Kafka, keyed
+// by size class, as the packing contract (shared/spec/packing-contract.md)
+// describes.
+//
+// Generation is pure and deterministic (Generator, Plan, FinalHeartbeats): the
+// same Config yields the same records. Run sends them with a sarama
+// AsyncProducer from a few concurrent elf goroutines.
+package producers
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// DefaultStart is the default event-time origin: runs are reproducible unless
+// the user asks otherwise.
+var DefaultStart = time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)
+
+// SizeMix maps a size class (S, M, L, XL) to its relative weight.
+type SizeMix map[string]int
+
+// DefaultSizeMix is S=4,M=3,L=2,XL=1.
+func DefaultSizeMix() SizeMix { return SizeMix{"S": 4, "M": 3, "L": 2, "XL": 1} }
+
+// ParseSizeMix parses "S=4,M=3,L=2,XL=1". Sizes left out have weight 0.
+func ParseSizeMix(s string) (SizeMix, error) {
+	m := SizeMix{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		size, w, ok := strings.Cut(part, "=")
+		size = strings.TrimSpace(size)
+		if !ok {
+			return nil, fmt.Errorf("--sizes: %q is not SIZE=WEIGHT", part)
+		}
+		if !record.ValidSize(size) {
+			return nil, fmt.Errorf("--sizes: %q is not one of S, M, L, XL", size)
+		}
+		if _, dup := m[size]; dup {
+			return nil, fmt.Errorf("--sizes: %s given twice", size)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--sizes: weight %q of %s is not a whole number >= 0", w, size)
+		}
+		m[size] = n
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// String formats the mix in size order, e.g. "S=4,M=3,L=2,XL=1"; sizes with
+// weight 0 are left out.
+func (m SizeMix) String() string {
+	var parts []string
+	for _, s := range record.Sizes {
+		if w := m[s]; w > 0 {
+			parts = append(parts, s+"="+strconv.Itoa(w))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Validate checks that every key is a size class, weights are >= 0 and at
+// least one is > 0.
+func (m SizeMix) Validate() error {
+	total := 0
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w := m[k]
+		if !record.ValidSize(k) {
+			return fmt.Errorf("--sizes: %q is not one of S, M, L, XL", k)
+		}
+		if w < 0 {
+			return fmt.Errorf("--sizes: weight of %s must be >= 0, got %d", k, w)
+		}
+		if w > math.MaxInt32 {
+			return fmt.Errorf("--sizes: weight of %s is too large", k)
+		}
+		total += w
+	}
+	if total == 0 {
+		return errors.New("--sizes: at least one size needs a weight > 0")
+	}
+	return nil
+}
+
+// Config says what one run of elves produces. Build it with DefaultConfig and
+// change what you need; Validate before use.
+type Config struct {
+	// Stream is toys or boxes.
+	Stream record.Stream
+	// Topic to write to; default the stream's name.
+	Topic string
+	// Count is the number of records to produce (heartbeats not counted).
+	// Exactly one of Count and Duration is > 0.
+	Count int
+	// Duration is the wall-clock time to produce for; records are generated
+	// lazily until it ends.
+	Duration time.Duration
+	// Rate in records per second (heartbeats not counted); 0 = as fast as possible.
+	Rate float64
+	// Elves is the number of concurrent elf goroutines.
+	Elves int
+	// SizeMix weights the size classes.
+	SizeMix SizeMix
+	// Seed makes runs reproducible: the same Config gives the same records.
+	Seed int64
+	// Start is the event time (made_at) of the first record.
+	Start time.Time
+	// Spacing is the event time between consecutive records.
+	Spacing time.Duration
+	// Disorder jitters made_at: a uniform random duration in [0, Disorder) is
+	// subtracted from each record's nominal time. With Disorder <= Lateness no
+	// record becomes late by accident.
+	Disorder time.Duration
+	// LateRate is the fraction of records made deliberately late: made_at is
+	// Lateness + 2*Window + a random part before the newest event time the
+	// sending elf has written for that size.
+	LateRate float64
+	// DupRate is the fraction of records that re-send, with an identical value,
+	// an earlier record of the same size written by the same elf.
+	DupRate float64
+	// BadRate is the fraction of dead letters, cycling through BadKinds.
+	BadRate float64
+	// Window and Lateness are the contract's W and L; they set how late the
+	// late records are and when the final heartbeats are.
+	Window   time.Duration
+	Lateness time.Duration
+	// HeartbeatEvery is the event-time interval between heartbeats (one per
+	// size each time); 0 = none but the final ones.
+	HeartbeatEvery time.Duration
+	// FinalHeartbeatAt: zero = computed (end of the last window written plus
+	// Lateness); otherwise the final heartbeats are at the later of the two.
+	FinalHeartbeatAt time.Time
+}
+
+// DefaultConfig is the configuration of `northpole elves STREAM` without flags.
+func DefaultConfig(stream record.Stream) Config {
+	return Config{
+		Stream:         stream,
+		Topic:          string(stream),
+		Count:          1000,
+		Elves:          4,
+		SizeMix:        DefaultSizeMix(),
+		Seed:           1,
+		Start:          DefaultStart,
+		Spacing:        10 * time.Millisecond,
+		Window:         10 * time.Second,
+		Lateness:       5 * time.Second,
+		HeartbeatEvery: time.Second,
+	}
+}
+
+// MaxElves bounds --elves.
+const MaxElves = 1024
+
+// Validate reports the first configuration error, naming the flag to fix.
+func (c Config) Validate() error {
+	if !c.Stream.Valid() {
+		return fmt.Errorf("stream must be %q or %q, got %q", record.Toys, record.Boxes, c.Stream)
+	}
+	if strings.TrimSpace(c.Topic) == "" {
+		return errors.New("--topic must not be empty")
+	}
+	if c.Count < 0 {
+		return fmt.Errorf("--count must be >= 0, got %d", c.Count)
+	}
+	if c.Duration < 0 {
+		return fmt.Errorf("--duration must be >= 0, got %v", c.Duration)
+	}
+	if (c.Count > 0) == (c.Duration > 0) {
+		return fmt.Errorf("exactly one of --count and --duration must be > 0 (got --count %d, --duration %v)", c.Count, c.Duration)
+	}
+	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
+		return fmt.Errorf("--rate must be >= 0, got %v", c.Rate)
+	}
+	if c.Elves < 1 || c.Elves > MaxElves {
+		return fmt.Errorf("--elves must be between 1 and %d, got %d", MaxElves, c.Elves)
+	}
+	if err := c.SizeMix.Validate(); err != nil {
+		return err
+	}
+	if c.Start.IsZero() {
+		return errors.New("--start must be set (RFC 3339)")
+	}
+	if c.Spacing < 0 {
+		return fmt.Errorf("--spacing must be >= 0, got %v", c.Spacing)
+	}
+	if c.Disorder < 0 {
+		return fmt.Errorf("--disorder must be >= 0, got %v", c.Disorder)
+	}
+	for _, r := range []struct {
+		flag string
+		v    float64
+	}{{"--late-rate", c.LateRate}, {"--dup-rate", c.DupRate}, {"--bad-rate", c.BadRate}} {
+		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
+			return fmt.Errorf("%s must be between 0 and 1, got %v", r.flag, r.v)
+		}
+	}
+	if sum := c.LateRate + c.DupRate + c.BadRate; sum > 1+1e-9 {
+		return fmt.Errorf("--late-rate + --dup-rate + --bad-rate must be <= 1, got %v", sum)
+	}
+	if c.Window <= 0 {
+		return fmt.Errorf("--window must be > 0, got %v", c.Window)
+	}
+	if c.Window%time.Microsecond != 0 {
+		return fmt.Errorf("--window must be a whole number of microseconds, got %v", c.Window)
+	}
+	if c.Lateness < 0 {
+		return fmt.Errorf("--lateness must be >= 0, got %v", c.Lateness)
+	}
+	if c.Lateness%time.Microsecond != 0 {
+		return fmt.Errorf("--lateness must be a whole number of microseconds, got %v", c.Lateness)
+	}
+	if c.HeartbeatEvery < 0 {
+		return fmt.Errorf("--heartbeat must be >= 0, got %v", c.HeartbeatEvery)
+	}
+	return nil
+}
+
+// ElfName is the name elf i (0-based) writes in its records, e.g. "toy-elf-2".
+func ElfName(stream record.Stream, i int) string {
+	return fmt.Sprintf("%s-elf-%d", streamPrefix(stream), i)
+}
+
+// FinalElfName is the elf name of the final heartbeats, written once every elf
+// has finished.
+func FinalElfName(stream record.Stream) string { return streamPrefix(stream) + "-elf-final" }
+
+func streamPrefix(s record.Stream) string {
+	if s == record.Boxes {
+		return "box"
+	}
+	return "toy"
+}

@@ -1,0 +1,119 @@
+package producers
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	for _, s := range []record.Stream{record.Toys, record.Boxes} {
+		c := DefaultConfig(s)
+		if err := c.Validate(); err != nil {
+			t.Errorf("DefaultConfig(%s).Validate() = %v", s, err)
+		}
+		if c.Topic != string(s) || c.Count != 1000 || c.Elves != 4 || !c.Start.Equal(DefaultStart) ||
+			c.Spacing != 10*time.Millisecond || c.Window != 10*time.Second || c.Lateness != 5*time.Second ||
+			c.HeartbeatEvery != time.Second || c.SizeMix.String() != "S=4,M=3,L=2,XL=1" {
+			t.Errorf("DefaultConfig(%s) = %+v", s, c)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string // substring of the error; "" = valid
+	}{
+		{"default", func(c *Config) {}, ""},
+		{"boxes", func(c *Config) { c.Stream = record.Boxes }, ""},
+		{"duration instead of count", func(c *Config) { c.Count, c.Duration = 0, time.Second }, ""},
+		{"all rates", func(c *Config) { c.LateRate, c.DupRate, c.BadRate = 0.2, 0.3, 0.5 }, ""},
+		{"no heartbeats", func(c *Config) { c.HeartbeatEvery = 0 }, ""},
+		{"zero spacing", func(c *Config) { c.Spacing = 0 }, ""},
+		{"bad stream", func(c *Config) { c.Stream = "gifts" }, "stream must be"},
+		{"empty topic", func(c *Config) { c.Topic = " " }, "--topic"},
+		{"negative count", func(c *Config) { c.Count = -1 }, "--count must be >= 0"},
+		{"negative duration", func(c *Config) { c.Duration = -time.Second }, "--duration must be >= 0"},
+		{"count and duration", func(c *Config) { c.Duration = time.Second }, "exactly one of --count and --duration"},
+		{"neither count nor duration", func(c *Config) { c.Count = 0 }, "exactly one of --count and --duration"},
+		{"negative rate", func(c *Config) { c.Rate = -1 }, "--rate must be >= 0"},
+		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, "--rate must be >= 0"},
+		{"infinite rate", func(c *Config) { c.Rate = math.Inf(1) }, "--rate must be >= 0"},
+		{"no elves", func(c *Config) { c.Elves = 0 }, "--elves"},
+		{"too many elves", func(c *Config) { c.Elves = MaxElves + 1 }, "--elves"},
+		{"empty size mix", func(c *Config) { c.SizeMix = SizeMix{} }, "--sizes"},
+		{"zero size mix", func(c *Config) { c.SizeMix = SizeMix{"S": 0} }, "--sizes"},
+		{"unknown size", func(c *Config) { c.SizeMix = SizeMix{"XXL": 1} }, "--sizes"},
+		{"negative weight", func(c *Config) { c.SizeMix = SizeMix{"S": 1, "M": -1} }, "--sizes"},
+		{"no start", func(c *Config) { c.Start = time.Time{} }, "--start"},
+		{"negative spacing", func(c *Config) { c.Spacing = -1 }, "--spacing"},
+		{"negative disorder", func(c *Config) { c.Disorder = -1 }, "--disorder"},
+		{"late rate > 1", func(c *Config) { c.LateRate = 1.5 }, "--late-rate must be between 0 and 1"},
+		{"dup rate < 0", func(c *Config) { c.DupRate = -0.1 }, "--dup-rate must be between 0 and 1"},
+		{"bad rate NaN", func(c *Config) { c.BadRate = math.NaN() }, "--bad-rate must be between 0 and 1"},
+		{"rates sum > 1", func(c *Config) { c.LateRate, c.DupRate, c.BadRate = 0.5, 0.4, 0.2 }, "must be <= 1"},
+		{"zero window", func(c *Config) { c.Window = 0 }, "--window must be > 0"},
+		{"sub-microsecond window", func(c *Config) { c.Window = time.Second + 1 }, "--window must be a whole number of microseconds"},
+		{"negative lateness", func(c *Config) { c.Lateness = -time.Second }, "--lateness must be >= 0"},
+		{"sub-microsecond lateness", func(c *Config) { c.Lateness = 1 }, "--lateness must be a whole number"},
+		{"negative heartbeat", func(c *Config) { c.HeartbeatEvery = -1 }, "--heartbeat must be >= 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig(record.Toys)
+			tt.change(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tt.want != "" && err == nil:
+				t.Fatalf("Validate() = nil, want error containing %q", tt.want)
+			case tt.want != "" && !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("Validate() = %q, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSizeMix(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{"S=4,M=3,L=2,XL=1", "S=4,M=3,L=2,XL=1", ""},
+		{" XL=1 , S=2 ", "S=2,XL=1", ""},
+		{"M=1,L=0", "M=1", ""},
+		{"", "", "at least one size"},
+		{"S=0", "", "at least one size"},
+		{"S", "", "not SIZE=WEIGHT"},
+		{"XXL=1", "", "not one of S, M, L, XL"},
+		{"s=1", "", "not one of S, M, L, XL"},
+		{"S=-1", "", "whole number >= 0"},
+		{"S=x", "", "whole number >= 0"},
+		{"S=1,S=2", "", "given twice"},
+	}
+	for _, tt := range tests {
+		m, err := ParseSizeMix(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "--sizes") {
+				t.Errorf("ParseSizeMix(%q) error = %v, want one containing --sizes and %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseSizeMix(%q) = %v", tt.in, err)
+			continue
+		}
+		if got := m.String(); got != tt.want {
+			t.Errorf("ParseSizeMix(%q).String() = %q, want %q", tt.in, got, tt.want)
+		}
+		again, err := ParseSizeMix(m.String())
+		if err != nil || again.String() != m.String() {
+			t.Errorf("round trip of %q: %v, %v", m.String(), again, err)
+		}
+	}
+}

@@ -1,0 +1,432 @@
+package producers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// Message kinds. Kind says what the generator meant a record to be; the
+// contract (record.Parse plus the stream's history) decides what it is.
+const (
+	KindToy       = "toy"
+	KindBox       = "box"
+	KindHeartbeat = "heartbeat"
+	KindDup       = "dup"
+	KindLate      = "late"
+	// KindBadPrefix starts the kind of every dead letter; see BadKinds.
+	KindBadPrefix = "bad:"
+)
+
+// BadKinds are the kinds of dead letters the elves make, in the order they
+// cycle through, and the contract reason each must be classified with.
+var BadKinds = []string{
+	"bad:truncated-json", // a JSON object cut short
+	"bad:not-object",     // a JSON array
+	"bad:invalid-utf8",   // an object with bytes that are not UTF-8
+	"bad:made-at",        // made_at "2026-12-24 10:00:00", "yesterday" or a number
+	"bad:size",           // size "XXL" (keyed XXL or by a valid size) or "m"
+	"bad:size-not-key",   // a valid size keyed by another valid size
+	"bad:missing-id",     // no toy_id / box_id field
+	"bad:empty-id",       // toy_id / box_id ""
+}
+
+var badReasons = map[string]record.Reason{
+	"bad:truncated-json": record.ReasonMalformedJSON,
+	"bad:not-object":     record.ReasonMalformedJSON,
+	"bad:invalid-utf8":   record.ReasonMalformedJSON,
+	"bad:made-at":        record.ReasonBadMadeAt,
+	"bad:size":           record.ReasonBadSize,
+	"bad:size-not-key":   record.ReasonSizeNotKey,
+	"bad:missing-id":     record.ReasonNoID,
+	"bad:empty-id":       record.ReasonNoID,
+}
+
+// BadReason is the reason record.Parse must give for a dead letter of the
+// given kind, or "" when kind is not one of BadKinds.
+func BadReason(kind string) record.Reason { return badReasons[kind] }
+
+// IsBad reports whether kind is a dead-letter kind.
+func IsBad(kind string) bool { return strings.HasPrefix(kind, KindBadPrefix) }
+
+// ToyKinds are the kinds of toys the elves make.
+var ToyKinds = []string{"teddy-bear", "train", "doll", "kite", "puzzle", "yo-yo", "robot", "drum", "rocking-horse", "spinning-top"}
+
+// Message is one Kafka record the elves write.
+type Message struct {
+	Key   []byte
+	Value []byte
+	// Kind is toy, box, heartbeat, dup, late or one of BadKinds.
+	Kind string
+	// Elf is the index of the elf that sends it (see ElfName); -1 for the final
+	// heartbeats, which are sent once all elves have finished.
+	Elf int
+	// MadeAt is the record's made_at when it is valid by the contract; zero for
+	// dead letters.
+	MadeAt time.Time
+}
+
+// Plan is every message of a Count-mode run, in the order the generator makes
+// them, the final heartbeats last. Run sends exactly these (spread over the
+// elves, so their interleaving in Kafka varies).
+func Plan(cfg Config) ([]Message, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Count <= 0 {
+		return nil, errors.New("plan: needs --count > 0 (a --duration run is generated lazily, use NewGenerator)")
+	}
+	g := NewGenerator(cfg)
+	out := make([]Message, 0, cfg.Count+cfg.Count/50+8)
+	for range cfg.Count {
+		out = append(out, g.Next()...)
+	}
+	return append(out, g.Final()...), nil
+}
+
+// FinalTime is when the final heartbeats are: the end of the window of
+// maxMadeAt plus Lateness, or cfg.FinalHeartbeatAt when that is later. A zero
+// maxMadeAt (nothing valid written) counts as cfg.Start.
+func FinalTime(cfg Config, maxMadeAt time.Time) time.Time {
+	if maxMadeAt.IsZero() {
+		maxMadeAt = cfg.Start
+	}
+	t := floorTime(maxMadeAt, cfg.Window).Add(cfg.Window + cfg.Lateness)
+	if cfg.FinalHeartbeatAt.After(t) {
+		t = cfg.FinalHeartbeatAt
+	}
+	return t.UTC()
+}
+
+// FinalHeartbeats are the four heartbeats (one per size) that close every
+// window written: see FinalTime.
+func FinalHeartbeats(cfg Config, maxMadeAt time.Time) []Message {
+	at := FinalTime(cfg, maxMadeAt)
+	out := make([]Message, 0, len(record.Sizes))
+	for _, s := range record.Sizes {
+		out = append(out, heartbeat(s, FinalElfName(cfg.Stream), at, -1))
+	}
+	return out
+}
+
+func heartbeat(size, elf string, at time.Time, elfIdx int) Message {
+	v := mustJSON(record.Heartbeat{Heartbeat: true, Size: size, Elf: elf, MadeAt: record.FormatTime(at)})
+	return Message{Key: []byte(size), Value: v, Kind: KindHeartbeat, Elf: elfIdx, MadeAt: at}
+}
+
+// Generator makes the messages of a run one record at a time. It is
+// deterministic: the same Config gives the same sequence. Not safe for
+// concurrent use.
+type Generator struct {
+	cfg       Config
+	rng       *rand.Rand
+	prefix    string
+	seedTag   string
+	sizeCum   []int // cumulative weights over record.Sizes
+	sizeTotal int
+	n         int // records generated so far (heartbeats not counted)
+	ids       int
+	bad       int
+	hbOn      bool
+	nextHB    time.Time
+	elves     []elfState
+	maxMadeAt time.Time
+}
+
+const poolSize = 32
+
+type pooled struct {
+	value  []byte
+	madeAt time.Time
+}
+
+// elfState is what one elf remembers of what it wrote: lateness and
+// duplicates are made relative to the elf's own earlier records, because only
+// those are guaranteed to precede the new one in the partition (each elf
+// hands its records to the producer in order), whatever the other elves do.
+type elfState struct {
+	name     string
+	priorMax [4]time.Time // per size index; zero = nothing written yet
+	pool     [4][]pooled
+	poolNext [4]int
+}
+
+// NewGenerator starts a generator; cfg must be valid (see Config.Validate).
+func NewGenerator(cfg Config) *Generator {
+	h := fnv.New64a()
+	h.Write([]byte(cfg.Stream))
+	streamHash := h.Sum64()
+	g := &Generator{
+		cfg:     cfg,
+		rng:     rand.New(rand.NewPCG(uint64(cfg.Seed), streamHash)),
+		prefix:  streamPrefix(cfg.Stream),
+		seedTag: fmt.Sprintf("%08x", uint32(splitmix64(uint64(cfg.Seed))>>32)),
+		elves:   make([]elfState, cfg.Elves),
+	}
+	for _, s := range record.Sizes {
+		g.sizeTotal += cfg.SizeMix[s]
+		g.sizeCum = append(g.sizeCum, g.sizeTotal)
+	}
+	for i := range g.elves {
+		g.elves[i].name = ElfName(cfg.Stream, i)
+	}
+	if cfg.HeartbeatEvery > 0 {
+		g.hbOn = true
+		g.nextHB = floorTime(cfg.Start, cfg.HeartbeatEvery).Add(cfg.HeartbeatEvery)
+	}
+	return g
+}
+
+// Generated is the number of records made so far, heartbeats not counted.
+func (g *Generator) Generated() int { return g.n }
+
+// MaxMadeAt is the greatest made_at of the valid messages made so far.
+func (g *Generator) MaxMadeAt() time.Time { return g.maxMadeAt }
+
+// Final is FinalHeartbeats for everything generated so far.
+func (g *Generator) Final() []Message { return FinalHeartbeats(g.cfg, g.maxMadeAt) }
+
+// Next makes the next record, preceded by the heartbeats that are due when
+// event time reaches it. All of them belong to one elf (Message.Elf).
+func (g *Generator) Next() []Message {
+	cfg := g.cfg
+	i := g.n
+	g.n++
+	elf := i % cfg.Elves
+	nominal := cfg.Start.Add(time.Duration(i) * cfg.Spacing)
+
+	var out []Message
+	if g.hbOn && !nominal.Before(g.nextHB) {
+		at := floorTime(nominal, cfg.HeartbeatEvery)
+		for _, s := range record.Sizes {
+			out = append(out, g.note(elf, heartbeat(s, g.elves[elf].name, at, elf)))
+		}
+		g.nextHB = at.Add(cfg.HeartbeatEvery)
+	}
+
+	si := g.pickSize()
+	r := g.rng.Float64()
+	switch {
+	case r < cfg.BadRate:
+		out = append(out, g.badRecord(elf, si, nominal))
+		return out
+	case r < cfg.BadRate+cfg.DupRate:
+		if m, ok := g.dup(elf, si); ok {
+			return append(out, g.note(elf, m))
+		}
+	case r < cfg.BadRate+cfg.DupRate+cfg.LateRate:
+		if prior := g.elves[elf].priorMax[si]; !prior.IsZero() {
+			base := nominal
+			if prior.Before(base) {
+				base = prior
+			}
+			// window_end(made_at) + L <= made_at + W + L < prior: late by the
+			// contract whatever came before it from other elves.
+			madeAt := base.Add(-(cfg.Lateness + 2*cfg.Window + g.randDur(cfg.Window)))
+			m := g.item(elf, si, madeAt)
+			m.Kind = KindLate
+			return append(out, g.note(elf, m))
+		}
+	}
+	madeAt := nominal.Add(-g.randDur(cfg.Disorder))
+	return append(out, g.note(elf, g.item(elf, si, madeAt)))
+}
+
+// note records a valid message in the elf's memory and returns it.
+func (g *Generator) note(elf int, m Message) Message {
+	si := sizeIndex(string(m.Key))
+	e := &g.elves[elf]
+	if m.MadeAt.After(e.priorMax[si]) || e.priorMax[si].IsZero() {
+		e.priorMax[si] = m.MadeAt
+	}
+	if m.MadeAt.After(g.maxMadeAt) || g.maxMadeAt.IsZero() {
+		g.maxMadeAt = m.MadeAt
+	}
+	if m.Kind == KindToy || m.Kind == KindBox || m.Kind == KindLate {
+		p := pooled{value: m.Value, madeAt: m.MadeAt}
+		if len(e.pool[si]) < poolSize {
+			e.pool[si] = append(e.pool[si], p)
+		} else {
+			e.pool[si][e.poolNext[si]] = p
+			e.poolNext[si] = (e.poolNext[si] + 1) % poolSize
+		}
+	}
+	return m
+}
+
+func (g *Generator) dup(elf, si int) (Message, bool) {
+	pool := g.elves[elf].pool[si]
+	if len(pool) == 0 {
+		return Message{}, false
+	}
+	p := pool[g.rng.IntN(len(pool))]
+	return Message{Key: []byte(record.Sizes[si]), Value: p.value, Kind: KindDup, Elf: elf, MadeAt: p.madeAt}, true
+}
+
+func (g *Generator) newID() string {
+	g.ids++
+	return fmt.Sprintf("%s-%s-%06d", g.prefix, g.seedTag, g.ids)
+}
+
+func (g *Generator) item(elf, si int, madeAt time.Time) Message {
+	size := record.Sizes[si]
+	name := g.elves[elf].name
+	var v []byte
+	kind := KindToy
+	if g.cfg.Stream == record.Boxes {
+		kind = KindBox
+		v = mustJSON(record.Box{BoxID: g.newID(), Size: size, Elf: name, MadeAt: record.FormatTime(madeAt)})
+	} else {
+		v = mustJSON(record.Toy{ToyID: g.newID(), Kind: g.toyKind(), Size: size, Elf: name, MadeAt: record.FormatTime(madeAt)})
+	}
+	return Message{Key: []byte(size), Value: v, Kind: kind, Elf: elf, MadeAt: madeAt}
+}
+
+func (g *Generator) toyKind() string { return ToyKinds[g.rng.IntN(len(ToyKinds))] }
+
+// badRecord makes the next dead letter in the cycle of BadKinds.
+func (g *Generator) badRecord(elf, si int, nominal time.Time) Message {
+	kind := BadKinds[g.bad%len(BadKinds)]
+	variant := g.bad / len(BadKinds)
+	g.bad++
+
+	stream := g.cfg.Stream
+	size := record.Sizes[si]
+	key := size
+	name := g.elves[elf].name
+	madeAt := any(record.FormatTime(nominal))
+	var toyKind string
+	if stream == record.Toys {
+		toyKind = g.toyKind()
+	}
+	// fields builds the record's object with the usual field order; id nil
+	// leaves the id field out.
+	fields := func(id any, sizeV any, madeAtV any) []byte {
+		var kv []any
+		if id != nil {
+			kv = append(kv, stream.IDField(), id)
+		}
+		if stream == record.Toys {
+			kv = append(kv, "kind", toyKind)
+		}
+		kv = append(kv, "size", sizeV, "elf", name, "made_at", madeAtV)
+		return object(kv...)
+	}
+
+	var v []byte
+	switch kind {
+	case "bad:truncated-json":
+		full := fields(g.newID(), size, madeAt)
+		v = full[:len(full)*2/3]
+	case "bad:not-object":
+		v = append(append([]byte("["), fields(g.newID(), size, madeAt)...), ']')
+	case "bad:invalid-utf8":
+		v = fields(g.newID(), size, madeAt)
+		quoted := mustJSON(name)
+		broken := append(append([]byte(`"`+name), 0xff, 0xfe), '"')
+		v = bytes.Replace(v, quoted, broken, 1)
+	case "bad:made-at":
+		switch variant % 3 {
+		case 0:
+			madeAt = nominal.UTC().Format("2006-01-02 15:04:05")
+		case 1:
+			madeAt = "yesterday"
+		default:
+			madeAt = nominal.Unix()
+		}
+		v = fields(g.newID(), size, madeAt)
+	case "bad:size":
+		switch variant % 3 {
+		case 0:
+			v, key = fields(g.newID(), "XXL", madeAt), "XXL"
+		case 1:
+			v = fields(g.newID(), "XXL", madeAt)
+		default:
+			v = fields(g.newID(), strings.ToLower(size), madeAt)
+		}
+	case "bad:size-not-key":
+		key = record.Sizes[(si+1+g.rng.IntN(len(record.Sizes)-1))%len(record.Sizes)]
+		v = fields(g.newID(), size, madeAt)
+	case "bad:missing-id":
+		v = fields(nil, size, madeAt)
+	case "bad:empty-id":
+		v = fields("", size, madeAt)
+	}
+	return Message{Key: []byte(key), Value: v, Kind: kind, Elf: elf}
+}
+
+func (g *Generator) pickSize() int {
+	n := g.rng.IntN(g.sizeTotal)
+	for i, c := range g.sizeCum {
+		if n < c {
+			return i
+		}
+	}
+	return len(g.sizeCum) - 1
+}
+
+// randDur is uniform in [0, d), or 0 when d <= 0.
+func (g *Generator) randDur(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(g.rng.Int64N(int64(d)))
+}
+
+// floorTime is floor(t / d) * d over Unix time, as the contract's
+// window_start. (time.Truncate counts from year 1, not from the epoch.)
+func floorTime(t time.Time, d time.Duration) time.Time {
+	ns := t.UnixNano()
+	q := ns / int64(d)
+	if ns%int64(d) != 0 && ns < 0 {
+		q--
+	}
+	return time.Unix(0, q*int64(d)).UTC()
+}
+
+func sizeIndex(s string) int {
+	for i, v := range record.Sizes {
+		if v == s {
+			return i
+		}
+	}
+	return 0
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// object encodes key/value pairs as one JSON object, keeping their order.
+func object(kv ...any) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(mustJSON(kv[i]))
+		b.WriteByte(':')
+		b.Write(mustJSON(kv[i+1]))
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("producers: encode %T: %v", v, err)) // only plain strings and structs of strings
+	}
+	return b
+}
