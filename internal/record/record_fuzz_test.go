@@ -1,0 +1,175 @@
+package record
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// FuzzParse checks that Parse never panics, that a refusal is always an
+// *InvalidError with one of the five parse reasons, and that an accepted
+// record is what the rule says (valid size equal to the key, an id or a
+// heartbeat) and survives a round trip: encoded again as JSON, it parses to
+// the same fields and the same instant, in the same offset.
+//
+// Seeds live in testdata/fuzz/FuzzParse (one or more per reason). Run with
+//
+//	go test -fuzz=FuzzParse -fuzztime=60s ./internal/record
+func FuzzParse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, boxes bool, key, value []byte) {
+		s := Toys
+		if boxes {
+			s = Boxes
+		}
+		r, err := Parse(s, key, value)
+		if err != nil {
+			var ie *InvalidError
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v is not an *InvalidError", err)
+			}
+			switch ie.Reason {
+			case ReasonMalformedJSON, ReasonBadMadeAt, ReasonBadSize, ReasonSizeNotKey, ReasonNoID:
+			default:
+				t.Fatalf("reason %q is not a parse reason", ie.Reason)
+			}
+			if r != (Record{}) {
+				t.Fatalf("invalid record with a non-zero Record %+v", r)
+			}
+			return
+		}
+
+		if !utf8.Valid(value) || !json.Valid(value) {
+			t.Fatalf("accepted a value that is not UTF-8 JSON: %q", value)
+		}
+		if r.Stream != s || !ValidSize(r.Size) || r.Size != string(key) {
+			t.Fatalf("accepted %+v for stream %s, key %q", r, s, key)
+		}
+		if !r.Heartbeat && r.ID == "" {
+			t.Fatalf("accepted a record with neither id nor heartbeat: %+v", r)
+		}
+		if y := r.MadeAt.Year(); y < 0 || y > 9999 {
+			t.Fatalf("made_at year %d in its own offset: RFC 3339 has four digits", y)
+		}
+		us := r.MadeAtMicros()
+		if time.UnixMicro(us).After(r.MadeAt) || !time.UnixMicro(us+1).After(r.MadeAt) {
+			t.Fatalf("MadeAtMicros %d is not the floor of %v", us, r.MadeAt)
+		}
+
+		// Round trip through the fields we keep.
+		m := map[string]any{"size": r.Size, "made_at": r.MadeAt.Format(time.RFC3339Nano)}
+		if r.Heartbeat {
+			m["heartbeat"] = true
+		}
+		if r.ID != "" {
+			m[s.IDField()] = r.ID
+		}
+		if r.Kind != "" {
+			m["kind"] = r.Kind
+		}
+		if r.Elf != "" {
+			m["elf"] = r.Elf
+		}
+		again, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("re-encoding %+v: %v", r, err)
+		}
+		r2, err := Parse(s, key, again)
+		if err != nil {
+			t.Fatalf("re-encoded %+v as %s, which Parse refuses: %v", r, again, err)
+		}
+		if !r2.MadeAt.Equal(r.MadeAt) {
+			t.Fatalf("made_at changed in the round trip: %v -> %v", r.MadeAt, r2.MadeAt)
+		}
+		_, off1 := r.MadeAt.Zone()
+		_, off2 := r2.MadeAt.Zone()
+		if off1 != off2 {
+			t.Fatalf("offset changed in the round trip: %d -> %d", off1, off2)
+		}
+		a, b := r, r2
+		a.MadeAt, b.MadeAt = time.Time{}, time.Time{}
+		if a != b {
+			t.Fatalf("round trip changed the record:\n  %+v\n  %+v", a, b)
+		}
+
+		// The result sets' time form parses back to the same instant whenever
+		// the UTC year has four digits (outside that, RFC 3339 has no form).
+		if y := r.MadeAt.UTC().Year(); y >= 0 && y <= 9999 {
+			back, err := ParseMadeAt(FormatTime(r.MadeAt))
+			if err != nil || !back.Equal(r.MadeAt) {
+				t.Fatalf("FormatTime(%v) = %q does not parse back: %v", r.MadeAt, FormatTime(r.MadeAt), err)
+			}
+		}
+	})
+}
+
+// TestFuzzSeeds checks that the seed corpus says what its file names say: a
+// file named valid_* holds a valid record, one named after a reason (with
+// spaces as underscores) a record refused for that reason, and every reason
+// has a seed.
+func TestFuzzSeeds(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzParse")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixes := map[string]Reason{
+		"valid_":          "",
+		"malformed_json_": ReasonMalformedJSON,
+		"bad_made_at_":    ReasonBadMadeAt,
+		"bad_size_":       ReasonBadSize,
+		"size_not_key":    ReasonSizeNotKey,
+		"no_id_":          ReasonNoID,
+	}
+	covered := map[Reason]int{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 4 || lines[0] != "go test fuzz v1" {
+			t.Fatalf("%s: not a 3-argument go test fuzz v1 file", e.Name())
+		}
+		boxes := lines[1] == "bool(true)"
+		args := make([][]byte, 2)
+		for i, l := range lines[2:] {
+			q, ok := strings.CutPrefix(l, "[]byte(")
+			q, ok2 := strings.CutSuffix(q, ")")
+			s, err := strconv.Unquote(q)
+			if !ok || !ok2 || err != nil {
+				t.Fatalf("%s: line %q is not a []byte literal", e.Name(), l)
+			}
+			args[i] = []byte(s)
+		}
+		want, found := Reason("?"), false
+		for p, r := range prefixes {
+			if strings.HasPrefix(e.Name(), p) {
+				want, found = r, true
+			}
+		}
+		if !found {
+			t.Errorf("%s: name says no reason", e.Name())
+			continue
+		}
+		s := Toys
+		if boxes {
+			s = Boxes
+		}
+		_, err = Parse(s, args[0], args[1])
+		if got := ReasonOf(err); got != want {
+			t.Errorf("%s: reason %q, want %q", e.Name(), got, want)
+		}
+		covered[want]++
+	}
+	for _, r := range prefixes {
+		if covered[r] == 0 {
+			t.Errorf("no seed for reason %q", r)
+		}
+	}
+}
