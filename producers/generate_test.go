@@ -31,6 +31,7 @@ func mustPlan(t *testing.T, c Config) []Message {
 }
 
 func TestPlanDeterministic(t *testing.T) {
+	t.Parallel()
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
 		c := testConfig(s, 3000)
 		a, b := mustPlan(t, c), mustPlan(t, c)
@@ -87,6 +88,7 @@ func idOf(s record.Stream, m Message) string {
 }
 
 func TestPlanFractions(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	c := testConfig(record.Toys, n)
 	c.LateRate, c.DupRate, c.BadRate = 0.05, 0.1, 0.15
@@ -152,6 +154,7 @@ func TestPlanFractions(t *testing.T) {
 // TestEveryMessageParsesAsIntended checks every message against record.Parse:
 // each bad kind appears and fails with its reason, every other one is valid.
 func TestEveryMessageParsesAsIntended(t *testing.T) {
+	t.Parallel()
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
 		c := testConfig(s, 2000)
 		c.BadRate = 0.3
@@ -195,6 +198,7 @@ func TestEveryMessageParsesAsIntended(t *testing.T) {
 
 // TestBadVariants checks the variants the brief names.
 func TestBadVariants(t *testing.T) {
+	t.Parallel()
 	c := testConfig(record.Toys, 3000)
 	c.BadRate = 1
 	c.LateRate, c.DupRate = 0, 0
@@ -276,6 +280,7 @@ func wantClass(kind string) string {
 // interleaving of the elves that keeps each elf's own order (what Kafka
 // guarantees), late and dup messages stay late and duplicate.
 func TestLateAndDupByContract(t *testing.T) {
+	t.Parallel()
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
 		c := testConfig(s, 3000)
 		plan := mustPlan(t, c)
@@ -337,6 +342,7 @@ func interleave(rng *rand.Rand, plan []Message, elves int) []Message {
 }
 
 func TestHeartbeats(t *testing.T) {
+	t.Parallel()
 	c := testConfig(record.Boxes, 1000) // 10 s of event time at 10 ms spacing
 	c.LateRate, c.DupRate, c.BadRate = 0, 0, 0
 	plan := mustPlan(t, c)
@@ -371,6 +377,7 @@ func TestHeartbeats(t *testing.T) {
 }
 
 func TestFinalHeartbeatsLast(t *testing.T) {
+	t.Parallel()
 	for _, disorder := range []time.Duration{0, 3 * time.Second} {
 		c := testConfig(record.Toys, 2345)
 		c.Disorder = disorder
@@ -417,6 +424,7 @@ func TestFinalHeartbeatsLast(t *testing.T) {
 }
 
 func TestPlanNeedsCount(t *testing.T) {
+	t.Parallel()
 	c := DefaultConfig(record.Toys)
 	c.Count, c.Duration = 0, time.Second
 	if _, err := Plan(c); err == nil {
@@ -430,6 +438,7 @@ func TestPlanNeedsCount(t *testing.T) {
 }
 
 func TestFloorTime(t *testing.T) {
+	t.Parallel()
 	w := 10 * time.Second
 	for _, tt := range []struct{ in, want time.Time }{
 		{time.Unix(25, 0), time.Unix(20, 0)},

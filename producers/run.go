@@ -1,0 +1,465 @@
+package producers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// FlushTimeout bounds how long Run waits, once the elves have stopped (also
+// after cancellation), for the producer to deliver what it holds and the
+// final heartbeats.
+var FlushTimeout = 30 * time.Second
+
+// ProgressEvery is the interval of progress reports.
+const ProgressEvery = 250 * time.Millisecond
+
+// Stats counts what a run handed to Kafka.
+type Stats struct {
+	Stream record.Stream
+	Topic  string
+	// Kinds counts the messages handed to the producer, by Message.Kind
+	// (final heartbeats included, under "heartbeat").
+	Kinds map[string]int64
+	// Records counts the non-heartbeat records handed to the producer (what
+	// --count counts).
+	Records int64
+	// Sent counts every message handed to the producer; Acked those Kafka
+	// confirmed, Failed those it refused (each is reported in Run's error).
+	Sent   int64
+	Acked  int64
+	Failed int64
+	// FinalHeartbeatAt is the made_at of the final heartbeats; zero when they
+	// were not sent.
+	FinalHeartbeatAt time.Time
+	Elapsed          time.Duration
+}
+
+// Bad is the number of dead letters in s.Kinds.
+func (s Stats) Bad() int64 {
+	var n int64
+	for k, v := range s.Kinds {
+		if IsBad(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// InFlight is the number of messages handed over but not yet answered.
+func (s Stats) InFlight() int64 { return s.Sent - s.Acked - s.Failed }
+
+// Rate is records handed over per second of elapsed time.
+func (s Stats) Rate() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Records) / s.Elapsed.Seconds()
+}
+
+// maxErrors bounds the distinct producer errors kept for Run's error (and
+// logged); the rest are counted.
+const maxErrors = 10
+
+// failure is one distinct producer error: the same error on the same
+// partition is reported once, with how many messages it hit.
+type failure struct {
+	partition int32
+	text      string
+	err       error // the first, wrapped with kind, topic and partition
+	count     int64
+}
+
+// runner is the shared state of one Run.
+type runner struct {
+	cfg      Config
+	start    time.Time
+	mu       sync.Mutex
+	stats    Stats
+	maxMade  time.Time
+	failures []*failure
+	answered chan struct{} // a token whenever an ack or error arrives
+	failed   chan struct{} // closed on the first producer error
+	failOnce sync.Once
+}
+
+func (r *runner) snapshot() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.Kinds = maps.Clone(r.stats.Kinds)
+	s.Elapsed = time.Since(r.start)
+	return s
+}
+
+// handing counts m as sent before it goes into the producer, so that an
+// answer can never be counted before its message; unhand undoes it.
+func (r *runner) handing(m Message, delta int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Sent += delta
+	r.stats.Kinds[m.Kind] += delta
+	if m.Kind != KindHeartbeat {
+		r.stats.Records += delta
+	}
+	if delta > 0 && !m.MadeAt.IsZero() && m.MadeAt.After(r.maxMade) {
+		r.maxMade = m.MadeAt
+	}
+}
+
+func (r *runner) poke() {
+	select {
+	case r.answered <- struct{}{}:
+	default:
+	}
+}
+
+// collect reads the producer's answers until both channels are closed.
+func (r *runner) collect(p sarama.AsyncProducer, log *slog.Logger) {
+	succ, errc := p.Successes(), p.Errors()
+	for succ != nil || errc != nil {
+		select {
+		case _, ok := <-succ:
+			if !ok {
+				succ = nil
+				continue
+			}
+			r.mu.Lock()
+			r.stats.Acked++
+			r.mu.Unlock()
+		case pe, ok := <-errc:
+			if !ok {
+				errc = nil
+				continue
+			}
+			r.failedOne(pe, log)
+			r.failOnce.Do(func() { close(r.failed) })
+		}
+		r.poke()
+	}
+}
+
+// failedOne counts a producer error under its distinct (partition, error).
+func (r *runner) failedOne(pe *sarama.ProducerError, log *slog.Logger) {
+	kind, _ := pe.Msg.Metadata.(string)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Failed++
+	text := pe.Err.Error()
+	for _, f := range r.failures {
+		if f.partition == pe.Msg.Partition && f.text == text {
+			f.count++
+			return
+		}
+	}
+	if len(r.failures) >= maxErrors {
+		return
+	}
+	err := fmt.Errorf("produce %s record to topic %q partition %d: %w", kind, pe.Msg.Topic, pe.Msg.Partition, pe.Err)
+	r.failures = append(r.failures, &failure{partition: pe.Msg.Partition, text: text, err: err, count: 1})
+	log.Error("elves: record not written", "err", err)
+}
+
+// failureError is the error of every message Kafka refused.
+func (r *runner) failureError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stats.Failed == 0 {
+		return nil
+	}
+	var errs []error
+	var listed int64
+	for _, f := range r.failures {
+		errs = append(errs, fmt.Errorf("%w (%d messages)", f.err, f.count))
+		listed += f.count
+	}
+	if rest := r.stats.Failed - listed; rest > 0 {
+		errs = append(errs, fmt.Errorf("%d more messages failed with other errors", rest))
+	}
+	return fmt.Errorf("elves: %d of %d messages were not written to topic %q: %w",
+		r.stats.Failed, r.stats.Sent, r.cfg.Topic, errors.Join(errs...))
+}
+
+// waitAnswered waits until every message handed over has been acked or failed.
+func (r *runner) waitAnswered(ctx context.Context) error {
+	for {
+		s := r.snapshot()
+		if s.InFlight() <= 0 {
+			return nil
+		}
+		select {
+		case <-r.answered:
+		case <-ctx.Done():
+			return fmt.Errorf("%d records still unanswered: %w", s.InFlight(), ctx.Err())
+		}
+	}
+}
+
+// Run produces the records of cfg to Kafka and returns what it sent. It stops
+// early when ctx is cancelled or a record cannot be written; either way it
+// then flushes what the producer holds, sends the final heartbeats (unless a
+// write failed) and returns the counts with an error that says why it stopped.
+// progress, when not nil, is called at most every ProgressEvery.
+func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Stats)) (Stats, error) {
+	none := Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}}
+	if err := cfg.Validate(); err != nil {
+		return none, fmt.Errorf("elves: %w", err)
+	}
+	if err := kc.Validate(); err != nil {
+		return none, fmt.Errorf("elves: %w", err)
+	}
+	log := slog.Default().With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic)
+
+	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	if err != nil {
+		return none, fmt.Errorf("elves: connect to kafka %v: %w", kc.Brokers, err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(cfg.Topic)
+	if err != nil {
+		return none, fmt.Errorf("elves: topic %q on %v (it must exist before the elves start): %w", cfg.Topic, kc.Brokers, err)
+	}
+	producer, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		return none, fmt.Errorf("elves: start producer for topic %q: %w", cfg.Topic, err)
+	}
+
+	r := &runner{
+		cfg:      cfg,
+		start:    time.Now(),
+		stats:    Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}},
+		answered: make(chan struct{}, 1),
+		failed:   make(chan struct{}),
+	}
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		r.collect(producer, log)
+	}()
+
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		if progress == nil {
+			return
+		}
+		t := time.NewTicker(ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				progress(r.snapshot())
+			case <-stopProgress:
+				return
+			}
+		}
+	}()
+
+	log.Info("elves started", "count", cfg.Count, "duration", cfg.Duration, "rate", cfg.Rate,
+		"elves", cfg.Elves, "partitions", len(parts), "seed", cfg.Seed, "sizes", cfg.SizeMix.String())
+
+	runErr := r.produce(ctx, producer)
+
+	// Flush phase: runs even when ctx is cancelled, bounded by FlushTimeout.
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushTimeout)
+	defer cancel()
+	var errs []error
+	if err := r.waitAnswered(flushCtx); err != nil {
+		errs = append(errs, fmt.Errorf("elves: flush topic %q: %w", cfg.Topic, err))
+	}
+	if len(errs) == 0 && !r.hasFailed() {
+		if err := r.sendFinal(flushCtx, producer, log); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	producer.AsyncClose()
+	select {
+	case <-collected:
+	case <-flushCtx.Done():
+		errs = append(errs, fmt.Errorf("elves: producer for topic %q did not shut down within %v", cfg.Topic, FlushTimeout))
+	}
+	close(stopProgress)
+	<-progressDone
+
+	stats := r.snapshot()
+	if err := r.failureError(); err != nil {
+		errs = append(errs, err)
+	}
+	if runErr != nil {
+		errs = append(errs, fmt.Errorf("elves: stopped after %d records (%d of %d messages acked): %w", stats.Records, stats.Acked, stats.Sent, runErr))
+	}
+	log.Info("elves finished", "records", stats.Records, "sent", stats.Sent, "acked", stats.Acked,
+		"failed", stats.Failed, "final_heartbeat_at", stats.FinalHeartbeatAt, "elapsed", stats.Elapsed)
+	return stats, errors.Join(errs...)
+}
+
+func (r *runner) hasFailed() bool {
+	select {
+	case <-r.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// produce runs the generator and the elves until the plan is done, the
+// duration is over, ctx is cancelled or a write fails. It returns ctx's error
+// when ctx was cancelled, nil otherwise (write failures are counted by collect).
+func (r *runner) produce(ctx context.Context, producer sarama.AsyncProducer) error {
+	cfg := r.cfg
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.failed:
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+
+	var lim *limiter
+	if cfg.Rate > 0 {
+		lim = newLimiter(cfg.Rate)
+	}
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+
+	g, gctx := errgroup.WithContext(runCtx)
+	chans := make([]chan []Message, cfg.Elves)
+	for i := range chans {
+		chans[i] = make(chan []Message)
+	}
+	g.Go(func() error {
+		defer func() {
+			for _, ch := range chans {
+				close(ch)
+			}
+		}()
+		gen := NewGenerator(cfg)
+		for cfg.Count == 0 || gen.Generated() < cfg.Count {
+			msgs := gen.Next()
+			select {
+			case chans[msgs[0].Elf] <- msgs:
+			case <-deadline:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	for i := range chans {
+		g.Go(func() error {
+			for msgs := range chans[i] {
+				for _, m := range msgs {
+					if lim != nil && m.Kind != KindHeartbeat {
+						if err := lim.wait(gctx); err != nil {
+							return err
+						}
+					}
+					if err := r.send(gctx, producer, m); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // only context errors; what matters is why
+	return ctx.Err()
+}
+
+// send hands one message to the producer, or gives up when ctx is done.
+func (r *runner) send(ctx context.Context, producer sarama.AsyncProducer, m Message) error {
+	pm := &sarama.ProducerMessage{
+		Topic:    r.cfg.Topic,
+		Key:      sarama.ByteEncoder(m.Key),
+		Value:    sarama.ByteEncoder(m.Value),
+		Metadata: m.Kind,
+	}
+	r.handing(m, 1)
+	select {
+	case producer.Input() <- pm:
+		return nil
+	case <-ctx.Done():
+		r.handing(m, -1)
+		return ctx.Err()
+	}
+}
+
+// sendFinal writes the final heartbeats once everything else is acked, so
+// that they follow every other record of their partition.
+func (r *runner) sendFinal(ctx context.Context, producer sarama.AsyncProducer, log *slog.Logger) error {
+	r.mu.Lock()
+	maxMade := r.maxMade
+	r.mu.Unlock()
+	final := FinalHeartbeats(r.cfg, maxMade)
+	for _, m := range final {
+		if err := r.send(ctx, producer, m); err != nil {
+			return fmt.Errorf("elves: send final heartbeats to topic %q: %w", r.cfg.Topic, err)
+		}
+	}
+	if err := r.waitAnswered(ctx); err != nil {
+		return fmt.Errorf("elves: flush final heartbeats to topic %q: %w", r.cfg.Topic, err)
+	}
+	if !r.hasFailed() {
+		r.mu.Lock()
+		r.stats.FinalHeartbeatAt = final[0].MadeAt
+		r.mu.Unlock()
+		log.Debug("final heartbeats written", "made_at", record.FormatTime(final[0].MadeAt))
+	}
+	return nil
+}
+
+// limiter is a token bucket shared by the elves: each wait reserves the next
+// slot, 1/rate apart, so the long-run rate holds even when sleeps overshoot.
+// After an idle spell at most burst worth of slots may go at once.
+type limiter struct {
+	mu       sync.Mutex
+	interval time.Duration
+	burst    time.Duration
+	next     time.Time
+}
+
+func newLimiter(rate float64) *limiter {
+	iv := time.Duration(float64(time.Second) / rate)
+	return &limiter{interval: iv, burst: max(iv, 20*time.Millisecond), next: time.Now()}
+}
+
+func (l *limiter) wait(ctx context.Context) error {
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now.Add(-l.burst)) {
+		l.next = now.Add(-l.burst)
+	}
+	at := l.next
+	l.next = l.next.Add(l.interval)
+	l.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
