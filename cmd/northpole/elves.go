@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+// elvesOptions are the flags of `northpole elves` that need parsing before
+// they become a producers.Config.
+type elvesOptions struct {
+	brokers string
+	sizes   string
+	start   string
+	finalAt string
+}
+
+func newElvesCmd() *cobra.Command {
+	cfg := producers.DefaultConfig(record.Toys)
+	cfg.Topic = ""
+	o := elvesOptions{sizes: cfg.SizeMix.String(), start: record.FormatTime(cfg.Start)}
+	cmd := &cobra.Command{
+		Use:   "elves toys|boxes",
+		Short: "Produce toys or boxes (with heartbeats, late, duplicate and bad records) to Kafka",
+		Long: `elves runs a few concurrent elves that make toys or boxes and write them to a
+Kafka topic, keyed by size class (S, M, L, XL) and partitioned with FNV-1a like
+goka, as the packing contract describes:
+
+  toy:       {"toy_id":"toy-…","kind":"kite","size":"M","elf":"toy-elf-2","made_at":"<RFC 3339>"}
+  box:       {"box_id":"box-…","size":"M","elf":"box-elf-0","made_at":"<RFC 3339>"}
+  heartbeat: {"heartbeat":true,"size":"M","elf":"toy-elf-1","made_at":"<RFC 3339>"}
+
+Event time (made_at) is synthetic: the n-th record is made at --start + n*--spacing,
+minus a random --disorder; the same flags and --seed always give the same
+records. Every --heartbeat of event time the elves send one heartbeat per size.
+When they are done (or interrupted) a final heartbeat per size follows every
+other record, at the end of the last window written plus --lateness (or at
+--final-heartbeat-at if that is later), so that every window closes.
+
+Some records are made wrong on purpose: --late-rate of them are late (made
+--lateness + 2*--window or more before what the same elf last wrote for that
+size), --dup-rate repeat an earlier record byte for byte, and --bad-rate are
+dead letters, cycling through truncated JSON, a JSON array, invalid UTF-8, a bad
+made_at, a bad size, a size that differs from the key, a missing id and an
+empty id.
+
+The topic must exist (the packer or the demo creates it).
+
+Examples:
+  northpole elves toys --brokers localhost:9092 --count 5000
+  northpole elves boxes --duration 1m --rate 200 --bad-rate 0.01 --seed 7`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 || !record.Stream(args[0]).Valid() {
+				return usageErr("elves: say which stream to produce: toys or boxes (got %q)", strings.Join(args, " "))
+			}
+			return nil
+		},
+		ValidArgs: []string{string(record.Toys), string(record.Boxes)},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, kc, err := o.config(cmd, cfg, record.Stream(args[0]))
+			if err != nil {
+				return usageErr("elves: %w", err)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runElves(ctx, kc, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.brokers, "brokers", "", "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
+	f.StringVar(&cfg.Topic, "topic", "", "topic to write to (default: the stream's name, toys or boxes)")
+	f.IntVar(&cfg.Count, "count", cfg.Count, "number of records to make, heartbeats not counted (set 0, or give only --duration, to run for a time)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "run for this long (wall clock) instead of making --count records")
+	f.Float64Var(&cfg.Rate, "rate", 0, "records per second, all elves together, heartbeats not counted; 0 = as fast as possible")
+	f.IntVar(&cfg.Elves, "elves", cfg.Elves, "number of concurrent elves (named toy-elf-0, toy-elf-1, …)")
+	f.StringVar(&o.sizes, "sizes", o.sizes, "relative weights of the size classes, SIZE=WEIGHT,… (a size left out is never made)")
+	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: the same seed and flags make the same records; ids differ between seeds")
+	f.StringVar(&o.start, "start", o.start, "event time (made_at, RFC 3339) of the first record")
+	f.DurationVar(&cfg.Spacing, "spacing", cfg.Spacing, "event time between consecutive records")
+	f.DurationVar(&cfg.Disorder, "disorder", 0, "made_at jitter: each record is made up to this much before its nominal time (records become late by accident only above --lateness)")
+	f.Float64Var(&cfg.LateRate, "late-rate", 0, "fraction (0..1) of records made deliberately late: --lateness + 2*--window or more before the elf's latest made_at for that size")
+	f.Float64Var(&cfg.DupRate, "dup-rate", 0, "fraction (0..1) of records that repeat, byte for byte, an earlier record of the same size")
+	f.Float64Var(&cfg.BadRate, "bad-rate", 0, "fraction (0..1) of dead letters, cycling through every kind (malformed JSON, not an object, invalid UTF-8, bad made_at, bad size, size not key, missing id, empty id)")
+	f.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer: sets how late late records are and when the final heartbeats are")
+	f.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L of the packer: final heartbeats are at least this far past the last window")
+	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", cfg.HeartbeatEvery, "event time between heartbeats (one per size each time); 0 = only the final ones")
+	f.StringVar(&o.finalAt, "final-heartbeat-at", "", "made_at (RFC 3339) of the final heartbeats when later than computed; use one value for toys and boxes so both close the same windows")
+	return cmd
+}
+
+// config turns the flags into the elves' and Kafka's configurations.
+func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream record.Stream) (producers.Config, kafkaconf.Config, error) {
+	c.Stream = stream
+	if c.Topic == "" {
+		c.Topic = string(stream)
+	}
+	f := cmd.Flags()
+	if f.Changed("duration") && !f.Changed("count") {
+		c.Count = 0
+	}
+	var err error
+	if c.SizeMix, err = producers.ParseSizeMix(o.sizes); err != nil {
+		return c, kafkaconf.Config{}, err
+	}
+	if c.Start, err = record.ParseMadeAt(o.start); err != nil {
+		return c, kafkaconf.Config{}, fmt.Errorf("--start: %w", err)
+	}
+	if o.finalAt != "" {
+		if c.FinalHeartbeatAt, err = record.ParseMadeAt(o.finalAt); err != nil {
+			return c, kafkaconf.Config{}, fmt.Errorf("--final-heartbeat-at: %w", err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return c, kafkaconf.Config{}, err
+	}
+	kc := kafkaconf.Config{Brokers: brokersFrom(o.brokers), ClientID: "northpole-elves-" + string(stream)}
+	if err := kc.Validate(); err != nil {
+		return c, kc, err
+	}
+	return c, kc, nil
+}
+
+func runElves(ctx context.Context, kc kafkaconf.Config, c producers.Config, stdout, stderr io.Writer) error {
+	what := fmt.Sprintf("%d records", c.Count)
+	if c.Duration > 0 {
+		what = "records for " + c.Duration.String()
+	}
+	rate := "as fast as possible"
+	if c.Rate > 0 {
+		rate = fmt.Sprintf("%g/s", c.Rate)
+	}
+	fmt.Fprintf(stderr, "northpole elves: %d %s elves make %s, %s, to topic %q on %s (seed %d)\n",
+		c.Elves, c.Stream, what, rate, c.Topic, strings.Join(kc.Brokers, ","), c.Seed)
+
+	p := &elvesProgress{w: stderr, tty: isTerminal(stderr), want: c.Count, every: 3 * time.Second}
+	if p.tty {
+		p.every = 250 * time.Millisecond
+	}
+	stats, err := producers.Run(ctx, kc, c, p.report)
+	p.clear()
+	if err == nil || stats.Sent > 0 {
+		printElvesSummary(stdout, stats, err)
+	}
+	if err != nil && errors.Is(err, context.Canceled) && stats.Failed == 0 {
+		return &exitError{code: 130, err: err}
+	}
+	return err
+}
+
+// elvesProgress prints one status line: rewritten in place on a terminal, a
+// line every few seconds otherwise (CI logs).
+type elvesProgress struct {
+	w     io.Writer
+	tty   bool
+	want  int
+	every time.Duration
+	mu    sync.Mutex
+	last  time.Time
+	shown bool
+}
+
+func (p *elvesProgress) report(s producers.Stats) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) < p.every {
+		return
+	}
+	p.last = time.Now()
+	want := ""
+	if p.want > 0 {
+		want = fmt.Sprintf("/%d", p.want)
+	}
+	line := fmt.Sprintf("[%5.1fs] %s: %d%s records made (%.0f/s, %d bad); %d of %d messages acked, %d failed",
+		s.Elapsed.Seconds(), s.Stream, s.Records, want, s.Rate(), s.Bad(), s.Acked, s.Sent, s.Failed)
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K"+line)
+		p.shown = true
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+func (p *elvesProgress) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func printElvesSummary(w io.Writer, s producers.Stats, err error) {
+	status := "done"
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		status = "interrupted"
+	case err != nil:
+		status = "failed"
+	}
+	fmt.Fprintf(w, "elves %s: %s: %d records to topic %q in %v (%.0f/s); %d messages with heartbeats, %d acked, %d failed\n",
+		status, s.Stream, s.Records, s.Topic, s.Elapsed.Round(time.Millisecond), s.Rate(), s.Sent, s.Acked, s.Failed)
+	var parts []string
+	for _, k := range []string{producers.KindToy, producers.KindBox, producers.KindLate, producers.KindDup, producers.KindHeartbeat} {
+		if n := s.Kinds[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if bad := s.Bad(); bad > 0 {
+		var kinds []string
+		for _, k := range producers.BadKinds {
+			if n := s.Kinds[k]; n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", strings.TrimPrefix(k, producers.KindBadPrefix), n))
+			}
+		}
+		// Kinds this binary does not know of, should any appear.
+		for k, n := range s.Kinds {
+			if producers.IsBad(k) && !slices.Contains(producers.BadKinds, k) {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("bad %d (%s)", bad, strings.Join(kinds, ", ")))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
+	}
+	if !s.FinalHeartbeatAt.IsZero() {
+		fmt.Fprintf(w, "  final heartbeats at %s\n", record.FormatTime(s.FinalHeartbeatAt))
+	} else {
+		fmt.Fprintln(w, "  final heartbeats NOT sent")
+	}
+}
