@@ -1,0 +1,730 @@
+package packer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+)
+
+// Small units keep the tables readable: W = 10, L = 5 (µs).
+var clockP = Params{WindowUS: 10, LatenessUS: 5}
+
+func clockItem(x record.Stream, off, t int64, id string) Observed {
+	return Observed{Stream: x, Size: "M", Offset: off, MadeUS: t, ID: id}
+}
+func cToy(off, t int64, id string) Observed { return clockItem(record.Toys, off, t, id) }
+func cBox(off, t int64, id string) Observed { return clockItem(record.Boxes, off, t, id) }
+func cHB(x record.Stream, off, t int64) Observed {
+	return Observed{Stream: x, Size: "M", Offset: off, MadeUS: t, Heartbeat: true}
+}
+func cDup(x record.Stream, off, t int64, id string) Observed {
+	o := clockItem(x, off, t, id)
+	o.Dup = true
+	return o
+}
+
+// want is what one Apply must decide. Closed nil means no window closed.
+type clockWant struct {
+	ok     bool
+	class  Class
+	window int64
+	rank   int
+	closed []Closed
+}
+
+func item(window int64, rank int, closed ...Closed) clockWant {
+	return clockWant{ok: true, class: ClassItem, window: window, rank: rank, closed: closed}
+}
+func late(window int64, closed ...Closed) clockWant {
+	return clockWant{ok: true, class: ClassLate, window: window, closed: closed}
+}
+func hbW(window int64, closed ...Closed) clockWant {
+	return clockWant{ok: true, class: ClassHeartbeat, window: window, closed: closed}
+}
+func dupW(window int64, closed ...Closed) clockWant {
+	return clockWant{ok: true, class: ClassDuplicate, window: window, closed: closed}
+}
+
+var redelivered = clockWant{ok: false}
+
+type clockStep struct {
+	obs  Observed
+	want clockWant
+}
+
+// cloneClock deep-copies a ClockState so that later Apply calls cannot alias it.
+func cloneClock(s ClockState) ClockState {
+	c := s
+	c.Open = slices.Clone(s.Open)
+	c.Ev.Closed = slices.Clone(s.Ev.Closed)
+	c.Ev.Rec.Raw = slices.Clone(s.Ev.Rec.Raw)
+	c.Ev.Rec.Key = slices.Clone(s.Ev.Rec.Key)
+	return c
+}
+
+func runClockSteps(t *testing.T, p Params, st *ClockState, steps []clockStep) {
+	t.Helper()
+	for i, s := range steps {
+		before := cloneClock(*st)
+		ok := st.Apply(p, s.obs)
+		if ok != s.want.ok {
+			t.Fatalf("step %d %+v: Apply = %v, want %v", i, s.obs, ok, s.want.ok)
+		}
+		if !ok {
+			if !reflect.DeepEqual(*st, before) {
+				t.Fatalf("step %d %+v: redelivery changed the state\nbefore %+v\nafter  %+v", i, s.obs, before, *st)
+			}
+			continue
+		}
+		ev := st.Ev
+		if !reflect.DeepEqual(ev.Rec, s.obs) {
+			t.Errorf("step %d: Ev.Rec = %+v, want %+v", i, ev.Rec, s.obs)
+		}
+		if ev.Class != s.want.class || ev.Window != s.want.window || ev.Rank != s.want.rank {
+			t.Errorf("step %d %+v: got class %s window %d rank %d, want class %s window %d rank %d",
+				i, s.obs, ev.Class, ev.Window, ev.Rank, s.want.class, s.want.window, s.want.rank)
+		}
+		if !slices.Equal(ev.Closed, s.want.closed) {
+			t.Errorf("step %d %+v: closed %+v, want %+v", i, s.obs, ev.Closed, s.want.closed)
+		}
+	}
+}
+
+func TestClockApplyTable(t *testing.T) {
+	type tc struct {
+		name  string
+		p     Params
+		steps []clockStep
+		// final checks
+		open       []OpenWindow
+		toys, boxs StreamClock
+	}
+	cases := []tc{
+		{
+			name: "ranks per stream per window in offset order",
+			steps: []clockStep{
+				{cToy(0, 1, "t0"), item(0, 1)},
+				{cToy(1, 3, "t1"), item(0, 2)},
+				{cBox(0, 2, "b0"), item(0, 1)},
+				{cToy(2, 12, "t2"), item(10, 1)},
+				{cBox(1, 9, "b1"), item(0, 2)},
+				{cToy(3, 0, "t3"), item(0, 3)},
+				{cBox(2, 19, "b2"), item(10, 1)},
+				{cBox(3, 10, "b3"), item(10, 2)},
+			},
+			open: []OpenWindow{{Start: 0, Toys: 3, Boxes: 2}, {Start: 10, Toys: 1, Boxes: 2}},
+			toys: StreamClock{Seen: true, Last: 3, Max: 12},
+			boxs: StreamClock{Seen: true, Last: 3, Max: 19},
+		},
+		{
+			name: "late exactly when prior_max - L == window_end",
+			steps: []clockStep{
+				{cToy(0, 15, "a"), item(10, 1)},
+				// window 0 ends at 10 = 15 - 5: late.
+				{cToy(1, 9, "b"), late(0)},
+				// window 10 ends at 20 > 10: on time.
+				{cToy(2, 10, "c"), item(10, 2)},
+			},
+			open: []OpenWindow{{Start: 10, Toys: 2}},
+			toys: StreamClock{Seen: true, Last: 2, Max: 15},
+		},
+		{
+			name: "not late 1µs before the bound",
+			steps: []clockStep{
+				{cToy(0, 14, "a"), item(10, 1)},
+				// 14 - 5 = 9 < 10: not late.
+				{cToy(1, 9, "b"), item(0, 1)},
+				{cToy(2, 0, "c"), item(0, 2)},
+			},
+			open: []OpenWindow{{Start: 0, Toys: 2}, {Start: 10, Toys: 1}},
+			toys: StreamClock{Seen: true, Last: 2, Max: 14},
+		},
+		{
+			name: "lateness is per stream",
+			steps: []clockStep{
+				{cToy(0, 100, "a"), item(100, 1)},
+				// Boxes have no prior record: prior_max is minus infinity.
+				{cBox(0, 1, "x"), item(0, 1)},
+			},
+			open: []OpenWindow{{Start: 0, Boxes: 1}, {Start: 100, Toys: 1}},
+			toys: StreamClock{Seen: true, Last: 0, Max: 100},
+			boxs: StreamClock{Seen: true, Last: 0, Max: 1},
+		},
+		{
+			name: "late records get no rank",
+			steps: []clockStep{
+				{cToy(0, 30, "a"), item(30, 1)},
+				{cToy(1, 2, "b"), late(0)},
+				{cToy(2, 24, "c"), item(20, 1)},
+			},
+			open: []OpenWindow{{Start: 20, Toys: 1}, {Start: 30, Toys: 1}},
+			toys: StreamClock{Seen: true, Last: 2, Max: 30},
+		},
+		{
+			name: "heartbeats advance the clock without a rank",
+			steps: []clockStep{
+				{cHB(record.Toys, 0, 30), hbW(30)},
+				{cToy(1, 26, "a"), item(20, 1)},
+				// 30 - 5 = 25 >= 20: late.
+				{cToy(2, 19, "b"), late(10)},
+				{cHB(record.Toys, 3, 31), hbW(30)},
+				{cToy(4, 27, "c"), item(20, 2)},
+			},
+			open: []OpenWindow{{Start: 20, Toys: 2}},
+			toys: StreamClock{Seen: true, Last: 4, Max: 31},
+		},
+		{
+			name: "a heartbeat behind the clock does not move it back",
+			steps: []clockStep{
+				{cHB(record.Boxes, 0, 50), hbW(50)},
+				{cHB(record.Boxes, 1, 3), hbW(0)},
+				{cBox(2, 41, "b"), item(40, 1)},
+				{cBox(3, 39, "c"), late(30)},
+			},
+			open: []OpenWindow{{Start: 40, Boxes: 1}},
+			boxs: StreamClock{Seen: true, Last: 3, Max: 50},
+		},
+		{
+			name: "duplicates get no rank but advance the clock",
+			steps: []clockStep{
+				{cToy(0, 1, "a"), item(0, 1)},
+				{cDup(record.Toys, 1, 50, "a"), dupW(50)},
+				// prior_max is now 50: 45 >= 10.
+				{cToy(2, 2, "b"), late(0)},
+				// Duplicate wins over late.
+				{cDup(record.Toys, 3, 0, "b"), dupW(0)},
+				{cToy(4, 49, "c"), item(40, 1)},
+			},
+			open: []OpenWindow{{Start: 0, Toys: 1}, {Start: 40, Toys: 1}},
+			toys: StreamClock{Seen: true, Last: 4, Max: 50},
+		},
+		{
+			name: "a heartbeat that is a duplicate or late is a heartbeat",
+			steps: []clockStep{
+				{cHB(record.Toys, 0, 100), hbW(100)},
+				{Observed{Stream: record.Toys, Size: "M", Offset: 1, MadeUS: 1, Heartbeat: true, Dup: true, ID: "z"}, hbW(0)},
+				{cHB(record.Toys, 2, 2), hbW(0)},
+			},
+			toys: StreamClock{Seen: true, Last: 2, Max: 100},
+		},
+		{
+			name: "redelivery returns false and changes nothing",
+			steps: []clockStep{
+				{cToy(0, 1, "a"), item(0, 1)},
+				{cToy(0, 1, "a"), redelivered},
+				{cToy(1, 2, "b"), item(0, 2)},
+				{cToy(0, 1, "a"), redelivered},
+				{cToy(1, 2, "b"), redelivered},
+				// Offsets are per stream: box offset 0 is new.
+				{cBox(0, 3, "x"), item(0, 1)},
+				{cBox(0, 3, "x"), redelivered},
+				{cHB(record.Toys, 2, 40), hbW(40)},
+				{cHB(record.Toys, 2, 40), redelivered},
+				{cBox(1, 60, "y"), item(60, 1, Closed{Start: 0, Toys: 2, Boxes: 1})},
+				// Replaying the closing event closes nothing a second time.
+				{cBox(1, 60, "y"), redelivered},
+				{cDup(record.Boxes, 1, 60, "y"), redelivered},
+				{cToy(1, 2, "b"), redelivered},
+				{cToy(3, 41, "c"), item(40, 1)},
+			},
+			open: []OpenWindow{{Start: 40, Toys: 1}, {Start: 60, Boxes: 1}},
+			toys: StreamClock{Seen: true, Last: 3, Max: 41},
+			boxs: StreamClock{Seen: true, Last: 1, Max: 60},
+		},
+		{
+			name: "windows close only when both watermarks reach the end",
+			steps: []clockStep{
+				{cToy(0, 1, "t"), item(0, 1)},
+				{cBox(0, 2, "b"), item(0, 1)},
+				// toys watermark 10 >= 10, boxes watermark -3: open.
+				{cHB(record.Toys, 1, 15), hbW(10)},
+				// boxes watermark 9 < 10: open.
+				{cHB(record.Boxes, 1, 14), hbW(10)},
+				// boxes watermark 10: closed now, by this event.
+				{cHB(record.Boxes, 2, 15), hbW(10, Closed{Start: 0, Toys: 1, Boxes: 1})},
+				// and never again.
+				{cHB(record.Boxes, 3, 100), hbW(100)},
+			},
+			toys: StreamClock{Seen: true, Last: 1, Max: 15},
+			boxs: StreamClock{Seen: true, Last: 3, Max: 100},
+		},
+		{
+			name: "the lagging stream closes, whichever it is",
+			steps: []clockStep{
+				{cToy(0, 1, "t"), item(0, 1)},
+				{cHB(record.Boxes, 0, 100), hbW(100)},
+				{cToy(1, 14, "u"), item(10, 1)},
+				{cToy(2, 15, "v"), item(10, 2, Closed{Start: 0, Toys: 1})},
+			},
+			open: []OpenWindow{{Start: 10, Toys: 2}},
+			toys: StreamClock{Seen: true, Last: 2, Max: 15},
+			boxs: StreamClock{Seen: true, Last: 0, Max: 100},
+		},
+		{
+			name: "a big jump closes several windows at once, in start order",
+			p:    Params{WindowUS: 10, LatenessUS: 30},
+			steps: []clockStep{
+				{cToy(0, 25, "t25"), item(20, 1)},
+				{cToy(1, 5, "t5"), item(0, 1)},
+				{cBox(0, 13, "b13"), item(10, 1)},
+				{cBox(1, 31, "b31"), item(30, 1)},
+				{cToy(2, 19, "t19"), item(10, 1)},
+				{cBox(2, 30, "b30"), item(30, 2)},
+				// toys watermark 970, boxes watermark 1: nothing closes.
+				{cHB(record.Toys, 3, 1000), hbW(1000)},
+				// boxes watermark 14: window 0 closes.
+				{cBox(3, 44, "b44"), item(40, 1, Closed{Start: 0, Toys: 1})},
+				// boxes watermark 70: windows 10 to 40 close together.
+				{cHB(record.Boxes, 4, 100), hbW(100,
+					Closed{Start: 10, Toys: 1, Boxes: 1}, Closed{Start: 20, Toys: 1},
+					Closed{Start: 30, Boxes: 2}, Closed{Start: 40, Boxes: 1})},
+			},
+			toys: StreamClock{Seen: true, Last: 3, Max: 1000},
+			boxs: StreamClock{Seen: true, Last: 4, Max: 100},
+		},
+		{
+			name: "a stream with no records keeps every window open",
+			steps: []clockStep{
+				{cToy(0, 1, "a"), item(0, 1)},
+				{cToy(1, 11, "b"), item(10, 1)},
+				{cToy(2, 12, "c"), item(10, 2)},
+				{cHB(record.Toys, 3, 1_000_000), hbW(1_000_000)},
+			},
+			open: []OpenWindow{{Start: 0, Toys: 1}, {Start: 10, Toys: 2}},
+			toys: StreamClock{Seen: true, Last: 3, Max: 1_000_000},
+		},
+		{
+			name: "negative times floor",
+			steps: []clockStep{
+				{cToy(0, -21, "a"), item(-30, 1)},
+				{cToy(1, -11, "b"), item(-20, 1)},
+				{cToy(2, -20, "c"), item(-20, 2)},
+				{cToy(3, -1, "d"), item(-10, 1)},
+				{cToy(4, -10, "e"), item(-10, 2)},
+				{cToy(5, 0, "f"), item(0, 1)},
+				// toys watermark -5, boxes -14: window -30 (end -20) closes.
+				{cBox(0, -9, "x"), item(-10, 1, Closed{Start: -30, Toys: 1})},
+				// boxes watermark 1: window -20 (end -10) closes, -10 (end 0) not.
+				{cBox(1, 6, "y"), item(0, 1, Closed{Start: -20, Toys: 2})},
+				// toys prior_max 0: -5 >= -10, the end of window -20: late.
+				{cToy(6, -15, "g"), late(-20)},
+				{cToy(7, -14, "h"), late(-20)},
+				// -5 < 0, the end of window -10.
+				{cToy(8, -6, "i"), item(-10, 3)},
+			},
+			open: []OpenWindow{{Start: -10, Toys: 3, Boxes: 1}, {Start: 0, Toys: 1, Boxes: 1}},
+			toys: StreamClock{Seen: true, Last: 8, Max: 0},
+			boxs: StreamClock{Seen: true, Last: 1, Max: 6},
+		},
+		{
+			name: "negative times with a window that does not divide them",
+			p:    Params{WindowUS: 7, LatenessUS: 20},
+			steps: []clockStep{
+				{cToy(0, -1, "a"), item(-7, 1)},
+				{cToy(1, -7, "b"), item(-7, 2)},
+				{cToy(2, -8, "c"), item(-14, 1)},
+				{cToy(3, -15, "d"), item(-21, 1)},
+				{cHB(record.Toys, 4, 6), hbW(0)},
+				// prior_max 6: -14 >= -14, the end of window -21: late.
+				{cToy(5, -15, "e"), late(-21)},
+				{cToy(6, -14, "f"), item(-14, 2)},
+				// toys watermark -14, boxes 10: window -21 closes.
+				{cHB(record.Boxes, 0, 30), hbW(28, Closed{Start: -21, Toys: 1})},
+			},
+			open: []OpenWindow{{Start: -14, Toys: 2}, {Start: -7, Toys: 2}},
+			toys: StreamClock{Seen: true, Last: 6, Max: 6},
+			boxs: StreamClock{Seen: true, Last: 0, Max: 30},
+		},
+		{
+			name: "real units before 1970",
+			p:    Params{WindowUS: 10_000_000, LatenessUS: 5_000_000},
+			steps: []clockStep{
+				{cToy(0, time.Date(1969, 12, 31, 23, 59, 55, 500_000_000, time.UTC).UnixMicro(), "a"),
+					item(time.Date(1969, 12, 31, 23, 59, 50, 0, time.UTC).UnixMicro(), 1)},
+				{cToy(1, time.Date(1969, 12, 31, 23, 59, 50, 0, time.UTC).UnixMicro(), "b"),
+					item(time.Date(1969, 12, 31, 23, 59, 50, 0, time.UTC).UnixMicro(), 2)},
+				// prior_max - L = -9.5 s >= -10 s, the end of window -20 s: late.
+				{cToy(2, time.Date(1969, 12, 31, 23, 59, 49, 999_999_000, time.UTC).UnixMicro(), "c"),
+					late(time.Date(1969, 12, 31, 23, 59, 40, 0, time.UTC).UnixMicro())},
+				{cBox(0, time.Date(1969, 12, 31, 23, 59, 49, 999_999_000, time.UTC).UnixMicro(), "x"),
+					item(time.Date(1969, 12, 31, 23, 59, 40, 0, time.UTC).UnixMicro(), 1)},
+			},
+			open: []OpenWindow{
+				{Start: time.Date(1969, 12, 31, 23, 59, 40, 0, time.UTC).UnixMicro(), Boxes: 1},
+				{Start: time.Date(1969, 12, 31, 23, 59, 50, 0, time.UTC).UnixMicro(), Toys: 2},
+			},
+			toys: StreamClock{Seen: true, Last: 2, Max: time.Date(1969, 12, 31, 23, 59, 55, 500_000_000, time.UTC).UnixMicro()},
+			boxs: StreamClock{Seen: true, Last: 0, Max: time.Date(1969, 12, 31, 23, 59, 49, 999_999_000, time.UTC).UnixMicro()},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.p
+			if p == (Params{}) {
+				p = clockP
+			}
+			var st ClockState
+			runClockSteps(t, p, &st, c.steps)
+			if len(st.Open) == 0 {
+				st.Open = nil
+			}
+			if !slices.Equal(st.Open, c.open) {
+				t.Errorf("Open = %+v, want %+v", st.Open, c.open)
+			}
+			if st.Toys != c.toys {
+				t.Errorf("Toys clock = %+v, want %+v", st.Toys, c.toys)
+			}
+			if st.Boxes != c.boxs {
+				t.Errorf("Boxes clock = %+v, want %+v", st.Boxes, c.boxs)
+			}
+		})
+	}
+}
+
+// TestClockApplyRedeliveryDeepEqual replays every earlier event at every point
+// of a sequence and checks that the state stays deep-equal.
+func TestClockApplyRedeliveryDeepEqual(t *testing.T) {
+	seq := []Observed{
+		cToy(0, 1, "a"), cBox(0, 2, "x"), cToy(1, 3, "b"), cHB(record.Toys, 2, 17),
+		cDup(record.Boxes, 1, 4, "x"), cToy(3, 4, "c"), cBox(2, 16, "y"), cHB(record.Boxes, 3, 30),
+		cToy(4, 12, "d"), cToy(5, 40, "e"),
+	}
+	var st ClockState
+	for i, o := range seq {
+		if !st.Apply(clockP, o) {
+			t.Fatalf("event %d %+v: Apply = false on first delivery", i, o)
+		}
+		for j := 0; j <= i; j++ {
+			before := cloneClock(st)
+			if st.Apply(clockP, seq[j]) {
+				t.Fatalf("after event %d: redelivery of event %d %+v returned true", i, j, seq[j])
+			}
+			if !reflect.DeepEqual(st, before) {
+				t.Fatalf("after event %d: redelivery of event %d changed the state\nbefore %+v\nafter  %+v", i, j, before, st)
+			}
+		}
+	}
+}
+
+// ----- randomized test against a naive transcription of the contract -----
+
+type rankKey struct {
+	stream record.Stream
+	window int64
+	id     string
+}
+
+type naiveOut struct {
+	ranks   map[rankKey]int // item -> rank
+	classes map[string]Class
+	// closeAt[window] = index (in the delivery sequence, first deliveries
+	// only) of the event after which the window is closed; counts at that time.
+	closedAt map[int64]int
+	counts   map[int64][2]int
+}
+
+// naiveClock computes from the contract's definitions, record by record:
+// prior_max, late, duplicate (by id, as the dedupe stage marks it), ranks,
+// and when each window with items first has both watermarks at its end.
+func naiveClock(p Params, seq []Observed) naiveOut {
+	out := naiveOut{ranks: map[rankKey]int{}, classes: map[string]Class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
+	floor := func(t int64) int64 {
+		w := t / p.WindowUS * p.WindowUS
+		if w > t {
+			w -= p.WindowUS
+		}
+		return w
+	}
+	type sc struct {
+		seen bool
+		max  int64
+	}
+	clocks := map[record.Stream]*sc{record.Toys: {}, record.Boxes: {}}
+	windows := map[int64]bool{}
+	for i, o := range seq {
+		c := clocks[o.Stream]
+		w := floor(o.MadeUS)
+		var cl Class
+		switch {
+		case o.Heartbeat:
+			cl = ClassHeartbeat
+		case o.Dup:
+			cl = ClassDuplicate
+		case c.seen && c.max-p.LatenessUS >= w+p.WindowUS:
+			cl = ClassLate
+		default:
+			cl = ClassItem
+			n := out.counts[w]
+			si := 0
+			if o.Stream == record.Boxes {
+				si = 1
+			}
+			n[si]++
+			out.counts[w] = n
+			out.ranks[rankKey{o.Stream, w, o.ID}] = n[si]
+			windows[w] = true
+		}
+		out.classes[fmt.Sprintf("%s/%d", o.Stream, o.Offset)] = cl
+		if !c.seen || o.MadeUS > c.max {
+			c.max, c.seen = o.MadeUS, true
+		}
+		for w := range windows {
+			if _, done := out.closedAt[w]; done {
+				continue
+			}
+			ok := true
+			for _, x := range []*sc{clocks[record.Toys], clocks[record.Boxes]} {
+				if !x.seen || x.max-p.LatenessUS < w+p.WindowUS {
+					ok = false
+				}
+			}
+			if ok {
+				out.closedAt[w] = i
+			}
+		}
+	}
+	return out
+}
+
+// randomClockInput is one size's records: toys and boxes in their own offset
+// order, interleaved at random. Ids repeat now and then (duplicates), made_at
+// wanders so that some records are late, and some records are heartbeats.
+func randomClockInput(r *rand.Rand, base int64) []Observed {
+	n := 1 + r.IntN(60)
+	var seq []Observed
+	next := map[record.Stream]int64{}
+	seen := map[record.Stream]map[string]bool{record.Toys: {}, record.Boxes: {}}
+	cursor := map[record.Stream]int64{record.Toys: base, record.Boxes: base + int64(r.IntN(30)) - 15}
+	for range n {
+		x := record.Toys
+		if r.IntN(2) == 0 {
+			x = record.Boxes
+		}
+		cursor[x] += int64(r.IntN(6))
+		t := cursor[x] + int64(r.IntN(20)) - 14
+		o := Observed{Stream: x, Size: "M", Offset: next[x], MadeUS: t}
+		next[x] += 1 + int64(r.IntN(2)) // offsets need not be contiguous
+		if r.IntN(7) == 0 {
+			o.Heartbeat = true
+		} else {
+			o.ID = fmt.Sprintf("%c%d", x[0], r.IntN(25))
+			o.Dup = seen[x][o.ID]
+			seen[x][o.ID] = true
+		}
+		seq = append(seq, o)
+	}
+	return seq
+}
+
+func TestClockApplyRandomMatchesDefinition(t *testing.T) {
+	for seed := range uint64(400) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		p := Params{WindowUS: 1 + int64(r.IntN(12)), LatenessUS: int64(r.IntN(10))}
+		base := int64(r.IntN(200)) - 100 // before and after 1970
+		seq := randomClockInput(r, base)
+		want := naiveClock(p, seq)
+
+		var st ClockState
+		got := naiveOut{ranks: map[rankKey]int{}, classes: map[string]Class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
+		applied := map[record.Stream][]Observed{}
+		for i, o := range seq {
+			// Redeliveries: sometimes replay a run of earlier events of a
+			// stream, as a restart after a crash would.
+			for _, x := range []record.Stream{record.Toys, record.Boxes} {
+				if len(applied[x]) == 0 || r.IntN(4) != 0 {
+					continue
+				}
+				from := r.IntN(len(applied[x]))
+				for _, old := range applied[x][from:] {
+					before := cloneClock(st)
+					if st.Apply(p, old) {
+						t.Fatalf("seed %d: redelivery of %+v applied again", seed, old)
+					}
+					if !reflect.DeepEqual(st, before) {
+						t.Fatalf("seed %d: redelivery of %+v changed the state", seed, old)
+					}
+				}
+			}
+			if !st.Apply(p, o) {
+				t.Fatalf("seed %d: first delivery of %+v refused", seed, o)
+			}
+			applied[o.Stream] = append(applied[o.Stream], o)
+			ev := st.Ev
+			if ev.Rec.Offset != o.Offset || ev.Rec.Stream != o.Stream {
+				t.Fatalf("seed %d: Ev is %+v, want the event of %+v", seed, ev.Rec, o)
+			}
+			got.classes[fmt.Sprintf("%s/%d", o.Stream, o.Offset)] = ev.Class
+			if ev.Class == ClassItem {
+				got.ranks[rankKey{o.Stream, ev.Window, o.ID}] = ev.Rank
+			} else if ev.Rank != 0 {
+				t.Errorf("seed %d: %+v is %s but has rank %d", seed, o, ev.Class, ev.Rank)
+			}
+			for j, c := range ev.Closed {
+				if j > 0 && ev.Closed[j-1].Start >= c.Start {
+					t.Errorf("seed %d: closed windows not in start order: %+v", seed, ev.Closed)
+				}
+				if _, dup := got.closedAt[c.Start]; dup {
+					t.Errorf("seed %d: window %d closed twice", seed, c.Start)
+				}
+				got.closedAt[c.Start] = i
+				got.counts[c.Start] = [2]int{c.Toys, c.Boxes}
+			}
+		}
+		if !reflect.DeepEqual(got.classes, want.classes) {
+			t.Fatalf("seed %d %+v: classes\n got %v\nwant %v", seed, p, got.classes, want.classes)
+		}
+		if !reflect.DeepEqual(got.ranks, want.ranks) {
+			t.Fatalf("seed %d %+v: ranks\n got %v\nwant %v", seed, p, got.ranks, want.ranks)
+		}
+		if !reflect.DeepEqual(got.closedAt, want.closedAt) {
+			t.Fatalf("seed %d %+v: closing times\n got %v\nwant %v", seed, p, got.closedAt, want.closedAt)
+		}
+		for w, c := range got.counts {
+			if want.counts[w] != c {
+				t.Errorf("seed %d: window %d closed with counts %v, final counts are %v", seed, w, c, want.counts[w])
+			}
+		}
+		// What is still open is exactly the windows with items not closed.
+		var open []OpenWindow
+		for w, n := range want.counts {
+			if _, closed := want.closedAt[w]; !closed {
+				open = append(open, OpenWindow{Start: w, Toys: n[0], Boxes: n[1]})
+			}
+		}
+		slices.SortFunc(open, func(a, b OpenWindow) int { return int(a.Start - b.Start) })
+		if !slices.Equal(st.Open, open) {
+			t.Fatalf("seed %d: Open = %+v, want %+v", seed, st.Open, open)
+		}
+	}
+}
+
+// TestClockApplyRandomMatchesContract derives packed, unpacked (closed windows
+// only), spare and late rows from Apply's decisions and compares them with the
+// batch reference implementation, internal/contract, with ClosedOnly: an
+// independent check of the whole clock, including the dedupe marking.
+func TestClockApplyRandomMatchesContract(t *testing.T) {
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		W := time.Duration(1+r.IntN(12)) * time.Second
+		L := time.Duration(r.IntN(10)) * time.Second
+		p := Params{WindowUS: W.Microseconds(), LatenessUS: L.Microseconds()}
+		base := time.Date(1969, 12, 31, 23, 59, 0, 0, time.UTC).Add(time.Duration(r.IntN(120)) * time.Second)
+		seq := randomClockInput(r, 0)
+
+		var inputs []record.Input
+		for i := range seq {
+			o := &seq[i]
+			o.MadeUS = base.UnixMicro() + o.MadeUS*1_000_000 + int64(r.IntN(1_000_000))
+			made := record.FormatTime(time.UnixMicro(o.MadeUS))
+			o.MadeAt = made
+			var v string
+			switch {
+			case o.Heartbeat:
+				v = fmt.Sprintf(`{"heartbeat":true,"size":"M","made_at":%q}`, made)
+			default:
+				v = fmt.Sprintf(`{%q:%q,"size":"M","made_at":%q}`, o.Stream.IDField(), o.ID, made)
+			}
+			inputs = append(inputs, record.Input{Stream: o.Stream, Partition: 0, Offset: o.Offset, Key: []byte("M"), Value: []byte(v)})
+		}
+		want := contract.Compute(inputs, contract.Params{Window: W, Lateness: L, ClosedOnly: true})
+
+		var st ClockState
+		var got results.Set
+		byRank := map[string]string{} // "stream/window/rank" -> id
+		closed := map[int64]Closed{}
+		for _, o := range seq {
+			if !st.Apply(p, o) {
+				t.Fatalf("seed %d: %+v refused", seed, o)
+			}
+			ev := st.Ev
+			switch ev.Class {
+			case ClassItem:
+				byRank[fmt.Sprintf("%s/%d/%d", o.Stream, ev.Window, ev.Rank)] = o.ID
+			case ClassLate:
+				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), ID: o.ID, Size: "M", MadeAt: o.MadeAt})
+			case ClassDuplicate:
+				got.Dead = append(got.Dead, results.Dead{Stream: string(o.Stream), Offset: o.Offset, Reason: string(record.ReasonDuplicate)})
+			}
+			for _, c := range ev.Closed {
+				closed[c.Start] = c
+			}
+		}
+		windows := map[int64]bool{}
+		for _, w := range st.Open {
+			windows[w.Start] = true
+		}
+		for w := range closed {
+			windows[w] = true
+		}
+		for w := range windows {
+			ws := record.FormatMicros(w)
+			for k := 1; ; k++ {
+				toy, okT := byRank[fmt.Sprintf("toys/%d/%d", w, k)]
+				box, okB := byRank[fmt.Sprintf("boxes/%d/%d", w, k)]
+				if !okT && !okB {
+					break
+				}
+				c, isClosed := closed[w]
+				switch {
+				case okT && okB:
+					got.Packed = append(got.Packed, results.Packed{ToyID: toy, BoxID: box, Size: "M", WindowStart: ws})
+				case okT && isClosed:
+					if k <= c.Boxes || k > c.Toys {
+						t.Errorf("seed %d: toy rank %d outside the closed counts %+v", seed, k, c)
+					}
+					got.Unpacked = append(got.Unpacked, results.Unpacked{ToyID: toy, Size: "M", WindowStart: ws})
+				case okB && isClosed:
+					if k <= c.Toys || k > c.Boxes {
+						t.Errorf("seed %d: box rank %d outside the closed counts %+v", seed, k, c)
+					}
+					got.Spare = append(got.Spare, results.Spare{BoxID: box, Size: "M", WindowStart: ws})
+				}
+			}
+		}
+		got.Sort()
+		if d := diffSets(got, want); d != "" {
+			t.Fatalf("seed %d W=%v L=%v: clock differs from the contract:\n%s", seed, W, L, d)
+		}
+	}
+}
+
+func diffSets(got, want results.Set) string {
+	var out string
+	check := func(name string, g, w any) {
+		if !reflect.DeepEqual(g, w) {
+			out += fmt.Sprintf("%s:\n got %+v\nwant %+v\n", name, g, w)
+		}
+	}
+	norm := func(s *results.Set) {
+		if len(s.Packed) == 0 {
+			s.Packed = nil
+		}
+		if len(s.Unpacked) == 0 {
+			s.Unpacked = nil
+		}
+		if len(s.Spare) == 0 {
+			s.Spare = nil
+		}
+		if len(s.Late) == 0 {
+			s.Late = nil
+		}
+		if len(s.Dead) == 0 {
+			s.Dead = nil
+		}
+	}
+	norm(&got)
+	norm(&want)
+	check("packed", got.Packed, want.Packed)
+	check("unpacked", got.Unpacked, want.Unpacked)
+	check("spare", got.Spare, want.Spare)
+	check("late", got.Late, want.Late)
+	check("dead", got.Dead, want.Dead)
+	return out
+}

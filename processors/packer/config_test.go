@@ -1,0 +1,127 @@
+package packer
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func validConfig() Config {
+	c := DefaultConfig()
+	c.Kafka.Brokers = []string{"unused:9092"}
+	return c
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := validConfig().Validate(); err != nil {
+		t.Fatalf("default config with a broker: %v", err)
+	}
+	cases := []struct {
+		name string
+		edit func(*Config)
+		// every string must appear in the error message
+		want []string
+	}{
+		{"zero window", func(c *Config) { c.Window = 0 }, []string{"window", "positive"}},
+		{"negative window", func(c *Config) { c.Window = -time.Second }, []string{"window", "positive", "-1s"}},
+		{"window not whole µs", func(c *Config) { c.Window = 10*time.Second + 500*time.Nanosecond }, []string{"window", "microseconds"}},
+		{"window below 1µs", func(c *Config) { c.Window = 999 * time.Nanosecond }, []string{"window", "microseconds"}},
+		{"negative lateness", func(c *Config) { c.Lateness = -time.Millisecond }, []string{"lateness", "negative"}},
+		{"lateness not whole µs", func(c *Config) { c.Lateness = time.Nanosecond }, []string{"lateness", "microseconds"}},
+		{"partitions 0", func(c *Config) { c.Partitions = 0 }, []string{"partitions", "0"}},
+		{"negative partitions", func(c *Config) { c.Partitions = -3 }, []string{"partitions", "-3"}},
+		{"replication 0", func(c *Config) { c.Replication = 0 }, []string{"replication"}},
+		{"empty group", func(c *Config) { c.Group = "" }, []string{"group"}},
+		{"empty toys topic", func(c *Config) { c.Topics.Toys = "" }, []string{"topic", "toys"}},
+		{"empty boxes topic", func(c *Config) { c.Topics.Boxes = "" }, []string{"topic", "boxes"}},
+		{"empty packed topic", func(c *Config) { c.Topics.Packed = "" }, []string{"topic", "packed"}},
+		{"empty unpacked topic", func(c *Config) { c.Topics.Unpacked = "" }, []string{"topic", "unpacked"}},
+		{"empty spare topic", func(c *Config) { c.Topics.Spare = "" }, []string{"topic", "spare"}},
+		{"empty late topic", func(c *Config) { c.Topics.Late = "" }, []string{"topic", "late"}},
+		{"empty dead topic", func(c *Config) { c.Topics.Dead = "" }, []string{"topic", "dead"}},
+		{"toys and boxes share a topic", func(c *Config) { c.Topics.Boxes = c.Topics.Toys }, []string{`"toys"`, "toys", "boxes"}},
+		{"packed and dead share a topic", func(c *Config) { c.Topics.Dead = "out"; c.Topics.Packed = "out" }, []string{`"out"`, "packed", "dead"}},
+		{"input and output share a topic", func(c *Config) { c.Topics.Late = c.Topics.Boxes }, []string{`"boxes"`, "boxes", "late"}},
+		{"missing brokers", func(c *Config) { c.Kafka.Brokers = nil }, []string{"brokers"}},
+		{"broker not host:port", func(c *Config) { c.Kafka.Brokers = []string{"localhost"} }, []string{"broker", "localhost"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatalf("Validate accepted %+v", c)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			// New refuses the same configuration and says why.
+			if _, nerr := New(c, nil); nerr == nil || !strings.Contains(nerr.Error(), err.Error()) {
+				t.Errorf("New: %v, want an error containing %q", nerr, err)
+			}
+		})
+	}
+}
+
+// TestConfigValidateReportsEveryProblem: all problems are reported at once.
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	c := Config{Window: -1, Lateness: -1, Topics: Topics{Toys: "x", Boxes: "x"}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted the zero config")
+	}
+	for _, w := range []string{"brokers", "window", "lateness", "partitions", "replication", "group",
+		"topic for packed", "topic for unpacked", "topic for spare", "topic for late", "topic for dead", `topic "x" is used for both toys and boxes`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+}
+
+func TestConfigParamsAndGroups(t *testing.T) {
+	c := validConfig()
+	c.Window = 1500 * time.Millisecond
+	c.Lateness = 3 * time.Microsecond
+	if p := c.params(); p != (Params{WindowUS: 1_500_000, LatenessUS: 3}) {
+		t.Errorf("params = %+v", p)
+	}
+	c.Group = "g"
+	if got := c.Groups(); strings.Join(got, ",") != "g-dedupe,g-clock,g-slots" {
+		t.Errorf("Groups = %v", got)
+	}
+	pk, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, gg := range pk.Graphs() {
+		if string(gg.Group()) != c.Groups()[i] {
+			t.Errorf("graph %d is group %q, want %q", i, gg.Group(), c.Groups()[i])
+		}
+	}
+}
+
+// TestConfigValidateInternalTopicCollision: a role topic that is also one of
+// the packer's own loop or table topics (<group>-dedupe-loop, -dedupe-table,
+// -clock-loop, -clock-table, -slots-loop, -slots-table) cannot work: with
+// late = "packer-dedupe-table", late rows would be decoded by the clock stage
+// as dedupe events (json.Unmarshal fills a zero DedupeState without error).
+// Validate accepts such configurations. Known gap, not fixed here (tests
+// only): set NORTHPOLE_KNOWN_BUGS=1 to run this test.
+func TestConfigValidateInternalTopicCollision(t *testing.T) {
+	if os.Getenv("NORTHPOLE_KNOWN_BUGS") == "" {
+		t.Skip("known gap: Validate accepts role topics named like the packer's loop/table topics; set NORTHPOLE_KNOWN_BUGS=1")
+	}
+	for _, g := range validConfig().Groups() {
+		for _, internal := range []string{g + "-loop", g + "-table"} {
+			c := validConfig()
+			c.Topics.Late = internal
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), internal) {
+				t.Errorf("late topic %q: Validate = %v, want an error naming it", internal, err)
+			}
+		}
+	}
+}
