@@ -1,0 +1,281 @@
+package packer_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+// scenario is one randomized run of elves and packer.
+type scenario struct {
+	seed                      int64
+	toys, boxes, elves        int
+	partitions                int32
+	window, lateness, spacing time.Duration
+	disorder                  time.Duration
+	lateRate, dupRate, bad    float64
+}
+
+func (s scenario) String() string {
+	return fmt.Sprintf("seed=%d toys=%d boxes=%d elves=%d p=%d W=%v L=%v spacing=%v disorder=%v late=%.2f dup=%.2f bad=%.2f",
+		s.seed, s.toys, s.boxes, s.elves, s.partitions, s.window, s.lateness, s.spacing, s.disorder, s.lateRate, s.dupRate, s.bad)
+}
+
+func randomScenario(seed int64) scenario {
+	r := rand.New(rand.NewPCG(uint64(seed), 42))
+	pick := func(ds ...time.Duration) time.Duration { return ds[r.IntN(len(ds))] }
+	s := scenario{
+		seed:       seed,
+		toys:       100 + r.IntN(400),
+		boxes:      100 + r.IntN(400),
+		elves:      1 + r.IntN(4),
+		partitions: []int32{1, 2, 3, 4, 8}[r.IntN(5)],
+		window:     pick(time.Second, 2*time.Second, 10*time.Second, 1500*time.Millisecond),
+		lateness:   pick(0, 500*time.Millisecond, time.Second, 5*time.Second),
+		spacing:    pick(time.Millisecond, 10*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond),
+		lateRate:   []float64{0, 0.02, 0.1}[r.IntN(3)],
+		dupRate:    []float64{0, 0.03, 0.15}[r.IntN(3)],
+		bad:        []float64{0, 0.03, 0.1}[r.IntN(3)],
+	}
+	// Disorder up to twice the lateness, so that some records become late by
+	// accident, not only the deliberate ones.
+	s.disorder = time.Duration(r.Int64N(int64(2*s.lateness + s.window)))
+	return s
+}
+
+// pipeline is one packer configuration with topics of its own.
+type pipeline struct {
+	kc  kafkaconf.Config
+	cfg packer.Config
+}
+
+func newPipeline(t *testing.T, kc kafkaconf.Config, s scenario) pipeline {
+	t.Helper()
+	name := testkafka.Unique("it")
+	cfg := packer.DefaultConfig()
+	cfg.Kafka = kc
+	cfg.Group = name + "-packer"
+	cfg.Topics = packer.Topics{
+		Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
+		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead",
+	}
+	cfg.Partitions = s.partitions
+	cfg.Window, cfg.Lateness = s.window, s.lateness
+	return pipeline{kc: kc, cfg: cfg}
+}
+
+func (pl pipeline) elves(s scenario, stream record.Stream) producers.Config {
+	c := producers.DefaultConfig(stream)
+	c.Topic = pl.cfg.Topics.Toys
+	c.Count = s.toys
+	if stream == record.Boxes {
+		c.Topic, c.Count = pl.cfg.Topics.Boxes, s.boxes
+	}
+	c.Elves, c.Seed, c.Spacing, c.Disorder = s.elves, s.seed, s.spacing, s.disorder
+	c.LateRate, c.DupRate, c.BadRate = s.lateRate, s.dupRate, s.bad
+	c.Window, c.Lateness = s.window, s.lateness
+	c.HeartbeatEvery = s.window / 2
+	c.FinalHeartbeatAt = c.Start.Add(time.Duration(max(s.toys, s.boxes)+1)*s.spacing + s.window + s.lateness)
+	return c
+}
+
+// produce runs both elves to completion.
+func (pl pipeline) produce(ctx context.Context, s scenario) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+		g.Go(func() error {
+			_, err := producers.Run(gctx, pl.kc, pl.elves(s, st), nil)
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// startPacker runs a packer until the returned stop is called.
+func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (pk *packer.Packer, stop func() error) {
+	t.Helper()
+	pk, err := packer.New(pl.cfg, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pk.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pk.Run(ctx) }()
+	return pk, func() error { cancel(); return <-done }
+}
+
+func waitQuiet(t *testing.T, ctx context.Context, pk *packer.Packer) {
+	t.Helper()
+	zero := 0
+	for zero < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("packer did not finish: %v", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		lag, err := pk.Lag(ctx)
+		if err != nil {
+			t.Fatalf("lag: %v", err)
+		}
+		if lag == 0 {
+			zero++
+		} else {
+			zero = 0
+		}
+	}
+}
+
+// check compares the packer's deduplicated outputs with the reference on the
+// records actually in the input topics.
+func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results.Set, packer.Raw) {
+	t.Helper()
+	toys, err := topicread.Inputs(ctx, pl.kc, pl.cfg.Topics.Toys, record.Toys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxes, err := topicread.Inputs(ctx, pl.kc, pl.cfg.Topics.Boxes, record.Boxes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, raw, err := packer.ReadResults(ctx, pl.kc, pl.cfg.Topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := slices.Concat(toys, boxes)
+	want := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness, ClosedOnly: true})
+	literal := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness})
+	if d := results.Compare(want, literal); len(d) > 0 {
+		t.Fatalf("%v: the final heartbeats did not close every window: %+v", s, d)
+	}
+	if d := results.Compare(got, want); len(d) > 0 {
+		for _, x := range d {
+			t.Errorf("%v: %s: only goka %d rows %.5v, only reference %d rows %.5v", s, x.Set, len(x.OnlyA), x.OnlyA, len(x.OnlyB), x.OnlyB)
+		}
+	}
+	if raw.Conflicts != 0 {
+		t.Errorf("%v: %d output keys were written with two different values", s, raw.Conflicts)
+	}
+	c := want.Counts()
+	if c.Packed == 0 {
+		t.Errorf("%v: nothing packed: the scenario tests nothing", s)
+	}
+	t.Logf("%v: inputs %d, results %+v, raw %+v", s, len(inputs), c, raw)
+	return got, raw
+}
+
+// TestRandomizedRunsEqualReference is the main correctness test of the
+// packer: randomized runs (disorder, late, duplicate and bad records, several
+// partition counts, windows and lateness) where the Goka results must equal
+// the batch reference on all five sets.
+func TestRandomizedRunsEqualReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	kc := testkafka.Config(t)
+	const runs = 30
+	for i := range runs {
+		s := randomScenario(int64(i + 1))
+		t.Run(fmt.Sprintf("seed%d", s.seed), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			pl := newPipeline(t, kc, s)
+			pk, stop := pl.startPacker(t, ctx)
+			if err := pl.produce(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, ctx, pk)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			pl.check(t, ctx, s)
+		})
+	}
+}
+
+// TestRestartMidRun stops the packer while the elves are still writing and
+// starts a new one with the same groups: nothing is lost and nothing is
+// packed twice.
+func TestRestartMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	kc := testkafka.Config(t)
+	for _, seed := range []int64{101, 102, 103} {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			s := randomScenario(seed)
+			s.toys, s.boxes, s.partitions = 1500, 1500, 4
+			s.dupRate, s.lateRate, s.bad = 0.05, 0.05, 0.05
+			pl := newPipeline(t, kc, s)
+			pk, stop := pl.startPacker(t, ctx)
+
+			produced := make(chan error, 1)
+			go func() {
+				// A rate makes the run long enough to stop the packer in the middle.
+				s2 := s
+				g, gctx := errgroup.WithContext(ctx)
+				for _, st := range []record.Stream{record.Toys, record.Boxes} {
+					g.Go(func() error {
+						c := pl.elves(s2, st)
+						c.Rate = 1500
+						_, err := producers.Run(gctx, pl.kc, c, nil)
+						return err
+					})
+				}
+				produced <- g.Wait()
+			}()
+			// Stop once some results exist, twice over.
+			for round := range 2 {
+				waitForOutput(t, ctx, pl, int64(200*(round+1)))
+				if err := stop(); err != nil {
+					t.Fatalf("stop packer: %v", err)
+				}
+				t.Logf("packer stopped (round %d)", round)
+				pk, stop = pl.startPacker(t, ctx)
+			}
+			if err := <-produced; err != nil {
+				t.Fatal(err)
+			}
+			waitQuiet(t, ctx, pk)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			pl.check(t, ctx, s)
+		})
+	}
+}
+
+func waitForOutput(t *testing.T, ctx context.Context, pl pipeline, n int64) {
+	t.Helper()
+	for {
+		msgs, err := topicread.All(ctx, pl.kc, pl.cfg.Topics.Packed)
+		if err == nil && int64(len(msgs)) >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no output appeared: %v", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
