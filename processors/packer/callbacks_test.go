@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -223,14 +222,9 @@ func TestCallbackInvalidRecordsAreDeadLetters(t *testing.T) {
 // tombstone, which sarama hands over as a nil []byte) is not "UTF-8 text
 // holding one JSON object", so the contract makes it a dead letter, and
 // internal/contract reports it as "malformed json". goka's default nil
-// handling, NilIgnore, drops such a message before the input callback runs,
-// and Run does not set goka.WithNilHandling: the packer loses the record
-// silently. Known bug, not fixed here (tests only): set
-// NORTHPOLE_KNOWN_BUGS=1 to run this test.
+// handling, NilIgnore, would drop such a message before the input callback
+// runs; the dedupe group therefore sets goka.WithNilHandling(NilProcess).
 func TestCallbackNullValueIsDeadLetter(t *testing.T) {
-	if os.Getenv("NORTHPOLE_KNOWN_BUGS") == "" {
-		t.Skip("known bug: null-valued input records are dropped without a dead letter (goka NilIgnore); set NORTHPOLE_KNOWN_BUGS=1")
-	}
 	in := record.Input{Stream: record.Boxes, Topic: "boxes", Partition: 0, Offset: 0, Key: []byte("M"), Value: nil}
 	ref := contract.Compute([]record.Input{in}, contract.DefaultParams())
 	if len(ref.Dead) != 1 || ref.Dead[0].Reason != string(record.ReasonMalformedJSON) {

@@ -10,8 +10,8 @@ import (
 
 // Topics names every topic the packer reads or writes.
 type Topics struct {
-	Toys, Boxes                             string
-	Packed, Unpacked, Spare, Late, Dead     string
+	Toys, Boxes                         string
+	Packed, Unpacked, Spare, Late, Dead string
 }
 
 // DefaultTopics are the names the elves and the docs use.
@@ -96,6 +96,18 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("topic %q is used for both %s and %s", n.name, other, n.flag))
 		}
 		names[n.name] = n.flag
+	}
+	// A role topic named like one of the packer's own loop or table topics
+	// would feed one stage's rows into another as if they were its events.
+	for _, g := range c.Groups() {
+		for _, internal := range []string{g + "-loop", g + "-table"} {
+			if role, clash := names[internal]; clash {
+				errs = append(errs, fmt.Errorf("topic %q for %s is one of the packer's internal topics (group %q)", internal, role, c.Group))
+			}
+		}
+	}
+	if c.MinCompactionLag < 0 {
+		errs = append(errs, fmt.Errorf("min compaction lag must not be negative, got %v", c.MinCompactionLag))
 	}
 	return errors.Join(errs...)
 }

@@ -1,7 +1,6 @@
 package packer
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -109,12 +108,8 @@ func TestConfigParamsAndGroups(t *testing.T) {
 // -clock-loop, -clock-table, -slots-loop, -slots-table) cannot work: with
 // late = "packer-dedupe-table", late rows would be decoded by the clock stage
 // as dedupe events (json.Unmarshal fills a zero DedupeState without error).
-// Validate accepts such configurations. Known gap, not fixed here (tests
-// only): set NORTHPOLE_KNOWN_BUGS=1 to run this test.
+// Validate must refuse such configurations.
 func TestConfigValidateInternalTopicCollision(t *testing.T) {
-	if os.Getenv("NORTHPOLE_KNOWN_BUGS") == "" {
-		t.Skip("known gap: Validate accepts role topics named like the packer's loop/table topics; set NORTHPOLE_KNOWN_BUGS=1")
-	}
 	for _, g := range validConfig().Groups() {
 		for _, internal := range []string{g + "-loop", g + "-table"} {
 			c := validConfig()

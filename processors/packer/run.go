@@ -93,6 +93,12 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	if hasher {
 		opts = append(opts, goka.WithHasher(sizeHasher))
 	}
+	if group == p.cfg.dedupeGroup() {
+		// A null value (a tombstone) is a dead letter by the contract; goka's
+		// default drops it before any callback runs. Only the input stage gets
+		// nil messages: the later stages always write values.
+		opts = append(opts, goka.WithNilHandling(goka.NilProcess))
+	}
 	return opts
 }
 
