@@ -20,10 +20,11 @@ import (
 // elvesOptions are the flags of `northpole elves` that need parsing before
 // they become a producers.Config.
 type elvesOptions struct {
-	brokers string
-	sizes   string
-	start   string
-	finalAt string
+	brokers    string
+	sizes      string
+	start      string
+	finalAt    string
+	partitions int32
 }
 
 func newElvesCmd() *cobra.Command {
@@ -55,7 +56,8 @@ dead letters, cycling through truncated JSON, a JSON array, invalid UTF-8, a bad
 made_at, a bad size, a size that differs from the key, a missing id and an
 empty id.
 
-The topic must exist (the packer or the demo creates it).
+A missing topic is created with --partitions partitions; toys and boxes must
+have the same count (the packer refuses to start otherwise).
 
 Examples:
   northpole elves toys --brokers localhost:9092 --count 5000
@@ -76,11 +78,15 @@ Examples:
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			if err := ensureElvesTopic(ctx, kc, c.Topic, o.partitions, cmd.Flags().Changed("partitions")); err != nil {
+				return err
+			}
 			return runElves(ctx, kc, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.brokers, "brokers", "", "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
+	f.Int32Var(&o.partitions, "partitions", 4, "partitions of the topic when it has to be created; if given, an existing topic must have this many")
 	f.StringVar(&cfg.Topic, "topic", "", "topic to write to (default: the stream's name, toys or boxes)")
 	f.IntVar(&cfg.Count, "count", cfg.Count, "number of records to make, heartbeats not counted (set 0, or give only --duration, to run for a time)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "run for this long (wall clock) instead of making --count records")
@@ -240,4 +246,20 @@ func printElvesSummary(w io.Writer, s producers.Stats, err error) {
 	} else {
 		fmt.Fprintln(w, "  final heartbeats NOT sent")
 	}
+}
+
+// ensureElvesTopic creates a missing topic; an existing one is used as it is,
+// unless --partitions was given and differs.
+func ensureElvesTopic(ctx context.Context, kc kafkaconf.Config, topic string, partitions int32, explicit bool) error {
+	if partitions < 1 {
+		return usageErr("elves: --partitions must be at least 1, got %d", partitions)
+	}
+	n, err := kafkaconf.Partitions(kc, topic)
+	if err != nil {
+		return kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: partitions})
+	}
+	if explicit && n != partitions {
+		return fmt.Errorf("elves: topic %q exists with %d partitions, not --partitions %d", topic, n, partitions)
+	}
+	return nil
 }
