@@ -191,7 +191,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return fmt.Errorf("elves: %w", err)
 	}
 	prog.phase("packing")
-	if err := waitQuiet(ctx, pk, packerDone); err != nil {
+	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, packerDone); err != nil {
 		stopProgress()
 		return err
 	}
@@ -244,31 +244,6 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if len(diffs) > 0 {
 		printDiffs(stdout, diffs)
 		return &exitError{code: 3, err: errors.New("the Goka results differ from the reference implementation")}
-	}
-	return nil
-}
-
-// waitQuiet returns once the packer has consumed everything: its lag is zero
-// on two polls in a row.
-func waitQuiet(ctx context.Context, pk *packer.Packer, packerDone <-chan error) error {
-	zero := 0
-	for zero < 2 {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the packer to finish: %w", ctx.Err())
-		case err := <-packerDone:
-			return fmt.Errorf("packer stopped early: %w", err)
-		case <-time.After(250 * time.Millisecond):
-		}
-		lag, err := pk.Lag(ctx)
-		if err != nil {
-			return err
-		}
-		if lag == 0 {
-			zero++
-		} else {
-			zero = 0
-		}
 	}
 	return nil
 }

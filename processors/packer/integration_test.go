@@ -125,22 +125,8 @@ func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (pk *packer.Pa
 
 func waitQuiet(t *testing.T, ctx context.Context, pk *packer.Packer) {
 	t.Helper()
-	zero := 0
-	for zero < 2 {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("packer did not finish: %v", ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-		lag, err := pk.Lag(ctx)
-		if err != nil {
-			t.Fatalf("lag: %v", err)
-		}
-		if lag == 0 {
-			zero++
-		} else {
-			zero = 0
-		}
+	if err := pk.WaitQuiet(ctx, 200*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 

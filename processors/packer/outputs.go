@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 	"fmt"
 
 	"github.com/IBM/sarama"
@@ -133,4 +134,36 @@ func (p *Packer) Lag(ctx context.Context) (int64, error) {
 	}
 	_ = admin // closing the admin would close the shared client twice
 	return total, nil
+}
+
+// WaitQuiet returns once the packer has consumed everything: Lag is zero on
+// two polls in a row. Errors from Lag are retried (a group coordinator that is
+// still loading offsets after a restart says so for a while) until ctx ends;
+// the last one is reported then. If stopped delivers, the packer ended early.
+func (p *Packer) WaitQuiet(ctx context.Context, every time.Duration, stopped <-chan error) error {
+	zero := 0
+	var lastErr error
+	for zero < 2 {
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return fmt.Errorf("waiting for the packer to finish: %w (last error: %v)", ctx.Err(), lastErr)
+			}
+			return fmt.Errorf("waiting for the packer to finish: %w", ctx.Err())
+		case err := <-stopped:
+			return fmt.Errorf("packer stopped before finishing: %v", err)
+		case <-time.After(every):
+		}
+		lag, err := p.Lag(ctx)
+		switch {
+		case err != nil:
+			lastErr, zero = err, 0
+			p.log.Debug("lag not available yet", "err", err)
+		case lag == 0:
+			zero++
+		default:
+			zero = 0
+		}
+	}
+	return nil
 }
