@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 	"fmt"
+	"time"
 
 	"github.com/IBM/sarama"
 
