@@ -24,7 +24,7 @@ type Topic struct {
 func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
 	admin, err := sarama.NewClusterAdmin(c.Brokers, c.Sarama())
 	if err != nil {
-		return fmt.Errorf("connect to kafka %v: %w", c.Brokers, err)
+		return fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
 	}
 	defer admin.Close()
 	for _, t := range topics {
@@ -79,7 +79,7 @@ func waitPartitions(ctx context.Context, admin sarama.ClusterAdmin, topic string
 func Partitions(c Config, topic string) (int32, error) {
 	client, err := sarama.NewClient(c.Brokers, c.Sarama())
 	if err != nil {
-		return 0, fmt.Errorf("connect to kafka %v: %w", c.Brokers, err)
+		return 0, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
 	}
 	defer client.Close()
 	ps, err := client.Partitions(topic)

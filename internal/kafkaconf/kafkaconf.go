@@ -29,6 +29,8 @@ type Config struct {
 	// buffer. goka's default of 100 ms makes every hop of a pipeline 100 ms
 	// slow; a few ms keeps latency low at a small cost in batching. 0 means 5 ms.
 	FlushFrequency time.Duration
+	// Security: TLS and SASL. Run Security.Resolve once before use.
+	Security Security
 }
 
 // Validate reports configuration errors in words a user can act on.
@@ -40,6 +42,9 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(b) == "" || !strings.Contains(b, ":") {
 			return fmt.Errorf("kafka: broker address %q is not host:port", b)
 		}
+	}
+	if err := c.Security.Validate(); err != nil {
+		return err
 	}
 	if c.FlushFrequency < 0 {
 		return fmt.Errorf("kafka: flush frequency %v is negative", c.FlushFrequency)
@@ -92,5 +97,6 @@ func (c Config) Sarama() *sarama.Config {
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
 	cfg.Consumer.IsolationLevel = sarama.ReadUncommitted
+	c.Security.apply(cfg)
 	return cfg
 }

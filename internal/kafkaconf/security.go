@@ -1,0 +1,194 @@
+package kafkaconf
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
+)
+
+// SASL mechanisms northpole supports.
+const (
+	SASLPlain        = "PLAIN"
+	SASLScramSHA256  = "SCRAM-SHA-256"
+	SASLScramSHA512  = "SCRAM-SHA-512"
+	EnvSASLPassword  = "NORTHPOLE_KAFKA_SASL_PASSWORD"
+	EnvSASLMechanism = "NORTHPOLE_KAFKA_SASL_MECHANISM"
+	EnvSASLUser      = "NORTHPOLE_KAFKA_SASL_USER"
+	EnvSASLPassFile  = "NORTHPOLE_KAFKA_SASL_PASSWORD_FILE"
+	EnvTLS           = "NORTHPOLE_KAFKA_TLS"
+	EnvTLSCA         = "NORTHPOLE_KAFKA_TLS_CA"
+	EnvTLSCert       = "NORTHPOLE_KAFKA_TLS_CERT"
+	EnvTLSKey        = "NORTHPOLE_KAFKA_TLS_KEY"
+)
+
+// Security is how clients authenticate and encrypt. Secrets never come from
+// flags (they would show in ps and shell history): the password is read from
+// $NORTHPOLE_KAFKA_SASL_PASSWORD or from a file, by Resolve.
+type Security struct {
+	TLS                bool
+	TLSCAFile          string // PEM roots; empty = the system's
+	TLSCertFile        string // client certificate (mutual TLS), PEM
+	TLSKeyFile         string
+	TLSServerName      string
+	InsecureSkipVerify bool
+
+	SASLMechanism    string // "", PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	SASLUser         string
+	SASLPasswordFile string
+	// SASLPassword is filled by Resolve; never logged (see LogValue).
+	SASLPassword string
+
+	tlsConfig *tls.Config
+}
+
+// LogValue keeps the password out of logs.
+func (s Security) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Bool("tls", s.TLS),
+		slog.String("sasl_mechanism", s.SASLMechanism),
+		slog.String("sasl_user", s.SASLUser),
+		slog.Bool("sasl_password_set", s.SASLPassword != ""),
+	)
+}
+
+// String keeps the password out of %v formatting.
+func (s Security) String() string { return s.LogValue().String() }
+
+// Validate checks the settings without touching files.
+func (s Security) Validate() error {
+	switch strings.ToUpper(s.SASLMechanism) {
+	case "":
+		if s.SASLUser != "" {
+			return errors.New("kafka: --sasl-user given without --sasl-mechanism")
+		}
+	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+		if s.SASLUser == "" {
+			return fmt.Errorf("kafka: SASL %s needs a user (--sasl-user or $%s)", s.SASLMechanism, EnvSASLUser)
+		}
+	default:
+		return fmt.Errorf("kafka: SASL mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", s.SASLMechanism)
+	}
+	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
+		return errors.New("kafka: --tls-cert and --tls-key go together")
+	}
+	if !s.TLS && (s.TLSCAFile != "" || s.TLSCertFile != "" || s.InsecureSkipVerify) {
+		return errors.New("kafka: TLS options given without --tls")
+	}
+	return nil
+}
+
+// Resolve reads what the settings point to: the password (from the file, or
+// else the environment) and the TLS files. Call it once per process.
+func (s Security) Resolve() (Security, error) {
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	s.SASLMechanism = strings.ToUpper(s.SASLMechanism)
+	if s.SASLMechanism != "" && s.SASLPassword == "" {
+		switch {
+		case s.SASLPasswordFile != "":
+			b, err := os.ReadFile(s.SASLPasswordFile)
+			if err != nil {
+				return s, fmt.Errorf("kafka: read SASL password file: %w", err)
+			}
+			s.SASLPassword = strings.TrimRight(string(b), "\r\n")
+		default:
+			s.SASLPassword = os.Getenv(EnvSASLPassword)
+		}
+		if s.SASLPassword == "" {
+			return s, fmt.Errorf("kafka: SASL %s for user %q needs a password: set $%s or --sasl-password-file", s.SASLMechanism, s.SASLUser, EnvSASLPassword)
+		}
+	}
+	if s.TLS {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: s.TLSServerName, InsecureSkipVerify: s.InsecureSkipVerify} //nolint:gosec // opt-in, for test brokers
+		if s.TLSCAFile != "" {
+			pem, err := os.ReadFile(s.TLSCAFile)
+			if err != nil {
+				return s, fmt.Errorf("kafka: read TLS CA file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return s, fmt.Errorf("kafka: no PEM certificate in %s", s.TLSCAFile)
+			}
+			tc.RootCAs = pool
+		}
+		if s.TLSCertFile != "" {
+			cert, err := tls.LoadX509KeyPair(s.TLSCertFile, s.TLSKeyFile)
+			if err != nil {
+				return s, fmt.Errorf("kafka: load TLS client certificate: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		s.tlsConfig = tc
+	}
+	return s, nil
+}
+
+// apply sets the security part of a sarama config.
+func (s Security) apply(cfg *sarama.Config) {
+	if s.TLS {
+		cfg.Net.TLS.Enable = true
+		cfg.Net.TLS.Config = s.tlsConfig
+		if cfg.Net.TLS.Config == nil {
+			cfg.Net.TLS.Config = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	if s.SASLMechanism == "" {
+		return
+	}
+	cfg.Net.SASL.Enable = true
+	cfg.Net.SASL.Handshake = true
+	cfg.Net.SASL.User = s.SASLUser
+	cfg.Net.SASL.Password = s.SASLPassword
+	switch strings.ToUpper(s.SASLMechanism) {
+	case SASLPlain:
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	case SASLScramSHA256:
+		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.HashGeneratorFcn(sha256.New)} }
+	case SASLScramSHA512:
+		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.HashGeneratorFcn(sha512.New)} }
+	}
+}
+
+// scramClient adapts xdg-go/scram to sarama's SCRAMClient.
+type scramClient struct {
+	hash scram.HashGeneratorFcn
+	conv *scram.ClientConversation
+}
+
+func (c *scramClient) Begin(user, password, authzID string) error {
+	client, err := c.hash.NewClient(user, password, authzID)
+	if err != nil {
+		return err
+	}
+	c.conv = client.NewConversation()
+	return nil
+}
+
+func (c *scramClient) Step(challenge string) (string, error) { return c.conv.Step(challenge) }
+func (c *scramClient) Done() bool                            { return c.conv.Done() }
+
+// Explain turns sarama's connection errors into what a user should check.
+func (c Config) Explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
+		return fmt.Errorf("kafka %v refused SASL %s authentication for user %q (wrong user or password?): %w", c.Brokers, c.Security.SASLMechanism, c.Security.SASLUser, err)
+	case errors.Is(err, sarama.ErrOutOfBrokers):
+		return fmt.Errorf("cannot reach kafka at %v (is it running? right port? TLS/SASL settings match the listener?): %w", c.Brokers, err)
+	}
+	return err
+}
