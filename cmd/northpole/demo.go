@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -39,7 +38,7 @@ type demoOptions struct {
 	lateRate    float64
 	dupRate     float64
 	badRate     float64
-	brokers     string
+	kafka       kafkaOptions
 	out         string
 	timeout     time.Duration
 	packer      packer.Config
@@ -82,7 +81,8 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 	f.Float64Var(&o.lateRate, "late-rate", o.lateRate, "fraction of records made deliberately late")
 	f.Float64Var(&o.dupRate, "dup-rate", o.dupRate, "fraction of records that repeat an earlier record")
 	f.Float64Var(&o.badRate, "bad-rate", o.badRate, "fraction of bad records (every kind of dead letter)")
-	f.StringVar(&o.brokers, "brokers", "", "use this Kafka (host:port,...) instead of the in-process one")
+	o.kafka.inProcessDefault = true
+	o.kafka.bind(f, "use this Kafka (host:port,...) instead of the in-process one")
 	f.StringVar(&o.out, "out", "", "write inputs, results and a summary under this directory")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "give up when the run has not finished after this long")
 	f.DurationVar(&o.packer.Window, "window", o.packer.Window, "window width W")
@@ -135,7 +135,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	defer cancel()
 
 	where := "in-process Kafka (kfake)"
-	brokers := kafkaconf.SplitBrokers(o.brokers)
+	kc, err := o.kafka.config("northpole-demo")
+	if err != nil {
+		return err
+	}
+	brokers := kc.Brokers
 	if len(brokers) == 0 {
 		b, err := kfakebroker.Start()
 		if err != nil {
@@ -146,7 +150,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	} else {
 		where = "Kafka at " + strings.Join(brokers, ",")
 	}
-	kc := kafkaconf.Config{Brokers: brokers, ClientID: "northpole-demo"}
+	kc.Brokers = brokers
 	o.packer.Kafka = kc
 	pk, err := packer.New(o.packer, slog.Default())
 	if err != nil {

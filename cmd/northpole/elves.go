@@ -20,7 +20,7 @@ import (
 // elvesOptions are the flags of `northpole elves` that need parsing before
 // they become a producers.Config.
 type elvesOptions struct {
-	brokers    string
+	kafka      kafkaOptions
 	sizes      string
 	start      string
 	finalAt    string
@@ -85,7 +85,7 @@ Examples:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.brokers, "brokers", "", "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
+	o.kafka.bind(f, "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	f.Int32Var(&o.partitions, "partitions", 4, "partitions of the topic when it has to be created; if given, an existing topic must have this many")
 	f.StringVar(&cfg.Topic, "topic", "", "topic to write to (default: the stream's name, toys or boxes)")
 	f.IntVar(&cfg.Count, "count", cfg.Count, "number of records to make, heartbeats not counted (set 0, or give only --duration, to run for a time)")
@@ -132,7 +132,10 @@ func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream reco
 	if err := c.Validate(); err != nil {
 		return c, kafkaconf.Config{}, err
 	}
-	kc := kafkaconf.Config{Brokers: brokersFrom(o.brokers), ClientID: "northpole-elves-" + string(stream)}
+	kc, err := o.kafka.config("northpole-elves-" + string(stream))
+	if err != nil {
+		return c, kc, err
+	}
 	if err := kc.Validate(); err != nil {
 		return c, kc, err
 	}

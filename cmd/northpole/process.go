@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
@@ -40,7 +39,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 
 func newPackerCmd() *cobra.Command {
 	cfg := packer.DefaultConfig()
-	var brokers string
+	var ko kafkaOptions
 	cmd := &cobra.Command{
 		Use:   "packer",
 		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
@@ -50,7 +49,11 @@ count differs from --partitions is refused. Several instances with the same
 --group share the partitions. See docs/ARCHITECTURE.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Kafka = kafkaconf.Config{Brokers: brokersFrom(brokers), ClientID: "northpole-packer"}
+			kc, err := ko.config("northpole-packer")
+			if err != nil {
+				return err
+			}
+			cfg.Kafka = kc
 			pk, err := packer.New(cfg, slog.Default())
 			if err != nil {
 				return usageErr("%w", err)
@@ -63,7 +66,7 @@ count differs from --partitions is refused. Several instances with the same
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&brokers, "brokers", "", "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
+	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	packerFlags(cmd.Flags(), &cfg)
 	return cmd
 }

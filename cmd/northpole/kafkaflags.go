@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+)
+
+// kafkaOptions are the flags every command that talks to Kafka shares. Each
+// has an environment variable as fallback. The SASL password has no flag on
+// purpose: argv is visible to every user of the machine.
+type kafkaOptions struct {
+	brokers string
+	sec     kafkaconf.Security
+	// inProcessDefault: no --brokers means the in-process Kafka, not
+	// $NORTHPOLE_BROKERS (the demo).
+	inProcessDefault bool
+}
+
+func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
+	fs.StringVar(&o.brokers, "brokers", "", brokersHelp)
+	fs.BoolVar(&o.sec.TLS, "tls", false, "connect to Kafka with TLS ($"+kafkaconf.EnvTLS+"=true)")
+	fs.StringVar(&o.sec.TLSCAFile, "tls-ca", "", "PEM file of the CAs to trust (default: the system's; $"+kafkaconf.EnvTLSCA+")")
+	fs.StringVar(&o.sec.TLSCertFile, "tls-cert", "", "PEM client certificate for mutual TLS ($"+kafkaconf.EnvTLSCert+")")
+	fs.StringVar(&o.sec.TLSKeyFile, "tls-key", "", "PEM key of --tls-cert ($"+kafkaconf.EnvTLSKey+")")
+	fs.BoolVar(&o.sec.InsecureSkipVerify, "tls-insecure-skip-verify", false, "do not verify the broker's certificate (test brokers only)")
+	fs.StringVar(&o.sec.SASLMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 ($"+kafkaconf.EnvSASLMechanism+")")
+	fs.StringVar(&o.sec.SASLUser, "sasl-user", "", "SASL user ($"+kafkaconf.EnvSASLUser+"); the password comes from $"+kafkaconf.EnvSASLPassword+" or --sasl-password-file")
+	fs.StringVar(&o.sec.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password ($"+kafkaconf.EnvSASLPassFile+")")
+}
+
+func envDefault(v *string, env string) {
+	if *v == "" {
+		*v = os.Getenv(env)
+	}
+}
+
+// config builds a resolved Kafka config: env fallbacks applied, the password
+// and TLS files read once. brokers may be empty when the caller has its own
+// default (the demo's in-process Kafka).
+func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
+	s := o.sec
+	envDefault(&s.TLSCAFile, kafkaconf.EnvTLSCA)
+	envDefault(&s.TLSCertFile, kafkaconf.EnvTLSCert)
+	envDefault(&s.TLSKeyFile, kafkaconf.EnvTLSKey)
+	envDefault(&s.SASLMechanism, kafkaconf.EnvSASLMechanism)
+	envDefault(&s.SASLUser, kafkaconf.EnvSASLUser)
+	envDefault(&s.SASLPasswordFile, kafkaconf.EnvSASLPassFile)
+	if !s.TLS {
+		s.TLS, _ = strconv.ParseBool(os.Getenv(kafkaconf.EnvTLS))
+	}
+	s, err := s.Resolve()
+	if err != nil {
+		return kafkaconf.Config{}, usageErr("%w", err)
+	}
+	brokers := brokersFrom(o.brokers)
+	if o.inProcessDefault {
+		brokers = kafkaconf.SplitBrokers(o.brokers)
+	}
+	return kafkaconf.Config{Brokers: brokers, ClientID: clientID, Security: s}, nil
+}
