@@ -34,6 +34,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.Int16Var(&cfg.Replication, "replication", cfg.Replication, "replication factor of the topics the packer creates")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W (whole microseconds, > 0)")
 	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L (whole microseconds, >= 0)")
+	fs.StringVar(&cfg.InstanceID, "instance-id", cfg.InstanceID, "static consumer-group member id: a restarted instance with the same id resumes at once (never share one between live instances)")
 	fs.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep goka tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
 }
 

@@ -39,6 +39,11 @@ type Config struct {
 	// StorageDir keeps goka's tables in LevelDB under this directory; empty
 	// keeps them in memory and rebuilds them from Kafka at start.
 	StorageDir string
+	// InstanceID, when set, makes this instance a static member of its
+	// consumer groups (KIP-345): restarted with the same id, it takes its
+	// partitions back at once instead of waiting for the old session to time
+	// out. Two live instances must never share an id.
+	InstanceID string
 	// MinCompactionLag protects the table topics that downstream stages read
 	// as streams from compaction before they are consumed.
 	MinCompactionLag time.Duration

@@ -67,6 +67,9 @@ func (p *Packer) gokaSarama(group string) *sarama.Config {
 	kc.ClientID = "northpole-" + group
 	cfg := kc.Sarama()
 	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{goka.CopartitioningStrategy}
+	if p.cfg.InstanceID != "" {
+		cfg.Consumer.Group.InstanceId = p.cfg.InstanceID
+	}
 	return cfg
 }
 

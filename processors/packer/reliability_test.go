@@ -1,0 +1,288 @@
+package packer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// northpoleBinary builds cmd/northpole once per test process.
+func northpoleBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "northpole-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "northpole")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/northpole").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// packerProcess is `northpole process packer` as its own OS process.
+type packerProcess struct {
+	cmd *exec.Cmd
+	log *os.File
+}
+
+func (pl pipeline) packerArgs(instance string) []string {
+	c := pl.cfg
+	return []string{"process", "packer", "--log-level", "warn",
+		"--brokers", strings.Join(pl.kc.Brokers, ","), "--group", c.Group, "--instance-id", instance,
+		"--partitions", fmt.Sprint(c.Partitions), "--window", c.Window.String(), "--lateness", c.Lateness.String(),
+		"--toys-topic", c.Topics.Toys, "--boxes-topic", c.Topics.Boxes, "--packed-topic", c.Topics.Packed,
+		"--unpacked-topic", c.Topics.Unpacked, "--spare-topic", c.Topics.Spare, "--late-topic", c.Topics.Late,
+		"--dead-topic", c.Topics.Dead}
+}
+
+func startPackerProcess(t *testing.T, bin string, args []string, logPath string) *packerProcess {
+	t.Helper()
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &packerProcess{cmd: cmd, log: f}
+}
+
+func (p *packerProcess) kill() {
+	_ = p.cmd.Process.Kill() // SIGKILL: no shutdown, no final commit
+	_ = p.cmd.Wait()
+	p.log.Close()
+}
+
+func (p *packerProcess) exited() bool { return p.cmd.ProcessState != nil }
+
+// checkRawPacked reads the raw packed topic (before deduplication) and fails
+// if any toy went into two different boxes or any box held two toys.
+func (pl pipeline) checkRawPacked(t *testing.T, ctx context.Context) {
+	t.Helper()
+	msgs, err := topicread.All(ctx, pl.kc, pl.cfg.Topics.Packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxOf, toyOf := map[string]string{}, map[string]string{}
+	for _, m := range msgs {
+		var p results.Packed
+		if err := json.Unmarshal(m.Value, &p); err != nil {
+			t.Fatal(err)
+		}
+		toy, box := p.Size+"|"+p.ToyID, p.Size+"|"+p.BoxID
+		if b, ok := boxOf[toy]; ok && b != box {
+			t.Errorf("toy %s packed into two boxes: %s and %s", toy, b, box)
+		}
+		if x, ok := toyOf[box]; ok && x != toy {
+			t.Errorf("box %s holds two toys: %s and %s", box, x, toy)
+		}
+		boxOf[toy], toyOf[box] = box, toy
+	}
+}
+
+// produceAt runs both elves at a fixed rate (records/s per stream).
+func (pl pipeline) produceAt(ctx context.Context, s scenario, rate float64) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+		g.Go(func() error {
+			c := pl.elves(s, st)
+			c.Rate = rate
+			_, err := producers.Run(gctx, pl.kc, c, nil)
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// TestCrashSIGKILL runs the packer as its own OS process and kills it with
+// SIGKILL at random moments while the elves write, at least 20 times. The
+// deduplicated results must equal the reference, and the raw output must not
+// put a toy in two boxes or two toys in a box.
+func TestCrashSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	bin := northpoleBinary(t)
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	s := scenario{seed: 201, toys: 3000, boxes: 3000, elves: 3, partitions: 4,
+		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: 1500 * time.Millisecond,
+		lateRate: 0.05, dupRate: 0.05, bad: 0.05}
+	pl := newPipeline(t, kc, s)
+	pk, err := packer.New(pl.cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pk.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "packer.log")
+	args := pl.packerArgs("crash-test")
+
+	produced := make(chan error, 1)
+	go func() { produced <- pl.produceAt(ctx, s, 250) }()
+
+	rng := rand.New(rand.NewPCG(201, 7))
+	const minKills = 20
+	kills := 0
+	proc := startPackerProcess(t, bin, args, logPath)
+	elvesDone := false
+	for kills < minKills || !elvesDone {
+		select {
+		case err := <-produced:
+			if err != nil {
+				t.Fatalf("elves: %v", err)
+			}
+			elvesDone = true
+		case <-time.After(time.Duration(300+rng.IntN(900)) * time.Millisecond):
+		}
+		if elvesDone && kills >= minKills {
+			break
+		}
+		proc.kill()
+		kills++
+		proc = startPackerProcess(t, bin, args, logPath)
+	}
+	t.Logf("killed the packer %d times with SIGKILL", kills)
+	began := time.Now()
+	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("%v\npacker log tail:\n%s", err, tail(string(b), 3000))
+	}
+	t.Logf("after the last restart the packer caught up in %v", time.Since(began).Round(100*time.Millisecond))
+	proc.kill()
+	_, raw := pl.check(t, ctx, s)
+	pl.checkRawPacked(t, ctx)
+	t.Logf("crashes caused %d raw duplicate output records (of %d); none conflicting", raw.Duplicates, raw.Records)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// TestRebalanceTwoInstances runs two packer instances in one group; one is
+// stopped and restarted mid-run, then the other.
+func TestRebalanceTwoInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s := scenario{seed: 301, toys: 2500, boxes: 2500, elves: 2, partitions: 8,
+		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
+		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+	pl := newPipeline(t, kc, s)
+	a, stopA := pl.startPacker(t, ctx)
+	_, stopB := pl.startPacker(t, ctx)
+	produced := make(chan error, 1)
+	go func() { produced <- pl.produceAt(ctx, s, 400) }()
+
+	for i, stop := range []*func() error{&stopA, &stopB} {
+		time.Sleep(2 * time.Second)
+		if err := (*stop)(); err != nil {
+			t.Fatalf("stop instance %d: %v", i, err)
+		}
+		t.Logf("instance %d stopped; the other takes over its partitions", i)
+		time.Sleep(1500 * time.Millisecond)
+		var pk *packer.Packer
+		pk, *stop = pl.startPacker(t, ctx)
+		if i == 0 {
+			a = pk
+		}
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, stop := range []func() error{stopA, stopB} {
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl.check(t, ctx, s)
+	pl.checkRawPacked(t, ctx)
+}
+
+// TestBrokerRestart stops and restarts the (real) broker mid-run; elves and
+// packer must recover on their own. It needs scripts/kafka
+// ($NORTHPOLE_TEST_KAFKA_CTL) to restart the broker.
+func TestBrokerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctl := os.Getenv("NORTHPOLE_TEST_KAFKA_CTL")
+	if !testkafka.External() || ctl == "" {
+		if os.Getenv("CI") == "true" && testkafka.External() {
+			t.Fatal("CI=true with a real broker but NORTHPOLE_TEST_KAFKA_CTL is not set (see scripts/kafka env)")
+		}
+		t.Skip("needs a real broker and NORTHPOLE_TEST_KAFKA_CTL (env gate; see scripts/kafka env)")
+	}
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s := scenario{seed: 401, toys: 2500, boxes: 2500, elves: 2, partitions: 4,
+		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
+		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+	pl := newPipeline(t, kc, s)
+	pk, stop := pl.startPacker(t, ctx)
+	produced := make(chan error, 1)
+	go func() { produced <- pl.produceAt(ctx, s, 300) }()
+	time.Sleep(3 * time.Second)
+	began := time.Now()
+	if out, err := exec.CommandContext(ctx, ctl, "restart-node", "1").CombinedOutput(); err != nil {
+		t.Fatalf("restart broker: %v\n%s", err, out)
+	}
+	t.Logf("broker restarted in %v", time.Since(began).Round(100*time.Millisecond))
+	if err := <-produced; err != nil {
+		t.Fatalf("elves did not survive the broker restart: %v", err)
+	}
+	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("packer caught up %v after the restart began", time.Since(began).Round(100*time.Millisecond))
+	if err := stop(); err != nil {
+		t.Fatalf("packer did not survive the broker restart: %v", err)
+	}
+	pl.check(t, ctx, s)
+	pl.checkRawPacked(t, ctx)
+}
