@@ -1,0 +1,172 @@
+package kafkatrace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lovoo/goka"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Middleware wraps a goka callback (watermill style: func(h) h). Cross-cutting
+// concerns stack without the callback knowing.
+type Middleware func(goka.ProcessCallback) goka.ProcessCallback
+
+// GokaConfig describes one goka group for its spans.
+type GokaConfig struct {
+	// Group is the consumer group (messaging.consumer.group.name).
+	Group string
+	// ClientID is the Kafka client id (messaging.client.id).
+	ClientID string
+	// OnSend, when set, sees every "send <topic>" span that an Emit makes,
+	// with the value emitted, before the span ends: a processor sets the
+	// status of its dead letters there.
+	OnSend func(span trace.Span, topic string, value any)
+}
+
+// Goka instruments the callbacks of one goka group. A nil *Goka does nothing:
+// its middlewares return the callback unchanged.
+type Goka struct {
+	cfg    GokaConfig
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+}
+
+// NewGoka returns nil when tp is nil or a no-op provider.
+func NewGoka(tp trace.TracerProvider, cfg GokaConfig) *Goka {
+	if !Enabled(tp) {
+		return nil
+	}
+	return &Goka{cfg: cfg, tracer: tp.Tracer(ScopeName), prop: propagator()}
+}
+
+// Tracer is the tracer of the group's spans (nil on a nil *Goka), for spans
+// of the processor's own logic, such as the packer's "pack".
+func (g *Goka) Tracer() trace.Tracer {
+	if g == nil {
+		return nil
+	}
+	return g.tracer
+}
+
+// Process is the middleware of an input that another service (or a client
+// outside this process) wrote: each record gets a CONSUMER span "process
+// <topic>", child of the producer's span found in the record's headers and
+// linked to it too (the conventions' link, SigNoz's parent). Records the
+// callback writes carry this span's context. A panic (goka's ctx.Fail) marks
+// the span as failed before it goes on.
+func (g *Goka) Process() Middleware {
+	return func(next goka.ProcessCallback) goka.ProcessCallback {
+		if g == nil {
+			return next
+		}
+		return func(gctx goka.Context, msg any) {
+			parent := g.prop.Extract(gctx.Context(), HeadersCarrier(gctx.Headers()))
+			size, tombstone := -1, msg == nil
+			if b, ok := msg.([]byte); ok {
+				size = len(b)
+			}
+			topic := string(gctx.Topic())
+			opts := []trace.SpanStartOption{
+				trace.WithSpanKind(trace.SpanKindConsumer),
+				trace.WithAttributes(consumerAttrs(topic, gctx.Partition(), gctx.Offset(), g.cfg.Group, g.cfg.ClientID, gctx.Key(), size, tombstone)...),
+			}
+			if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
+				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+			}
+			ctx, span := g.tracer.Start(parent, OpProcess+" "+topic, opts...)
+			defer func() {
+				if r := recover(); r != nil {
+					span.SetStatus(codes.Error, fmt.Sprint(r))
+					span.End()
+					panic(r)
+				}
+				span.End()
+			}()
+			next(&tracedContext{gokaContext: gctx, ctx: ctx, g: g}, msg)
+		}
+	}
+}
+
+// Relay is the middleware of a hop inside one service (a loop topic, or a
+// group table read as a stream by the next stage): no span, but the context
+// in the record's headers becomes the callback's context and goes on into
+// every record it writes. That is how a context survives a chain of goka
+// stages, table changelogs included.
+func (g *Goka) Relay() Middleware {
+	return func(next goka.ProcessCallback) goka.ProcessCallback {
+		if g == nil {
+			return next
+		}
+		return func(gctx goka.Context, msg any) {
+			ctx := g.prop.Extract(gctx.Context(), HeadersCarrier(gctx.Headers()))
+			next(&tracedContext{gokaContext: gctx, ctx: ctx, g: g}, msg)
+		}
+	}
+}
+
+// WithContext returns gctx with ctx as its trace context: what the callback
+// then writes carries ctx (say, a span of its own) instead. Outside a
+// Process or Relay middleware it returns gctx unchanged.
+func WithContext(gctx goka.Context, ctx context.Context) goka.Context {
+	if tc, ok := gctx.(*tracedContext); ok {
+		return &tracedContext{gokaContext: tc.gokaContext, ctx: ctx, g: tc.g}
+	}
+	return gctx
+}
+
+// Headers returns headers that carry ctx's trace context, for
+// Emitter.EmitWithHeaders. Nil when ctx has no span context.
+func Headers(ctx context.Context) goka.Headers {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	h := goka.Headers{}
+	propagator().Inject(ctx, HeadersCarrier(h))
+	return h
+}
+
+// gokaContext names the embedded goka.Context, whose own Context method
+// tracedContext overrides.
+type gokaContext = goka.Context
+
+// tracedContext is a goka.Context whose writes carry a trace context.
+type tracedContext struct {
+	gokaContext
+	ctx context.Context
+	g   *Goka
+}
+
+func (c *tracedContext) Context() context.Context { return c.ctx }
+
+func (c *tracedContext) headers(ctx context.Context) goka.ContextOption {
+	h := goka.Headers{}
+	c.g.prop.Inject(ctx, HeadersCarrier(h))
+	return goka.WithCtxEmitHeaders(h)
+}
+
+// Emit writes to an output topic under a PRODUCER span "send <topic>". goka
+// emits asynchronously and keeps the delivery to itself (it fails the
+// processor on errors), so the span covers handing the record over.
+func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
+	ctx, span := c.g.tracer.Start(c.ctx, OpSend+" "+string(topic),
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(producerAttrs(string(topic), c.g.cfg.ClientID, key, -1)...))
+	defer span.End()
+	if c.g.cfg.OnSend != nil {
+		c.g.cfg.OnSend(span, string(topic), value)
+	}
+	c.gokaContext.Emit(topic, key, value, append(options, c.headers(ctx))...)
+}
+
+// Loopback and SetValue are hops inside the group: they carry the context
+// as it is, without spans of their own.
+func (c *tracedContext) Loopback(key string, value any, options ...goka.ContextOption) {
+	c.gokaContext.Loopback(key, value, append(options, c.headers(c.ctx))...)
+}
+
+func (c *tracedContext) SetValue(value any, options ...goka.ContextOption) {
+	c.gokaContext.SetValue(value, append(options, c.headers(c.ctx))...)
+}

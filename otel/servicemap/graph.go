@@ -1,0 +1,291 @@
+// Package servicemap builds a service map from spans the way SigNoz draws
+// one, without SigNoz: an edge A -> B for every span of service B whose
+// parent is a span of service A (A != B), weighted by the child's calls,
+// errors and latency; and an edge A -> <system> for every non-SERVER span of
+// A with messaging.system or db.system (SigNoz collapses every broker or
+// database into one node named for its system, "kafka", "postgresql").
+//
+// SigNoz joins parent and child inside one batch of spans as its collector
+// inserts them; Options.SameBatch reproduces that strictness, the default
+// joins across everything received. Spans arrive from an in-process
+// exporter (Exporter), an OTLP receiver on loopback (Receiver, gRPC and
+// HTTP), or an OTLP JSON file (ReadJSON).
+package servicemap
+
+import (
+	"cmp"
+	"encoding/hex"
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Kind is the OTLP span kind (1 internal, 2 server, 3 client, 4 producer, 5 consumer).
+type Kind int
+
+const (
+	KindUnspecified Kind = 0
+	KindInternal    Kind = 1
+	KindServer      Kind = 2
+	KindClient      Kind = 3
+	KindProducer    Kind = 4
+	KindConsumer    Kind = 5
+)
+
+// Span is what the map needs of one span.
+type Span struct {
+	TraceID      [16]byte
+	SpanID       [8]byte
+	ParentSpanID [8]byte // zero for a root
+	Service      string
+	Name         string
+	Kind         Kind
+	Duration     time.Duration
+	Error        bool   // status code ERROR
+	Messaging    string // messaging.system
+	DB           string // db.system, or db.system.name
+}
+
+// HasParent reports whether the span has a parent.
+func (s Span) HasParent() bool { return s.ParentSpanID != [8]byte{} }
+
+// ID is the span id in hex.
+func (s Span) ID() string { return hex.EncodeToString(s.SpanID[:]) }
+
+// Options of a Builder.
+type Options struct {
+	// SameBatch joins a child with its parent only when both came in the
+	// same batch (one export request, one file line), as SigNoz's
+	// ClickHouse materialized view does.
+	SameBatch bool
+	// MaxSpans bounds memory; spans beyond it are counted and dropped.
+	// Zero means 2,000,000.
+	MaxSpans int
+}
+
+// Builder accumulates spans; Graph can be called at any time. Safe for
+// concurrent use.
+type Builder struct {
+	opts    Options
+	mu      sync.Mutex
+	batch   uint64
+	spans   map[spanKey]parentRef
+	kept    []child
+	total   int
+	dropped int
+	byName  map[string]int // span counts per service and name, for the summary
+}
+
+type spanKey struct {
+	trace [16]byte
+	span  [8]byte
+}
+
+type parentRef struct {
+	service string
+	batch   uint64
+}
+
+type child struct {
+	key      spanKey // the parent's key
+	service  string
+	batch    uint64
+	duration time.Duration
+	err      bool
+	kind     Kind
+	msg, db  string
+	root     bool
+}
+
+// NewBuilder makes an empty builder.
+func NewBuilder(o Options) *Builder {
+	if o.MaxSpans <= 0 {
+		o.MaxSpans = 2_000_000
+	}
+	return &Builder{opts: o, spans: map[spanKey]parentRef{}, byName: map[string]int{}}
+}
+
+// Add takes one batch of spans.
+func (b *Builder) Add(spans []Span) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batch++
+	for _, s := range spans {
+		if b.total >= b.opts.MaxSpans {
+			b.dropped++
+			continue
+		}
+		b.total++
+		b.byName[s.Service+"\x00"+s.Name]++
+		b.spans[spanKey{s.TraceID, s.SpanID}] = parentRef{service: s.Service, batch: b.batch}
+		b.kept = append(b.kept, child{
+			key: spanKey{s.TraceID, s.ParentSpanID}, service: s.Service, batch: b.batch,
+			duration: s.Duration, err: s.Error, kind: s.Kind, msg: s.Messaging, db: s.DB, root: !s.HasParent(),
+		})
+	}
+}
+
+// Edge is one arrow of the map, with the child spans' statistics.
+type Edge struct {
+	From, To string
+	// Kind is "service" (parent/child across services), "messaging" or
+	// "database" (spans naming a system).
+	Kind   string
+	Calls  int
+	Errors int
+	P50    time.Duration
+	P99    time.Duration
+}
+
+// Node is a service (or a messaging or database system) with its span count.
+type Node struct {
+	Name   string
+	Spans  int
+	System bool // a messaging or database system, not a service
+}
+
+// Graph is the map.
+type Graph struct {
+	Nodes []Node
+	Edges []Edge
+	// Spans received, Dropped beyond MaxSpans, Orphans whose parent was
+	// never seen (or, with SameBatch, not in their batch).
+	Spans, Dropped, Orphans int
+	// Names counts spans by service and span name.
+	Names []NameCount
+}
+
+// NameCount is how many spans of one name a service made.
+type NameCount struct {
+	Service, Name string
+	Count         int
+}
+
+// Edge returns the edge from -> to, if any.
+func (g Graph) Edge(from, to string) (Edge, bool) {
+	for _, e := range g.Edges {
+		if e.From == from && e.To == to {
+			return e, true
+		}
+	}
+	return Edge{}, false
+}
+
+// Graph computes the map from everything added so far.
+func (b *Builder) Graph() Graph {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	type acc struct {
+		kind   string
+		errors int
+		durs   []time.Duration
+	}
+	edges := map[[2]string]*acc{}
+	add := func(from, to, kind string, c child) {
+		k := [2]string{from, to}
+		a := edges[k]
+		if a == nil {
+			a = &acc{kind: kind}
+			edges[k] = a
+		}
+		a.durs = append(a.durs, c.duration)
+		if c.err {
+			a.errors++
+		}
+	}
+	nodes := map[string]*Node{}
+	node := func(name string, system bool) {
+		if n := nodes[name]; n != nil {
+			if !system {
+				n.Spans++
+			}
+			return
+		}
+		n := &Node{Name: name, System: system}
+		if !system {
+			n.Spans = 1
+		}
+		nodes[name] = n
+	}
+	g := Graph{Spans: b.total, Dropped: b.dropped}
+	for _, c := range b.kept {
+		node(c.service, false)
+		if !c.root {
+			p, ok := b.spans[c.key]
+			switch {
+			case !ok || (b.opts.SameBatch && p.batch != c.batch):
+				g.Orphans++
+			case p.service != c.service:
+				add(p.service, c.service, "service", c)
+			}
+		}
+		if c.kind == KindServer {
+			continue
+		}
+		if c.msg != "" {
+			node(c.msg, true)
+			add(c.service, c.msg, "messaging", c)
+		}
+		if c.db != "" {
+			node(c.db, true)
+			add(c.service, c.db, "database", c)
+		}
+	}
+	for k, a := range edges {
+		slices.Sort(a.durs)
+		g.Edges = append(g.Edges, Edge{From: k[0], To: k[1], Kind: a.kind, Calls: len(a.durs), Errors: a.errors,
+			P50: quantile(a.durs, 0.50), P99: quantile(a.durs, 0.99)})
+	}
+	slices.SortFunc(g.Edges, func(x, y Edge) int {
+		return cmp.Or(cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind)), cmp.Compare(x.From, y.From), cmp.Compare(x.To, y.To))
+	})
+	for _, n := range nodes {
+		g.Nodes = append(g.Nodes, *n)
+	}
+	slices.SortFunc(g.Nodes, func(x, y Node) int {
+		if x.System != y.System {
+			if x.System {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(x.Name, y.Name)
+	})
+	for k, n := range b.byName {
+		svc, name := splitName(k)
+		g.Names = append(g.Names, NameCount{Service: svc, Name: name, Count: n})
+	}
+	slices.SortFunc(g.Names, func(x, y NameCount) int {
+		return cmp.Or(cmp.Compare(x.Service, y.Service), cmp.Compare(x.Name, y.Name))
+	})
+	return g
+}
+
+func splitName(k string) (string, string) {
+	for i := 0; i < len(k); i++ {
+		if k[i] == 0 {
+			return k[:i], k[i+1:]
+		}
+	}
+	return k, ""
+}
+
+func kindOrder(k string) int {
+	switch k {
+	case "service":
+		return 0
+	case "messaging":
+		return 1
+	}
+	return 2
+}
+
+// quantile is the nearest-rank quantile of sorted durations.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

@@ -1,0 +1,151 @@
+package servicemap
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sp(trace byte, id, parent byte, svc string, kind Kind, d time.Duration, failed bool) Span {
+	s := Span{Service: svc, Name: svc + "-op", Kind: kind, Duration: d, Error: failed}
+	s.TraceID[0] = trace
+	s.SpanID[7] = id
+	if parent != 0 {
+		s.ParentSpanID[7] = parent
+	}
+	return s
+}
+
+func TestGraphEdgesFromParentsInOtherServices(t *testing.T) {
+	b := NewBuilder(Options{})
+	send := sp(1, 1, 0, "toy-elves", KindProducer, time.Millisecond, false)
+	send.Messaging = "kafka"
+	proc := sp(1, 2, 1, "packer", KindConsumer, 2*time.Millisecond, false)
+	proc.Messaging = "kafka"
+	inner := sp(1, 3, 2, "packer", KindInternal, time.Millisecond, false) // same service: no edge
+	sleigh := sp(1, 4, 2, "sleigh", KindConsumer, 10*time.Millisecond, true)
+	orphan := sp(2, 5, 9, "sleigh", KindConsumer, time.Millisecond, false)
+	server := sp(3, 6, 0, "api", KindServer, time.Millisecond, false)
+	server.DB = "postgresql" // SERVER spans draw no system edge
+	query := sp(3, 7, 6, "compare", KindClient, 3*time.Millisecond, false)
+	query.DB = "postgresql"
+	b.Add([]Span{send, proc})
+	b.Add([]Span{inner, sleigh, orphan, server, query})
+	g := b.Graph()
+
+	want := map[[2]string]struct {
+		kind           string
+		calls, errors  int
+		p50, p99       time.Duration
+		sameBatchEdges bool
+	}{
+		{"toy-elves", "packer"}:   {"service", 1, 0, 2 * time.Millisecond, 2 * time.Millisecond, true},
+		{"packer", "sleigh"}:      {"service", 1, 1, 10 * time.Millisecond, 10 * time.Millisecond, false},
+		{"api", "compare"}:        {"service", 1, 0, 3 * time.Millisecond, 3 * time.Millisecond, true},
+		{"toy-elves", "kafka"}:    {"messaging", 1, 0, time.Millisecond, time.Millisecond, true},
+		{"packer", "kafka"}:       {"messaging", 1, 0, 2 * time.Millisecond, 2 * time.Millisecond, true},
+		{"compare", "postgresql"}: {"database", 1, 0, 3 * time.Millisecond, 3 * time.Millisecond, true},
+	}
+	if len(g.Edges) != len(want) {
+		t.Errorf("edges %+v, want %d", g.Edges, len(want))
+	}
+	for k, w := range want {
+		e, ok := g.Edge(k[0], k[1])
+		if !ok {
+			t.Errorf("no edge %s -> %s", k[0], k[1])
+			continue
+		}
+		if e.Kind != w.kind || e.Calls != w.calls || e.Errors != w.errors || e.P50 != w.p50 || e.P99 != w.p99 {
+			t.Errorf("edge %s -> %s = %+v, want %+v", k[0], k[1], e, w)
+		}
+	}
+	if g.Orphans != 1 || g.Spans != 7 {
+		t.Errorf("orphans %d spans %d, want 1 and 7", g.Orphans, g.Spans)
+	}
+
+	// SigNoz's join only sees parents in the child's batch: packer -> sleigh
+	// crosses two batches and disappears.
+	strict := NewBuilder(Options{SameBatch: true})
+	strict.Add([]Span{send, proc})
+	strict.Add([]Span{inner, sleigh, orphan, server, query})
+	sg := strict.Graph()
+	for k, w := range want {
+		if _, ok := sg.Edge(k[0], k[1]); ok != w.sameBatchEdges {
+			t.Errorf("same batch: edge %s -> %s present %v, want %v", k[0], k[1], ok, w.sameBatchEdges)
+		}
+	}
+	if sg.Orphans != 3 { // inner and sleigh (parents in batch 1), and the orphan
+		t.Errorf("same batch: orphans %d, want 3", sg.Orphans)
+	}
+
+	var text, mer, svg bytes.Buffer
+	if err := g.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WriteMermaid(&mer); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WriteSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"toy-elves", "->", "packer", "sleigh", "1 errors"[2:], "p99"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("text lacks %q:\n%s", s, text.String())
+		}
+	}
+	if !strings.HasPrefix(mer.String(), "graph LR\n") || strings.Count(mer.String(), "-->") != 3 || strings.Count(mer.String(), "-.->") != 3 {
+		t.Errorf("mermaid:\n%s", mer.String())
+	}
+	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<path d=\"M") < 6 || !strings.Contains(svg.String(), ">sleigh</text>") {
+		t.Errorf("svg:\n%s", svg.String())
+	}
+}
+
+func TestQuantileNearestRank(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	if q := quantile(d, 0.5); q != 50 {
+		t.Errorf("p50 of 1..100 = %d", q)
+	}
+	if q := quantile(d, 0.99); q != 99 {
+		t.Errorf("p99 of 1..100 = %d", q)
+	}
+	if q := quantile(d[:1], 0.99); q != 1 {
+		t.Errorf("p99 of one = %d", q)
+	}
+}
+
+// An OTLP JSON file as the collector's file exporter writes it: one request
+// per line, hex ids, integer enums, times as strings.
+const otlpJSONLines = `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"toy-elves"}}]},"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"send toys","kind":4,"startTimeUnixNano":"1000","endTimeUnixNano":"3000","attributes":[{"key":"messaging.system","value":{"stringValue":"kafka"}}]}]}]}]}
+{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"packer"}}]},"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b175","parentSpanId":"eee19b7ec3c1b174","name":"process toys","kind":"SPAN_KIND_CONSUMER","startTimeUnixNano":"4000","endTimeUnixNano":"9000","status":{"code":2}}]}]}]}
+`
+
+func TestReadJSONLines(t *testing.T) {
+	b := NewBuilder(Options{})
+	if err := ReadJSON(strings.NewReader(otlpJSONLines), b); err != nil {
+		t.Fatal(err)
+	}
+	g := b.Graph()
+	e, ok := g.Edge("toy-elves", "packer")
+	if !ok || e.Calls != 1 || e.Errors != 1 || e.P99 != 5000 {
+		t.Errorf("edge toy-elves -> packer = %+v (%v), want 1 call, 1 error, 5µs", e, ok)
+	}
+	if _, ok := g.Edge("toy-elves", "kafka"); !ok {
+		t.Errorf("no messaging edge: %+v", g.Edges)
+	}
+	// Same batch: the two lines are two batches, so SigNoz would not join them.
+	sb := NewBuilder(Options{SameBatch: true})
+	if err := ReadJSON(strings.NewReader(otlpJSONLines), sb); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sb.Graph().Edge("toy-elves", "packer"); ok {
+		t.Errorf("same batch: edge across two lines")
+	}
+	if err := ReadJSON(strings.NewReader(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"1"}]}]}]}`), NewBuilder(Options{})); err == nil {
+		t.Errorf("bad ids accepted")
+	}
+}

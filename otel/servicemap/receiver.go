@@ -1,0 +1,212 @@
+package servicemap
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// Receiver accepts OTLP traces over gRPC and HTTP (protobuf or JSON) and
+// feeds them to a Builder, one batch per request. It is meant for loopback:
+// point OTEL_EXPORTER_OTLP_ENDPOINT at it.
+type Receiver struct {
+	b        *Builder
+	grpcLis  net.Listener
+	httpLis  net.Listener
+	grpcSrv  *grpc.Server
+	httpSrv  *http.Server
+	batches  atomic.Int64
+	received atomic.Int64
+	wg       sync.WaitGroup
+	log      *slog.Logger
+
+	mu        sync.Mutex
+	resources map[string]map[string]string // distinct resources, by their printed form
+}
+
+// Listen starts a receiver; an empty address leaves that protocol off.
+// ":0"-style addresses pick a free port (see GRPCAddr, HTTPAddr).
+func Listen(b *Builder, grpcAddr, httpAddr string, log *slog.Logger) (*Receiver, error) {
+	if grpcAddr == "" && httpAddr == "" {
+		return nil, errors.New("servicemap: no address to receive OTLP on")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Receiver{b: b, log: log, resources: map[string]map[string]string{}}
+	if grpcAddr != "" {
+		lis, err := net.Listen("tcp", grpcAddr)
+		if err != nil {
+			return nil, fmt.Errorf("servicemap: OTLP/gRPC listen on %s: %w", grpcAddr, err)
+		}
+		r.grpcLis = lis
+		r.grpcSrv = grpc.NewServer()
+		coltracepb.RegisterTraceServiceServer(r.grpcSrv, traceServer{r: r})
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if err := r.grpcSrv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				log.Error("servicemap: OTLP/gRPC server stopped", "err", err)
+			}
+		}()
+	}
+	if httpAddr != "" {
+		lis, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("servicemap: OTLP/HTTP listen on %s: %w", httpAddr, err)
+		}
+		r.httpLis = lis
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /v1/traces", r.serveHTTP)
+		r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if err := r.httpSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("servicemap: OTLP/HTTP server stopped", "err", err)
+			}
+		}()
+	}
+	return r, nil
+}
+
+// GRPCAddr is the gRPC listen address ("" when off).
+func (r *Receiver) GRPCAddr() string { return addrOf(r.grpcLis) }
+
+// HTTPAddr is the HTTP listen address ("" when off).
+func (r *Receiver) HTTPAddr() string { return addrOf(r.httpLis) }
+
+func addrOf(l net.Listener) string {
+	if l == nil {
+		return ""
+	}
+	return l.Addr().String()
+}
+
+// Received is the number of export requests and spans taken so far.
+func (r *Receiver) Received() (batches, spans int64) { return r.batches.Load(), r.received.Load() }
+
+// Close stops both servers, waiting briefly for requests in flight.
+func (r *Receiver) Close() {
+	if r.grpcSrv != nil {
+		done := make(chan struct{})
+		go func() { r.grpcSrv.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			r.grpcSrv.Stop()
+		}
+	}
+	if r.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = r.httpSrv.Shutdown(ctx)
+		cancel()
+	}
+	r.wg.Wait()
+}
+
+func (r *Receiver) take(spans []Span) {
+	r.b.Add(spans)
+	r.batches.Add(1)
+	r.received.Add(int64(len(spans)))
+}
+
+type traceServer struct {
+	coltracepb.UnimplementedTraceServiceServer
+	r *Receiver
+}
+
+func (s traceServer) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	s.r.noteResources(req)
+	s.r.take(FromProto(req.GetResourceSpans()))
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// maxBody bounds one OTLP/HTTP request.
+const maxBody = 64 << 20
+
+func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	var body io.Reader = http.MaxBytesReader(w, req.Body, maxBody)
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(body)
+		if err != nil {
+			http.Error(w, "bad gzip body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer gz.Close()
+		body = io.LimitReader(gz, maxBody)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	switch ct {
+	case "application/x-protobuf":
+		var m coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(data, &m); err != nil {
+			http.Error(w, "bad protobuf: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.noteResources(&m)
+		r.take(FromProto(m.GetResourceSpans()))
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	case "application/json":
+		spans, err := FromJSON(data)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.take(spans)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	default:
+		http.Error(w, "content type must be application/x-protobuf or application/json", http.StatusUnsupportedMediaType)
+	}
+}
+
+// noteResources remembers the string attributes of each distinct resource
+// that sent spans (protobuf requests only).
+func (r *Receiver) noteResources(req *coltracepb.ExportTraceServiceRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		attrs := map[string]string{}
+		for _, a := range rs.GetResource().GetAttributes() {
+			attrs[a.GetKey()] = a.GetValue().GetStringValue()
+		}
+		k := fmt.Sprint(attrs) // fmt prints maps with sorted keys
+		if _, ok := r.resources[k]; !ok {
+			r.resources[k] = attrs
+		}
+	}
+}
+
+// Resources are the distinct resources (string attributes) that sent spans
+// over protobuf (gRPC or HTTP).
+func (r *Receiver) Resources() []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]map[string]string, 0, len(r.resources))
+	for _, a := range r.resources {
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,325 @@
+// Package telemetry builds OpenTelemetry tracer and meter providers from the
+// standard OTEL_* environment, one pair per service name, so that one process
+// (the embedded demo) can run elves, packer and sleigh each under its own
+// service.name while sharing exporters and batches.
+//
+// Nothing configured means nothing on: Enabled is false, TracerProvider
+// returns a no-op provider, and the instrumented packages treat a no-op (or
+// nil) provider as "tracing off" and skip all their tracing work.
+//
+// The environment read here:
+//
+//	OTEL_SDK_DISABLED=true                     everything off
+//	OTEL_TRACES_EXPORTER=otlp|none             default otlp when an endpoint is set
+//	OTEL_METRICS_EXPORTER=otlp|none            default otlp when an endpoint is set
+//	OTEL_EXPORTER_OTLP_ENDPOINT                e.g. http://localhost:4317 (grpc) or http://localhost:4318
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT         (and _METRICS_) per signal
+//	OTEL_EXPORTER_OTLP_PROTOCOL                grpc | http/protobuf (default http/protobuf)
+//	OTEL_EXPORTER_OTLP_TRACES_PROTOCOL         (and _METRICS_) per signal
+//	OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+//	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG (read by the SDK itself)
+//	OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS, _INSECURE, _TIMEOUT ... (read by the SDK and exporters)
+package telemetry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// Protocols of OTEL_EXPORTER_OTLP_PROTOCOL that we support.
+const (
+	ProtocolGRPC         = "grpc"
+	ProtocolHTTPProtobuf = "http/protobuf"
+)
+
+// Options adjust what the environment says. The zero value reads only the
+// environment.
+type Options struct {
+	// SpanProcessors receive the spans of every service, in addition to the
+	// OTLP exporter (if any). Giving one turns tracing on even without an
+	// OTLP endpoint: the demo's in-process service map is one.
+	SpanProcessors []sdktrace.SpanProcessor
+	// Exporter replaces the OTLP span exporter the environment would build
+	// (benchmarks use a discarding one). It turns tracing on.
+	Exporter sdktrace.SpanExporter
+	// Sampler replaces OTEL_TRACES_SAMPLER.
+	Sampler sdktrace.Sampler
+	// Getenv reads the environment; nil means os.Getenv. Only the variables
+	// this package interprets go through it: the SDK and the exporters read
+	// theirs (endpoint details, headers, batch sizes) from the process
+	// environment.
+	Getenv func(string) string
+}
+
+// Telemetry holds the providers of one process.
+type Telemetry struct {
+	opts         Options
+	getenv       func(string) string
+	tracesOn     bool
+	metricsOn    bool
+	metricsProto string
+	// processors are shared by every tracer provider: one batch can carry
+	// spans of several services, which is what lets a SigNoz collector join
+	// a parent in one service with its child in another (see docs).
+	processors []sdktrace.SpanProcessor
+	shared     []sdktrace.SpanProcessor
+
+	mu      sync.Mutex
+	closed  bool
+	tracers map[string]*sdktrace.TracerProvider
+	meters  map[string]*sdkmetric.MeterProvider
+}
+
+// New reads the environment and builds the span exporter it asks for (if
+// any). Providers are made lazily, one per service, by TracerProvider and
+// MeterProvider. Shutdown flushes and stops them all.
+func New(ctx context.Context, o Options) (*Telemetry, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	t := &Telemetry{opts: o, getenv: getenv, tracers: map[string]*sdktrace.TracerProvider{}, meters: map[string]*sdkmetric.MeterProvider{}}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return t, nil
+	}
+	tracesExp, err := t.exporterChoice("TRACES")
+	if err != nil {
+		return nil, err
+	}
+	metricsExp, err := t.exporterChoice("METRICS")
+	if err != nil {
+		return nil, err
+	}
+	exporter := o.Exporter
+	if exporter == nil && tracesExp {
+		proto, err := t.protocol("TRACES")
+		if err != nil {
+			return nil, err
+		}
+		switch proto {
+		case ProtocolGRPC:
+			exporter, err = otlptracegrpc.New(ctx)
+		default:
+			exporter, err = otlptracehttp.New(ctx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: OTLP %s span exporter: %w", proto, err)
+		}
+	}
+	if exporter != nil {
+		t.processors = append(t.processors, sdktrace.NewBatchSpanProcessor(exporter))
+	}
+	t.processors = append(t.processors, o.SpanProcessors...)
+	for _, p := range t.processors {
+		t.shared = append(t.shared, flushOnShutdown{p})
+	}
+	t.tracesOn = len(t.processors) > 0
+	if metricsExp {
+		proto, err := t.protocol("METRICS")
+		if err != nil {
+			return nil, err
+		}
+		t.metricsOn, t.metricsProto = true, proto
+	}
+	return t, nil
+}
+
+// exporterChoice says whether OTEL_<SIGNAL>_EXPORTER asks for OTLP: "otlp"
+// does, "none" does not, and unset does when an OTLP endpoint is configured.
+func (t *Telemetry) exporterChoice(signal string) (bool, error) {
+	v := strings.ToLower(strings.TrimSpace(t.getenv("OTEL_" + signal + "_EXPORTER")))
+	switch v {
+	case "otlp":
+		return true, nil
+	case "none":
+		return false, nil
+	case "":
+		return t.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || t.getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != "", nil
+	}
+	return false, fmt.Errorf("telemetry: OTEL_%s_EXPORTER=%q is not supported (want otlp or none)", signal, v)
+}
+
+func (t *Telemetry) protocol(signal string) (string, error) {
+	p := strings.TrimSpace(t.getenv("OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"))
+	if p == "" {
+		p = strings.TrimSpace(t.getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
+	}
+	switch p {
+	case "":
+		return ProtocolHTTPProtobuf, nil
+	case ProtocolGRPC, ProtocolHTTPProtobuf:
+		return p, nil
+	}
+	return "", fmt.Errorf("telemetry: OTLP protocol %q is not supported (want grpc or http/protobuf)", p)
+}
+
+// Enabled reports whether spans go anywhere.
+func (t *Telemetry) Enabled() bool { return t != nil && t.tracesOn }
+
+// ServiceName is OTEL_SERVICE_NAME when set, else def. A process that runs one
+// component uses it; the embedded demo names each component itself.
+func ServiceName(def string) string {
+	if s := strings.TrimSpace(os.Getenv("OTEL_SERVICE_NAME")); s != "" {
+		return s
+	}
+	return def
+}
+
+// TracerProvider returns the provider of one service (made on first use). It
+// is a no-op provider when tracing is off or after Shutdown.
+func (t *Telemetry) TracerProvider(service string) trace.TracerProvider {
+	if !t.Enabled() {
+		return tracenoop.NewTracerProvider()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return tracenoop.NewTracerProvider()
+	}
+	if tp, ok := t.tracers[service]; ok {
+		return tp
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(t.resource(service))}
+	if t.opts.Sampler != nil {
+		opts = append(opts, sdktrace.WithSampler(t.opts.Sampler))
+	}
+	for _, p := range t.shared {
+		opts = append(opts, sdktrace.WithSpanProcessor(p))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	t.tracers[service] = tp
+	return tp
+}
+
+// MeterProvider returns the meter provider of one service: OTLP metrics every
+// OTEL_METRIC_EXPORT_INTERVAL when configured, a no-op provider otherwise.
+func (t *Telemetry) MeterProvider(service string) metric.MeterProvider {
+	if t == nil || !t.metricsOn {
+		return metricnoop.NewMeterProvider()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return metricnoop.NewMeterProvider()
+	}
+	if mp, ok := t.meters[service]; ok {
+		return mp
+	}
+	var exp sdkmetric.Exporter
+	var err error
+	ctx := context.Background()
+	if t.metricsProto == ProtocolGRPC {
+		exp, err = otlpmetricgrpc.New(ctx)
+	} else {
+		exp, err = otlpmetrichttp.New(ctx)
+	}
+	if err != nil {
+		otel.Handle(fmt.Errorf("telemetry: OTLP metric exporter for %s: %w", service, err))
+		return metricnoop.NewMeterProvider()
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(t.resource(service)), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	t.meters[service] = mp
+	return mp
+}
+
+// Propagator is the W3C trace context (traceparent, tracestate) plus baggage,
+// the format the OTel Java agent and every other OTel client read in Kafka
+// record headers.
+func Propagator() propagation.TextMapPropagator {
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+}
+
+// resource is the environment's resource (OTEL_RESOURCE_ATTRIBUTES) with this
+// service's name and a fresh instance id: SigNoz's Kafka pages group
+// consumers by service.instance.id.
+func (t *Telemetry) resource(service string) *resource.Resource {
+	r, err := resource.New(context.Background(),
+		resource.WithFromEnv(),
+		resource.WithTelemetrySDK(),
+		resource.WithHost(),
+		resource.WithProcessPID(),
+		resource.WithAttributes(semconv.ServiceName(service), semconv.ServiceInstanceID(instanceID())),
+	)
+	if err != nil {
+		// A partial resource (say, a malformed OTEL_RESOURCE_ATTRIBUTES) is
+		// still usable; say what was wrong once per service.
+		otel.Handle(fmt.Errorf("telemetry: resource of %s: %w", service, err))
+	}
+	return r
+}
+
+func instanceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Shutdown flushes every provider and exporter and stops them. Spans started
+// afterwards are dropped.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	tracers, meters := t.tracers, t.meters
+	t.mu.Unlock()
+	var errs []error
+	for name, tp := range tracers {
+		if err := tp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: flush spans of %s: %w", name, err))
+		}
+	}
+	for _, p := range t.processors {
+		if err := p.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: stop span processor: %w", err))
+		}
+	}
+	for name, mp := range meters {
+		if err := mp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: flush metrics of %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushOnShutdown lets several tracer providers share one span processor: a
+// provider's Shutdown only flushes it, and Telemetry.Shutdown stops it once
+// every provider is done.
+type flushOnShutdown struct{ sdktrace.SpanProcessor }
+
+func (f flushOnShutdown) Shutdown(ctx context.Context) error { return f.ForceFlush(ctx) }
+
+// LogErrors sends the SDK's internal errors (failed exports, bad
+// environment) to log instead of the standard logger.
+func LogErrors(log *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("opentelemetry", "err", err)
+	}))
+}
