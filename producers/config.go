@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
@@ -149,6 +151,10 @@ type Config struct {
 	// FinalHeartbeatAt: zero = computed (end of the last window written plus
 	// Lateness); otherwise the final heartbeats are at the later of the two.
 	FinalHeartbeatAt time.Time
+	// Tracer, when set (and not a no-op), gives every record a PRODUCER span
+	// "send <topic>" whose context travels in the record's headers (W3C
+	// traceparent). Nil: no tracing work at all.
+	Tracer trace.TracerProvider
 }
 
 // DefaultConfig is the configuration of `northpole elves STREAM` without flags.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
 // FlushTimeout bounds how long Run waits, once the elves have stopped (also
@@ -91,6 +92,7 @@ type runner struct {
 	answered chan struct{} // a token whenever an ack or error arrives
 	failed   chan struct{} // closed on the first producer error
 	failOnce sync.Once
+	tracer   *kafkatrace.Producer // nil: tracing off
 }
 
 func (r *runner) snapshot() Stats {
@@ -129,11 +131,12 @@ func (r *runner) collect(p sarama.AsyncProducer, log *slog.Logger) {
 	succ, errc := p.Successes(), p.Errors()
 	for succ != nil || errc != nil {
 		select {
-		case _, ok := <-succ:
+		case msg, ok := <-succ:
 			if !ok {
 				succ = nil
 				continue
 			}
+			endSend(msg, nil)
 			r.mu.Lock()
 			r.stats.Acked++
 			r.mu.Unlock()
@@ -151,7 +154,8 @@ func (r *runner) collect(p sarama.AsyncProducer, log *slog.Logger) {
 
 // failedOne counts a producer error under its distinct (partition, error).
 func (r *runner) failedOne(pe *sarama.ProducerError, log *slog.Logger) {
-	kind, _ := pe.Msg.Metadata.(string)
+	endSend(pe.Msg, pe.Err)
+	kind := metaOf(pe.Msg).kind
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Failed++
@@ -240,6 +244,7 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Sta
 		stats:    Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}},
 		answered: make(chan struct{}, 1),
 		failed:   make(chan struct{}),
+		tracer:   kafkatrace.NewProducer(cfg.Tracer, kc.Sarama().ClientID),
 	}
 	collected := make(chan struct{})
 	go func() {
@@ -390,7 +395,12 @@ func (r *runner) send(ctx context.Context, producer sarama.AsyncProducer, m Mess
 		Topic:    r.cfg.Topic,
 		Key:      sarama.ByteEncoder(m.Key),
 		Value:    sarama.ByteEncoder(m.Value),
-		Metadata: m.Kind,
+		Metadata: sendMeta{kind: m.Kind},
+	}
+	if r.tracer != nil {
+		// The span starts before the record is handed over, so that its
+		// context can go into the headers; it ends when Kafka answers.
+		pm.Metadata = sendMeta{kind: m.Kind, span: r.tracer.Start(ctx, pm)}
 	}
 	r.handing(m, 1)
 	select {
@@ -398,6 +408,7 @@ func (r *runner) send(ctx context.Context, producer sarama.AsyncProducer, m Mess
 		return nil
 	case <-ctx.Done():
 		r.handing(m, -1)
+		endSend(pm, ctx.Err())
 		return ctx.Err()
 	}
 }

@@ -57,11 +57,11 @@ type testerPipeline struct {
 	slotsLoop                                    *tester.QueueTracker
 }
 
-func newTesterPipeline(t *testing.T) *testerPipeline {
+func newTesterPipeline(t *testing.T, opts ...Option) *testerPipeline {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Kafka.Brokers = []string{"unused:9092"}
-	pk, err := New(cfg, nil)
+	pk, err := New(cfg, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

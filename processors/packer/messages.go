@@ -114,6 +114,12 @@ type SlotState struct {
 	Toy    string `json:"toy,omitempty"`
 	Box    string `json:"box,omitempty"`
 	Closed bool   `json:"closed,omitempty"`
+	// ToyTrace and BoxTrace remember the trace context (W3C traceparent) of
+	// the record that brought each item, written once with the item and
+	// only when tracing is on, so that the "pack" span can link to both
+	// items whichever record completes the pair. They never affect a result.
+	ToyTrace string `json:"tt,omitempty"`
+	BoxTrace string `json:"bt,omitempty"`
 }
 
 // DeadLetter is the value on the dead-letters topic: where the record was, why

@@ -22,6 +22,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
 // Packer runs the three goka groups.
@@ -29,17 +30,22 @@ type Packer struct {
 	cfg    Config
 	params Params
 	log    *slog.Logger
+	trace  stageTracing // all nil: tracing off (tracing.go)
 }
 
 // New validates cfg; it does not touch Kafka.
-func New(cfg Config, log *slog.Logger) (*Packer, error) {
+func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("packer config: %w", err)
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Packer{cfg: cfg, params: cfg.params(), log: log}, nil
+	p := &Packer{cfg: cfg, params: cfg.params(), log: log}
+	for _, o := range opts {
+		o(p)
+	}
+	return p, nil
 }
 
 func (p *Packer) topicOf(x record.Stream) string {
@@ -53,20 +59,20 @@ func (p *Packer) topicOf(x record.Stream) string {
 func (p *Packer) Graphs() []*goka.GroupGraph {
 	t := p.cfg.Topics
 	dedupe := goka.DefineGroup(goka.Group(p.cfg.dedupeGroup()),
-		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.observe(record.Toys)),
-		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.observe(record.Boxes)),
-		goka.Loop(jsonCodec[Observed]{}, p.dedupe),
+		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Toys))),
+		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Boxes))),
+		goka.Loop(jsonCodec[Observed]{}, p.trace.dedupe.Relay()(p.dedupe)),
 		goka.Persist(jsonCodec[DedupeState]{}),
 		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
 	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
-		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.dedupeGroup()))), jsonCodec[DedupeState]{}, forwardToClock),
-		goka.Loop(jsonCodec[Observed]{}, p.clock),
+		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.dedupeGroup()))), jsonCodec[DedupeState]{}, p.trace.clock.Relay()(forwardToClock)),
+		goka.Loop(jsonCodec[Observed]{}, p.trace.clock.Relay()(p.clock)),
 		goka.Persist(jsonCodec[ClockState]{}),
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
-		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), jsonCodec[ClockState]{}, p.forwardToSlots),
-		goka.Loop(jsonCodec[SlotMsg]{}, p.slot),
+		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), jsonCodec[ClockState]{}, p.trace.slots.Relay()(p.forwardToSlots)),
+		goka.Loop(jsonCodec[SlotMsg]{}, p.trace.slots.Relay()(p.slot)),
 		goka.Persist(jsonCodec[SlotState]{}),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),
@@ -110,6 +116,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 func (p *Packer) emitDead(ctx goka.Context, stream record.Stream, partition int32, offset int64, reason record.Reason, detail string, key, raw []byte) {
 	topic := p.topicOf(stream)
 	dl := &DeadLetter{Stream: stream, Topic: topic, Partition: partition, Offset: offset, Reason: reason, Detail: detail, Key: string(key)}
+	markDead(ctx, reason)
 	if utf8.Valid(raw) {
 		s := string(raw)
 		dl.Value = &s
@@ -211,9 +218,15 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 	case m.Stream == record.Boxes:
 		changed = st.Box == ""
 		st.Box = m.ID
+		if changed && p.trace.on() {
+			st.BoxTrace = kafkatrace.SpanContextString(ctx.Context())
+		}
 	default:
 		changed = st.Toy == ""
 		st.Toy = m.ID
+		if changed && p.trace.on() {
+			st.ToyTrace = kafkatrace.SpanContextString(ctx.Context())
+		}
 	}
 	if changed {
 		ctx.SetValue(st)
@@ -222,6 +235,11 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 	t := p.cfg.Topics
 	switch {
 	case st.Toy != "" && st.Box != "":
+		if p.trace.on() {
+			var end func()
+			ctx, end = p.startPack(ctx, st)
+			defer end()
+		}
 		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), &results.Packed{ToyID: st.Toy, BoxID: st.Box, Size: st.Size, WindowStart: ws})
 	case st.Closed && st.Toy != "":
 		ctx.Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), &results.Unpacked{ToyID: st.Toy, Size: st.Size, WindowStart: ws})

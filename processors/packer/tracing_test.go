@@ -1,0 +1,244 @@
+package packer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/tester"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/otel/kafkatrace"
+)
+
+// tracedPipeline is the tester pipeline with tracing on, and an "elves"
+// tracer to make the send spans whose contexts the inputs carry.
+type tracedPipeline struct {
+	*testerPipeline
+	rec   *tracetest.SpanRecorder
+	elves trace.Tracer
+}
+
+func provider(rec *tracetest.SpanRecorder, service string) *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec),
+		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service))))
+}
+
+func newTracedPipeline(t *testing.T) *tracedPipeline {
+	rec := tracetest.NewSpanRecorder()
+	p := newTesterPipeline(t, WithTracerProvider(provider(rec, "packer")))
+	return &tracedPipeline{testerPipeline: p, rec: rec, elves: provider(rec, "elves").Tracer("test")}
+}
+
+// sendTraced consumes a record whose headers carry the context of a fresh
+// "send <topic>" span; it returns that span's context.
+func (p *tracedPipeline) sendTraced(x record.Stream, key, value string) trace.SpanContext {
+	topic := p.pk.topicOf(x)
+	ctx, span := p.elves.Start(context.Background(), "send "+topic, trace.WithSpanKind(trace.SpanKindProducer))
+	span.End()
+	h := goka.Headers{}
+	propagation.TraceContext{}.Inject(ctx, kafkatrace.HeadersCarrier(h))
+	p.tt.Consume(topic, key, []byte(value), tester.WithHeaders(h))
+	return span.SpanContext()
+}
+
+func (p *tracedPipeline) spans(name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range p.rec.Ended() {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *tracedPipeline) one(name string) sdktrace.ReadOnlySpan {
+	p.t.Helper()
+	got := p.spans(name)
+	if len(got) != 1 {
+		p.t.Fatalf("%d spans %q, want 1 (all: %v)", len(got), name, names(p.rec.Ended()))
+	}
+	return got[0]
+}
+
+func names(spans []sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+func hasLink(s sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
+	for _, l := range s.Links() {
+		if l.SpanContext.TraceID() == sc.TraceID() && l.SpanContext.SpanID() == sc.SpanID() {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTracingPairSpans: each input gets a CONSUMER span that is the child of
+// (and links to) the elves' send span; the pair gets a "pack" span whose
+// parent is the record that completed it and which links to both items; the
+// packed record is sent under a PRODUCER span child of "pack", whose context
+// is in the output record's headers.
+func TestTracingPairSpans(t *testing.T) {
+	p := newTracedPipeline(t)
+	toySend := p.sendTraced(record.Toys, "M", `{"toy_id":"t1","kind":"kite","size":"M","elf":"e","made_at":"`+at("00:00:01")+`"}`)
+	boxSend := p.sendTraced(record.Boxes, "M", `{"box_id":"b1","size":"M","elf":"e","made_at":"`+at("00:00:02")+`"}`)
+
+	procToy, procBox := p.one("process toys"), p.one("process boxes")
+	for _, c := range []struct {
+		s    sdktrace.ReadOnlySpan
+		send trace.SpanContext
+	}{{procToy, toySend}, {procBox, boxSend}} {
+		if c.s.SpanKind() != trace.SpanKindConsumer {
+			t.Errorf("%s: kind %v, want consumer", c.s.Name(), c.s.SpanKind())
+		}
+		if c.s.Parent().SpanID() != c.send.SpanID() || c.s.SpanContext().TraceID() != c.send.TraceID() {
+			t.Errorf("%s: parent %v, want the send span %v", c.s.Name(), c.s.Parent().SpanID(), c.send.SpanID())
+		}
+		if !hasLink(c.s, c.send) {
+			t.Errorf("%s: no link to the send span", c.s.Name())
+		}
+		attrs := map[string]string{}
+		for _, a := range c.s.Attributes() {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		for k, want := range map[string]string{
+			"messaging.system": "kafka", "messaging.operation.type": "process", "messaging.operation.name": "process",
+			"messaging.destination.partition.id": "0", "messaging.kafka.offset": "0",
+			"messaging.consumer.group.name": "packer-dedupe", "messaging.kafka.consumer.group": "packer-dedupe",
+			"messaging.client.id": "northpole-packer-dedupe", "messaging.client_id": "northpole-packer-dedupe",
+			"messaging.kafka.message.key": "M",
+		} {
+			if attrs[k] != want {
+				t.Errorf("%s: %s = %q, want %q", c.s.Name(), k, attrs[k], want)
+			}
+		}
+		if c.s.Status().Code == codes.Error {
+			t.Errorf("%s: status %v", c.s.Name(), c.s.Status())
+		}
+	}
+
+	pack := p.one("pack")
+	if pack.Parent().SpanID() != procBox.SpanContext().SpanID() || pack.SpanContext().TraceID() != boxSend.TraceID() {
+		t.Errorf("pack: parent %v, want the box's process span %v (the record that completed the pair)", pack.Parent().SpanID(), procBox.SpanContext().SpanID())
+	}
+	if !hasLink(pack, procToy.SpanContext()) || !hasLink(pack, procBox.SpanContext()) || len(pack.Links()) != 2 {
+		t.Errorf("pack: links %+v, want the process spans of the toy and of the box", pack.Links())
+	}
+
+	send := p.one("send packed")
+	if send.SpanKind() != trace.SpanKindProducer || send.Parent().SpanID() != pack.SpanContext().SpanID() {
+		t.Errorf("send packed: kind %v parent %v, want producer child of pack %v", send.SpanKind(), send.Parent().SpanID(), pack.SpanContext().SpanID())
+	}
+	h, key, _, ok := p.packed.NextWithHeaders()
+	if !ok || key != "M|t1" {
+		t.Fatalf("packed record: %v %q", ok, key)
+	}
+	got := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), kafkatrace.HeadersCarrier(h)))
+	if got.SpanID() != send.SpanContext().SpanID() {
+		t.Errorf("packed record carries span %v, want its send span %v", got.SpanID(), send.SpanContext().SpanID())
+	}
+	// The slot remembers the toy's context (written once, with the toy).
+	slot := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.slotsGroup())), slotKey("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1)).(*SlotState)
+	if sc := kafkatrace.ParseSpanContext(slot.ToyTrace); sc.SpanID() != procToy.SpanContext().SpanID() {
+		t.Errorf("slot remembers toy context %q, want the toy's process span %v", slot.ToyTrace, procToy.SpanContext().SpanID())
+	}
+}
+
+// TestTracingDeadLetters: an invalid record fails its process span; a
+// duplicate, found two hops later, fails the send span of its dead letter.
+func TestTracingDeadLetters(t *testing.T) {
+	p := newTracedPipeline(t)
+	p.sendTraced(record.Toys, "M", `{"oops"`)
+	proc := p.one("process toys")
+	if proc.Status().Code != codes.Error || proc.Status().Description != "dead letter: malformed json" {
+		t.Errorf("process span of an invalid record: status %+v", proc.Status())
+	}
+	dl := p.one("send dead-letters")
+	if dl.Status().Code != codes.Error || dl.Parent().SpanID() != proc.SpanContext().SpanID() {
+		t.Errorf("dead letter send span: status %+v parent %v", dl.Status(), dl.Parent().SpanID())
+	}
+	p.rec.Reset()
+
+	value := `{"toy_id":"t1","size":"M","elf":"e","made_at":"` + at("00:00:01") + `"}`
+	p.sendTraced(record.Toys, "M", value)
+	p.rec.Reset()
+	p.sendTraced(record.Toys, "M", value)
+	proc = p.one("process toys")
+	dl = p.one("send dead-letters")
+	if dl.Status().Code != codes.Error || dl.Status().Description != "dead letter: duplicate" {
+		t.Errorf("duplicate's dead letter span: status %+v", dl.Status())
+	}
+	if dl.Parent().SpanID() != proc.SpanContext().SpanID() || dl.SpanContext().TraceID() != proc.SpanContext().TraceID() {
+		t.Errorf("duplicate's dead letter span: parent %v, want the duplicate's process span %v (context through the loop)", dl.Parent().SpanID(), proc.SpanContext().SpanID())
+	}
+}
+
+// TestTracingChangesNoResult runs the same random inputs with tracing off and
+// on: every output topic gets the same keys and values in the same order.
+func TestTracingChangesNoResult(t *testing.T) {
+	type row struct {
+		topic, key string
+		val        any
+	}
+	run := func(traced bool) []row {
+		var p *testerPipeline
+		var tp *tracedPipeline
+		if traced {
+			tp = newTracedPipeline(t)
+			p = tp.testerPipeline
+		} else {
+			p = newTesterPipeline(t)
+		}
+		r := rand.New(rand.NewPCG(7, 7))
+		for i := range 300 {
+			x := record.Toys
+			if r.IntN(2) == 0 {
+				x = record.Boxes
+			}
+			size := record.Sizes[r.IntN(2)]
+			made := fmt.Sprintf("2026-12-24T00:%02d:%02d.%03dZ", i/40, r.IntN(60), r.IntN(1000))
+			value := fmt.Sprintf(`{%q:"%c%d","size":%q,"made_at":%q}`, x.IDField(), x[0], r.IntN(120), size, made)
+			if r.IntN(15) == 0 {
+				value = `{"oops"`
+			}
+			if traced {
+				tp.sendTraced(x, size, value)
+			} else {
+				p.send(x, size, value)
+			}
+		}
+		var out []row
+		for _, q := range []struct {
+			name string
+			q    *tester.QueueTracker
+		}{{"packed", p.packed}, {"unpacked", p.unpacked}, {"spare", p.spare}, {"late", p.late}, {"dead", p.dead}} {
+			for _, m := range drain(q.q) {
+				out = append(out, row{q.name, m.key, m.val})
+			}
+		}
+		if traced && len(tp.spans("pack")) == 0 {
+			t.Errorf("traced run made no pack span")
+		}
+		return out
+	}
+	off, on := run(false), run(true)
+	if len(off) == 0 || !reflect.DeepEqual(off, on) {
+		t.Errorf("outputs differ with tracing on: %d rows off, %d rows on", len(off), len(on))
+	}
+}
