@@ -42,6 +42,7 @@ type demoOptions struct {
 	out         string
 	timeout     time.Duration
 	packer      packer.Config
+	trace       demoTraceOptions
 }
 
 func newDemoCmd() *cobra.Command {
@@ -63,6 +64,13 @@ With --out DIR it writes:
   DIR/input/toys.jsonl, DIR/input/boxes.jsonl   every input record as read back
   DIR/goka/{packed,unpacked,spare,late,dead}.jsonl  the five result sets
   DIR/summary.json                              the counts
+  DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
+
+The sleigh (northpole process sleigh) runs too, and must end up with every
+packed pair in its manifest. Every component is traced under its own
+service.name (toy-elves, box-elves, packer, sleigh) into an in-process service
+map, printed at the end (--servicemap=false: no tracing unless OTEL_* asks);
+with OTEL_EXPORTER_OTLP_ENDPOINT set the spans also go there (SigNoz, Jaeger).
 
 Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 1 on error, 2 on bad flags.`,
@@ -89,6 +97,7 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 	f.DurationVar(&o.packer.Lateness, "lateness", o.packer.Lateness, "allowed lateness L")
 	f.Int32Var(&o.packer.Partitions, "partitions", o.packer.Partitions, "partitions of every topic")
 	f.StringVar(&o.packer.Group, "group", o.packer.Group, "prefix of the packer's goka groups")
+	bindDemoTracing(f, &o.trace)
 	return cmd
 }
 
@@ -152,7 +161,12 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	kc.Brokers = brokers
 	o.packer.Kafka = kc
-	pk, err := packer.New(o.packer, slog.Default())
+	dt, err := startDemoTracing(ctx, o.trace)
+	if err != nil {
+		return err
+	}
+	defer dt.close()
+	pk, err := packer.New(o.packer, slog.Default(), packer.WithTracerProvider(dt.provider(servicePacker)))
 	if err != nil {
 		return usageErr("%w", err)
 	}
@@ -162,6 +176,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	final := base.Start.Add(time.Duration(max(o.toys, o.boxes)+1)*base.Spacing + o.packer.Window + o.packer.Lateness)
 	toyCfg := o.elvesConfig(record.Toys, o.toys, final)
 	boxCfg := o.elvesConfig(record.Boxes, o.boxes, final)
+	toyCfg.Tracer, boxCfg.Tracer = dt.provider(serviceToyElves), dt.provider(serviceBoxElves)
 	for _, c := range []producers.Config{toyCfg, boxCfg} {
 		if err := c.Validate(); err != nil {
 			return usageErr("%w", err)
@@ -170,6 +185,9 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	fmt.Fprintf(stderr, "northpole demo on %s: %d toys, %d boxes, %d partitions, W=%v L=%v, seed %d\n",
 		where, o.toys, o.boxes, o.packer.Partitions, o.packer.Window, o.packer.Lateness, o.seed)
 	if err := pk.EnsureTopics(ctx); err != nil {
+		return err
+	}
+	if err := dt.startSleigh(ctx, kc, o.packer.Topics.Packed, o.packer.Group, o.packer.Partitions); err != nil {
 		return err
 	}
 
@@ -244,6 +262,9 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 			return err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s/{input,goka}/*.jsonl and %s/summary.json\n", o.out, o.out)
+	}
+	if err := dt.finish(ctx, stdout, len(got.Packed), o.out); err != nil {
+		return err
 	}
 	if len(diffs) > 0 {
 		printDiffs(stdout, diffs)

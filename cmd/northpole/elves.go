@@ -14,6 +14,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -81,6 +82,12 @@ Examples:
 			if err := ensureElvesTopic(ctx, kc, c.Topic, o.partitions, cmd.Flags().Changed("partitions")); err != nil {
 				return err
 			}
+			tel, stopTelemetry, err := startTelemetry(ctx, telemetry.Options{})
+			if err != nil {
+				return err
+			}
+			defer stopTelemetry()
+			c.Tracer = tel.TracerProvider(telemetry.ServiceName(elvesService(c.Stream)))
 			return runElves(ctx, kc, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
 // exitError carries a specific exit code (e.g. 3: results differ).
@@ -50,6 +51,11 @@ func newRootCmd() *cobra.Command {
   northpole demo                   everything in one process, on an in-process Kafka
   northpole elves toys|boxes       produce toys or boxes to a Kafka cluster
   northpole process packer         run the Goka packer against a Kafka cluster
+  northpole process sleigh         load packed pairs onto the sleigh, serve its manifest
+  northpole servicemap             draw the service map from OTLP spans (as SigNoz would)
+
+Tracing is off unless the standard OTEL_* variables ask for it, e.g.
+OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (see otel/README.md).
 
 The packing rules (windows, lateness, duplicates, dead letters) are in
 docs/SEMANTICS.md.`,
@@ -61,11 +67,13 @@ docs/SEMANTICS.md.`,
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+			telemetry.LogErrors(slog.Default())
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	root.AddCommand(newDemoCmd(), newElvesCmd(), newProcessCmd())
+	root.AddCommand(newServicemapCmd())
 	return root
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
@@ -16,6 +17,7 @@ func newProcessCmd() *cobra.Command {
 		Short: "Run one of the workshop's stream processors against Kafka",
 	}
 	cmd.AddCommand(newPackerCmd())
+	cmd.AddCommand(newSleighCmd())
 	return cmd
 }
 
@@ -55,7 +57,12 @@ count differs from --partitions is refused. Several instances with the same
 				return err
 			}
 			cfg.Kafka = kc
-			pk, err := packer.New(cfg, slog.Default())
+			tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
+			if err != nil {
+				return err
+			}
+			defer stopTelemetry()
+			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(servicePacker))))
 			if err != nil {
 				return usageErr("%w", err)
 			}

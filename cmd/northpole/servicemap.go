@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/northpole-workshop/northpole/otel/servicemap"
+)
+
+type servicemapOptions struct {
+	grpc, http   string
+	file         string
+	duration     time.Duration
+	every        time.Duration
+	sameBatch    bool
+	mermaid, svg string
+	names        bool
+}
+
+func newServicemapCmd() *cobra.Command {
+	o := servicemapOptions{grpc: "127.0.0.1:4317", http: "127.0.0.1:4318"}
+	cmd := &cobra.Command{
+		Use:   "servicemap",
+		Short: "Draw the service map from OTLP spans, as SigNoz would (text, Mermaid, SVG)",
+		Long: `servicemap builds the service map the way SigNoz draws it: an edge A -> B for
+every span of service B whose parent is a span of service A, with the number of
+calls, of errors, and the p50/p99 latency of B's spans; and an edge A -> kafka
+(or postgresql, ...) for every non-server span of A that names a messaging or
+database system.
+
+It receives OTLP on loopback, over gRPC and HTTP (protobuf or JSON), until
+--for has passed or it is interrupted, then prints the map:
+
+  northpole servicemap --for 60s --svg map.svg &
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 northpole process packer ...
+
+or reads an OTLP JSON file (one request per line, as the collector's file
+exporter writes, or one document):
+
+  northpole servicemap --file spans.json --mermaid map.mmd
+
+SigNoz joins a child with its parent only when both reach its collector in
+the same batch; --same-batch reproduces that, and shows which edges such a
+join would lose.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServicemap(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.grpc, "grpc", o.grpc, "receive OTLP/gRPC on this address (empty: off)")
+	f.StringVar(&o.http, "http", o.http, "receive OTLP/HTTP on this address, POST /v1/traces (empty: off)")
+	f.StringVar(&o.file, "file", "", "read spans from this OTLP JSON file instead of listening")
+	f.DurationVar(&o.duration, "for", 0, "stop listening after this long (default: until interrupted)")
+	f.DurationVar(&o.every, "print-every", 0, "while listening, print the map this often")
+	f.BoolVar(&o.sameBatch, "same-batch", false, "join a child with its parent only within one batch (one request or file line), as SigNoz does")
+	f.StringVar(&o.mermaid, "mermaid", "", "write the map as a Mermaid flowchart to this file")
+	f.StringVar(&o.svg, "svg", "", "write the map as SVG to this file")
+	f.BoolVar(&o.names, "spans", false, "also print the span counts per service and span name")
+	return cmd
+}
+
+func runServicemap(ctx context.Context, o servicemapOptions, stdout, stderr io.Writer) error {
+	b := servicemap.NewBuilder(servicemap.Options{SameBatch: o.sameBatch})
+	if o.file != "" {
+		f, err := os.Open(o.file)
+		if err != nil {
+			return fmt.Errorf("servicemap: %w", err)
+		}
+		err = servicemap.ReadJSON(f, b)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("servicemap: %s: %w", o.file, err)
+		}
+	} else {
+		rcv, err := servicemap.Listen(b, o.grpc, o.http, slog.Default())
+		if err != nil {
+			return usageErr("%w", err)
+		}
+		fmt.Fprintf(stderr, "servicemap: receiving OTLP on grpc=%q http=%q; stop with Ctrl-C", rcv.GRPCAddr(), rcv.HTTPAddr())
+		if o.duration > 0 {
+			fmt.Fprintf(stderr, " or after %v", o.duration)
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, o.duration)
+			defer cancel()
+		}
+		fmt.Fprintln(stderr)
+		var tick <-chan time.Time
+		if o.every > 0 {
+			t := time.NewTicker(o.every)
+			defer t.Stop()
+			tick = t.C
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				break wait
+			case <-tick:
+				_ = b.Graph().WriteText(stdout)
+			}
+		}
+		rcv.Close()
+		batches, spans := rcv.Received()
+		fmt.Fprintf(stderr, "servicemap: %d spans in %d requests\n", spans, batches)
+	}
+	return writeServicemap(b.Graph(), o.mermaid, o.svg, o.names, stdout)
+}
+
+// writeServicemap prints g and writes the files asked for (empty: skipped).
+func writeServicemap(g servicemap.Graph, mermaid, svg string, names bool, stdout io.Writer) error {
+	if err := g.WriteText(stdout); err != nil {
+		return err
+	}
+	if names {
+		if err := g.WriteNames(stdout); err != nil {
+			return err
+		}
+	}
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer) error
+	}{{mermaid, g.WriteMermaid}, {svg, g.WriteSVG}} {
+		if out.path == "" {
+			continue
+		}
+		f, err := os.Create(out.path)
+		if err != nil {
+			return fmt.Errorf("servicemap: %w", err)
+		}
+		if err := out.write(f); err != nil {
+			f.Close()
+			return fmt.Errorf("servicemap: write %s: %w", out.path, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("servicemap: write %s: %w", out.path, err)
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", out.path)
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
+)
+
+// flushTimeout bounds how long a command waits at exit for its spans to
+// reach the collector.
+const flushTimeout = 10 * time.Second
+
+// startTelemetry builds the OpenTelemetry providers of a command from the
+// standard OTEL_* environment (off when nothing is configured). stop flushes
+// them; call it before the command returns.
+func startTelemetry(ctx context.Context, opts telemetry.Options) (tel *telemetry.Telemetry, stop func(), err error) {
+	tel, err = telemetry.New(ctx, opts)
+	if err != nil {
+		return nil, nil, usageErr("%w", err)
+	}
+	return tel, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			slog.Warn("telemetry: spans or metrics may be lost", "err", err)
+		}
+	}, nil
+}
+
+// Service names of the components: each keeps its own in the embedded demo;
+// a command that runs one component takes $OTEL_SERVICE_NAME when set.
+const (
+	serviceToyElves = "toy-elves"
+	serviceBoxElves = "box-elves"
+	servicePacker   = "packer"
+	serviceSleigh   = "sleigh"
+)
+
+// elvesService is the service name of the elves of one stream.
+func elvesService(x record.Stream) string {
+	if x == record.Boxes {
+		return serviceBoxElves
+	}
+	return serviceToyElves
+}
