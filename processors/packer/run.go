@@ -3,6 +3,7 @@ package packer
 import (
 	"context"
 	"fmt"
+	"hash"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -85,9 +86,18 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	if p.cfg.StorageDir != "" {
 		sb = storage.DefaultBuilder(filepath.Join(p.cfg.StorageDir, group))
 	}
+	seq := newSequencer()
+	producer := goka.ProducerBuilderWithConfig(p.gokaSarama(group))
 	opts := []goka.ProcessorOption{
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(p.gokaSarama(group))),
-		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(p.gokaSarama(group))),
+		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+			inner, err := producer(brokers, clientID, hasher)
+			if err != nil {
+				return nil, err
+			}
+			return seq.producer(inner), nil
+		}),
+		goka.WithContextWrapper(seq.barrier),
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(p.gokaSarama(group), tmc)),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(p.gokaSarama(group))),
 		goka.WithStorageBuilder(sb),
