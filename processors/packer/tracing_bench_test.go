@@ -1,0 +1,132 @@
+package packer_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
+	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+// discard is a span exporter that drops every batch: the benchmark then
+// measures what tracing costs the packer's process (span creation, header
+// work, batching), not a collector's network.
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkPackerTracing measures the packer's throughput on a backlog (the
+// elves write every record first, the timer covers the packer from start to
+// quiescence) with tracing off, on with every trace sampled, and on with 10 %
+// sampled (parent-based: the elves' decision carries through). The "otlp"
+// variant exports over gRPC to a receiver on loopback, which shares the CPU.
+// Reported: input records per second. See docs/PERFORMANCE.md.
+func BenchmarkPackerTracing(b *testing.B) {
+	const perStream = 20000
+	for _, mode := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+		otlp    bool
+	}{
+		{name: "off"},
+		{name: "sampled=100%", sampler: sdktrace.AlwaysSample()},
+		{name: "sampled=10%", sampler: sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))},
+		{name: "sampled=100%,otlp-grpc", sampler: sdktrace.AlwaysSample(), otlp: true},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			kc := testkafka.Config(b)
+			var records int64
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+				var tel *telemetry.Telemetry
+				if i == 0 {
+					b.Logf("%d toys and %d boxes per iteration, from a backlog", perStream, perStream)
+				}
+				var tp func(string) trace.TracerProvider = func(string) trace.TracerProvider { return nil }
+				var rcv *servicemap.Receiver
+				if mode.sampler != nil {
+					opts := telemetry.Options{Sampler: mode.sampler, Getenv: func(string) string { return "" }, Exporter: discard{}}
+					if mode.otlp {
+						var err error
+						rcv, err = servicemap.Listen(servicemap.NewBuilder(servicemap.Options{}), "127.0.0.1:0", "", slog.New(slog.DiscardHandler))
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+rcv.GRPCAddr())
+						opts.Exporter = nil
+						opts.Getenv = func(k string) string {
+							return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + rcv.GRPCAddr(), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_METRICS_EXPORTER": "none"}[k]
+						}
+					}
+					var err error
+					tel, err = telemetry.New(ctx, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tp = func(s string) trace.TracerProvider { return tel.TracerProvider(s) }
+				}
+				name := testkafka.Unique("bench")
+				cfg := packer.DefaultConfig()
+				cfg.Kafka, cfg.Group = kc, name+"-packer"
+				cfg.Topics = packer.Topics{Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
+					Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead"}
+				pk, err := packer.New(cfg, slog.New(slog.DiscardHandler), packer.WithTracerProvider(tp("packer")))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pk.EnsureTopics(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for _, x := range []record.Stream{record.Toys, record.Boxes} {
+					c := producers.DefaultConfig(x)
+					c.Topic, c.Count, c.Elves, c.Seed = cfg.Topics.Toys, perStream, 2, int64(i+1)
+					if x == record.Boxes {
+						c.Topic = cfg.Topics.Boxes
+					}
+					c.FinalHeartbeatAt = c.Start.Add(time.Duration(perStream+1)*c.Spacing + c.Window + c.Lateness)
+					c.Tracer = tp(map[record.Stream]string{record.Toys: "toy-elves", record.Boxes: "box-elves"}[x])
+					if _, err := producers.Run(ctx, kc, c, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runCtx, stop := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				b.StartTimer()
+				began := time.Now()
+				go func() { done <- pk.Run(runCtx) }()
+				if err := pk.WaitQuiet(ctx, 20*time.Millisecond, done); err != nil {
+					b.Fatal(err)
+				}
+				elapsed += time.Since(began)
+				b.StopTimer()
+				stop()
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+				if tel != nil {
+					if err := tel.Shutdown(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if rcv != nil {
+					rcv.Close()
+				}
+				cancel()
+				records += 2 * perStream
+			}
+			b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
+		})
+	}
+}
