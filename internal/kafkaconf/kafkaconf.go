@@ -84,8 +84,12 @@ func (c Config) Sarama() *sarama.Config {
 	cfg.Net.MaxOpenRequests = 1
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
-	cfg.Producer.Retry.Max = 20
-	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
+	// A broker restart takes several seconds; retrying for about half a
+	// minute lets every client ride through one instead of failing.
+	cfg.Metadata.Retry.Max = 60
+	cfg.Metadata.Retry.Backoff = 500 * time.Millisecond
+	cfg.Producer.Retry.Max = 60
+	cfg.Producer.Retry.Backoff = 500 * time.Millisecond
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner // FNV-1a, as goka
 	cfg.Producer.Flush.Frequency = c.FlushFrequency
 	if cfg.Producer.Flush.Frequency == 0 {
