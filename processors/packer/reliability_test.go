@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
@@ -282,6 +283,62 @@ func TestBrokerRestart(t *testing.T) {
 	t.Logf("packer caught up %v after the restart began", time.Since(began).Round(100*time.Millisecond))
 	if err := stop(); err != nil {
 		t.Fatalf("packer did not survive the broker restart: %v", err)
+	}
+	pl.check(t, ctx, s)
+	pl.checkRawPacked(t, ctx)
+}
+
+// TestReplicatedClusterNodeLoss runs on a 3-broker cluster with every topic
+// replicated 3 times: one broker is stopped mid-run and started again later.
+// Nothing is lost and nothing is packed twice. It needs
+// $NORTHPOLE_TEST_CLUSTER_BROKERS and $NORTHPOLE_TEST_CLUSTER_STATE
+// (NORTHPOLE_KAFKA_STATE=... scripts/kafka start --cluster; scripts/kafka env).
+func TestReplicatedClusterNodeLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	if !testkafka.External() {
+		t.Skip("runs in the real-broker pass only (env gate: NORTHPOLE_TEST_BROKERS)")
+	}
+	brokers, state, ctl := os.Getenv("NORTHPOLE_TEST_CLUSTER_BROKERS"), os.Getenv("NORTHPOLE_TEST_CLUSTER_STATE"), os.Getenv("NORTHPOLE_TEST_KAFKA_CTL")
+	if brokers == "" || state == "" || ctl == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but the 3-broker cluster is not configured (NORTHPOLE_TEST_CLUSTER_BROKERS, NORTHPOLE_TEST_CLUSTER_STATE, NORTHPOLE_TEST_KAFKA_CTL)")
+		}
+		t.Skip("needs a 3-broker cluster (env gate; see scripts/kafka env)")
+	}
+	node := func(verb string) {
+		cmd := exec.Command(ctl, verb, "2")
+		cmd.Env = append(os.Environ(), "NORTHPOLE_KAFKA_STATE="+state)
+		began := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s node 2: %v\n%s", verb, err, out)
+		}
+		t.Logf("%s node 2 took %v", verb, time.Since(began).Round(100*time.Millisecond))
+	}
+	kc := kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(brokers)}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s := scenario{seed: 501, toys: 2500, boxes: 2500, elves: 2, partitions: 4,
+		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
+		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+	pl := newPipeline(t, kc, s)
+	pl.cfg.Replication = 3
+	pk, stop := pl.startPacker(t, ctx)
+	produced := make(chan error, 1)
+	go func() { produced <- pl.produceAt(ctx, s, 300) }()
+	time.Sleep(3 * time.Second)
+	node("stop-node")
+	time.Sleep(3 * time.Second)
+	node("start-node")
+	if err := <-produced; err != nil {
+		t.Fatalf("elves did not survive losing a broker: %v", err)
+	}
+	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("packer did not survive losing a broker: %v", err)
 	}
 	pl.check(t, ctx, s)
 	pl.checkRawPacked(t, ctx)
