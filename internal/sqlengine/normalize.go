@@ -1,0 +1,102 @@
+// Package sqlengine runs the packing contract's shared SQL text
+// (risingwave/sql/contract) on PostgreSQL (through pgx) and on an embedded
+// SQLite (modernc.org/sqlite, pure Go), and reads the five result relations
+// of any engine that has them, RisingWave included.
+//
+// For the batch engines the wrapper is Go: Normalize turns each Kafka record
+// into one row of np_input, the loader writes the rows into a table, and every
+// relation of the shared text is then created as a table from its SELECT.
+package sqlengine
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// Row is one row of np_input: facts about a raw Kafka record, no decision.
+// The shared SQL decides validity, its reason and everything after it.
+type Row struct {
+	Stream    string
+	Partition int64
+	Offset    int64
+	// Key is the Kafka key as text; nil when the record has no key or the key
+	// cannot be stored as text (not UTF-8, or holding U+0000, which PostgreSQL
+	// text refuses). No such key can equal a size class, so the rule "size
+	// equals the key" decides the same either way.
+	Key *string
+	// Object: the value is UTF-8 text holding exactly one JSON object. When it
+	// is false every member below is empty.
+	Object bool
+	// MadeAt and Size are the members when they are JSON strings (decoded,
+	// the last of duplicate members winning, as in encoding/json); nil
+	// otherwise, and nil when the string holds U+0000: such a string is
+	// neither RFC 3339 nor a size class, so nil decides the same.
+	MadeAt *string
+	Size   *string
+	// ID is the stream's id member (toy_id on toys, box_id on boxes) when it
+	// is a JSON string, as bytes: ids are compared byte for byte, may hold
+	// U+0000, and are stored as bytea/blob. Nil when absent or not a string;
+	// empty (not nil) for "".
+	ID []byte
+	// Heartbeat: the heartbeat member is the JSON literal true.
+	Heartbeat bool
+}
+
+// Normalize builds the np_input row of one Kafka record. It mirrors what
+// record.Parse reads, with encoding/json, so that JSON details (escapes, lone
+// surrogates, duplicate members) are read exactly as Go reads them; the rules
+// applied to what it reads are in the shared SQL.
+func Normalize(in record.Input) Row {
+	r := Row{Stream: string(in.Stream), Partition: int64(in.Partition), Offset: in.Offset}
+	if in.Key != nil && utf8.Valid(in.Key) && bytes.IndexByte(in.Key, 0) < 0 {
+		k := string(in.Key)
+		r.Key = &k
+	}
+	if !utf8.Valid(in.Value) {
+		return r
+	}
+	trimmed := bytes.TrimLeft(in.Value, " \t\r\n")
+	if !json.Valid(in.Value) || len(trimmed) == 0 || trimmed[0] != '{' {
+		return r
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(in.Value, &fields); err != nil {
+		// json.Valid said it is one object; this cannot fail. Keep it
+		// malformed rather than guess.
+		return r
+	}
+	r.Object = true
+	text := func(raw json.RawMessage) *string {
+		s, ok := jsonString(raw)
+		if !ok || strings.ContainsRune(s, 0) {
+			return nil
+		}
+		return &s
+	}
+	r.MadeAt = text(fields["made_at"])
+	r.Size = text(fields["size"])
+	if id, ok := jsonString(fields[in.Stream.IDField()]); ok {
+		r.ID = []byte(id)
+		if r.ID == nil {
+			r.ID = []byte{}
+		}
+	}
+	r.Heartbeat = string(fields["heartbeat"]) == "true"
+	return r
+}
+
+// jsonString decodes raw when it is a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}

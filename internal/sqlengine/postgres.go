@@ -1,0 +1,96 @@
+package sqlengine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/northpole-workshop/northpole/risingwave"
+)
+
+// OpenPostgres connects to PostgreSQL (a libpq URL or key=value DSN, through
+// pgx) as a batch engine whose relations live in schema, which it creates if
+// needed. The connections' search_path is schema, so that the shared text's
+// unqualified names resolve there.
+func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger) (*Engine, error) {
+	if err := ValidSchema(schema); err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres DSN: %w", err)
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to postgres %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres: create schema %s: %w", schema, err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Engine{db: db, dialect: Postgres, schema: schema, log: log}, nil
+}
+
+// OpenReader connects to a PostgreSQL-protocol server (PostgreSQL or
+// RisingWave) only to read result relations, changing nothing.
+func OpenReader(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("SQL DSN: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	return db, nil
+}
+
+// DropSchema drops schema and everything in it. Tests use it to clean up.
+func DropSchema(ctx context.Context, db *sql.DB, schema string) error {
+	if err := ValidSchema(schema); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		return fmt.Errorf("postgres: drop schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+// copyPostgres loads rows with COPY, through the pgx connection underneath
+// database/sql: INSERTs one by one would dominate a run's time.
+func (e *Engine) copyPostgres(ctx context.Context, rows []Row) error {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("get connection: %w", err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return errors.New("the postgres connection is not a pgx connection")
+		}
+		src := make([][]any, len(rows))
+		for i, r := range rows {
+			src[i] = r.values()
+		}
+		n, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{e.schema, risingwave.Input}, inputColumns, pgx.CopyFromRows(src))
+		if err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+		if n != int64(len(rows)) {
+			return fmt.Errorf("copy: %d of %d rows written", n, len(rows))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,127 @@
+// Package risingwave holds the packing contract written once in SQL, and what
+// each SQL engine wraps around it: RisingWave's Kafka sources and materialized
+// views (Script), while internal/sqlengine runs the same text on PostgreSQL
+// and on an embedded SQLite.
+//
+// The shared text (sql/contract/*.sql) is one SELECT per relation, over a
+// normalized relation np_input that each engine builds its own way. Every rule
+// of the contract (validity and its reason, heartbeats, duplicates, lateness,
+// ranks, pairing, window closing) is decided in that text; the wrappers only
+// turn raw Kafka records into typed facts (see README.md for the exact split).
+package risingwave
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed sql/contract/*.sql
+var contractFS embed.FS
+
+// Relation is one relation of the shared contract text: its name (from the
+// file name, e.g. 10_np_checked.sql is np_checked) and its SELECT, with W and
+// L substituted.
+type Relation struct {
+	Name string
+	Body string
+}
+
+// Input is the normalized relation every engine's wrapper provides.
+const Input = "np_input"
+
+// Result relations, in the order of the contract's five result sets.
+const (
+	Packed   = "np_packed"
+	Unpacked = "np_unpacked"
+	Spare    = "np_spare"
+	Late     = "np_late"
+	Dead     = "np_dead"
+)
+
+// Results are the five result relations.
+var Results = []string{Packed, Unpacked, Spare, Late, Dead}
+
+var fileName = regexp.MustCompile(`^[0-9]{2}_(np_[a-z_]+)\.sql$`)
+
+// Contract renders the shared text for window W and lateness L, relations in
+// dependency order (the order of their file names). W and L are written into
+// the text as integer microseconds: RisingWave cannot join a streaming query
+// with a parameters table (that would be a nested-loop join), and literals
+// keep the text identical for every engine.
+func Contract(window, lateness time.Duration) ([]Relation, error) {
+	if window <= 0 || window%time.Microsecond != 0 {
+		return nil, fmt.Errorf("render contract SQL: window %v must be a positive whole number of microseconds", window)
+	}
+	if lateness < 0 || lateness%time.Microsecond != 0 {
+		return nil, fmt.Errorf("render contract SQL: lateness %v must be a non-negative whole number of microseconds", lateness)
+	}
+	entries, err := fs.ReadDir(contractFS, "sql/contract")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded contract SQL: %w", err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	w := strconv.FormatInt(window.Microseconds(), 10)
+	l := strconv.FormatInt(lateness.Microseconds(), 10)
+	var out []Relation
+	for _, n := range names {
+		m := fileName.FindStringSubmatch(n)
+		if m == nil {
+			return nil, fmt.Errorf("contract SQL file %q: name must be NN_np_name.sql", n)
+		}
+		b, err := contractFS.ReadFile(path.Join("sql/contract", n))
+		if err != nil {
+			return nil, fmt.Errorf("read contract SQL %s: %w", n, err)
+		}
+		body := strings.ReplaceAll(strings.ReplaceAll(string(b), "{{W}}", w), "{{L}}", l)
+		if strings.Contains(body, "{{") {
+			return nil, fmt.Errorf("contract SQL %s: unknown placeholder left after substituting {{W}} and {{L}}", n)
+		}
+		// Each relation is sent as one statement, and the RisingWave script
+		// separates statements with ';'.
+		if strings.Contains(body, ";") {
+			return nil, fmt.Errorf("contract SQL %s: must not contain ';' (one SELECT per file)", n)
+		}
+		out = append(out, Relation{Name: m[1], Body: strings.TrimRight(body, "\n")})
+	}
+	return out, nil
+}
+
+// Hash is a short fingerprint of a relation's body, printed next to each
+// statement so that people (and the drift test) can see that every engine ran
+// the same text.
+func Hash(body string) string {
+	h := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(h[:8])
+}
+
+// CreateStatement is how every engine creates one relation of the shared text:
+// "CREATE <kind> <name> AS" on its own line, then the body unchanged. Only
+// kind differs per engine (TABLE for the batch engines, MATERIALIZED VIEW for
+// RisingWave); SplitCreate undoes it.
+func CreateStatement(kind string, r Relation) string {
+	return "CREATE " + kind + " " + r.Name + " AS\n" + r.Body
+}
+
+// SplitCreate returns the relation name and the body of a statement made by
+// CreateStatement, or ok false.
+func SplitCreate(stmt string) (name, body string, ok bool) {
+	head, body, found := strings.Cut(stmt, " AS\n")
+	if !found || !strings.HasPrefix(head, "CREATE ") || strings.Contains(head, "\n") {
+		return "", "", false
+	}
+	f := strings.Fields(head)
+	return f[len(f)-1], body, true
+}

@@ -1,0 +1,124 @@
+package risingwave
+
+import (
+	"flag"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite risingwave.sql from the embedded SQL")
+
+// TestContractRenders checks the shared text's files: names, order, and that
+// W and L are substituted as integer microseconds.
+func TestContractRenders(t *testing.T) {
+	rels, err := Contract(1500*time.Millisecond, 333*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rels {
+		names = append(names, r.Name)
+		if strings.Contains(r.Body, "{{") {
+			t.Errorf("%s: placeholder left in %q", r.Name, r.Body)
+		}
+	}
+	for _, want := range append([]string{"np_grammar", "np_checked", "np_classified", "np_items"}, Results...) {
+		if !slices.Contains(names, want) {
+			t.Errorf("relation %s missing from %v", want, names)
+		}
+	}
+	// Results last, dependencies first: a relation's body may only name
+	// np_input and relations before it.
+	for i, r := range rels {
+		for _, later := range rels[i:] {
+			if strings.Contains(r.Body, later.Name+" ") || strings.Contains(r.Body, later.Name+"\n") {
+				if later.Name != r.Name {
+					t.Errorf("%s refers to %s, which comes later", r.Name, later.Name)
+				}
+			}
+		}
+	}
+	all := ""
+	for _, r := range rels {
+		all += r.Body
+	}
+	for _, lit := range []string{"1500000", "333"} {
+		if !strings.Contains(all, lit) {
+			t.Errorf("literal %s (W or L in µs) not found in the rendered text", lit)
+		}
+	}
+}
+
+func TestContractRefusesBadParameters(t *testing.T) {
+	for _, c := range []struct{ w, l time.Duration }{
+		{0, 0}, {-time.Second, 0}, {time.Second + time.Nanosecond, 0}, {time.Second, -1}, {time.Second, 1500 * time.Nanosecond},
+	} {
+		if _, err := Contract(c.w, c.l); err == nil {
+			t.Errorf("Contract(%v, %v) succeeded, want an error", c.w, c.l)
+		}
+	}
+}
+
+// TestScriptRunsTheSharedText: the RisingWave script creates every relation
+// of the shared text, in order, with the text unchanged.
+func TestScriptRunsTheSharedText(t *testing.T) {
+	o := DefaultScriptOptions()
+	o.Window, o.Lateness = 2*time.Second, 0
+	script, err := Script(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Contract(o.Window, o.Lateness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ScriptRelations(script)
+	if len(got) != len(want) {
+		t.Fatalf("the script creates %d contract relations, the shared text has %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || Hash(got[i].Body) != Hash(want[i].Body) {
+			t.Errorf("relation %d: script has %s (%s), shared text %s (%s)", i, got[i].Name, Hash(got[i].Body), want[i].Name, Hash(want[i].Body))
+		}
+	}
+	for _, s := range []string{"FORMAT PLAIN ENCODE BYTES", "INCLUDE partition AS kpartition", "INCLUDE offset AS koffset",
+		"topic = 'toys'", "properties.bootstrap.server = 'localhost:9092'", "CREATE MATERIALIZED VIEW np_input AS"} {
+		if !strings.Contains(script, s) {
+			t.Errorf("the script lacks %q", s)
+		}
+	}
+}
+
+func TestScriptRefusesQuotes(t *testing.T) {
+	o := DefaultScriptOptions()
+	o.ToysTopic = "toys'; DROP TABLE x; --"
+	if _, err := Script(o); err == nil {
+		t.Error("a topic with a quote was accepted")
+	}
+}
+
+// TestCheckedInScriptIsCurrent: risingwave.sql is the script for the
+// defaults; it must be regenerated when the SQL changes:
+//
+//	go test ./risingwave -run TestCheckedInScriptIsCurrent -update
+func TestCheckedInScriptIsCurrent(t *testing.T) {
+	want, err := Script(DefaultScriptOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("risingwave.sql", []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile("risingwave.sql")
+	if err != nil {
+		t.Fatalf("read risingwave.sql: %v (generate it with -update)", err)
+	}
+	if string(got) != want {
+		t.Error("risingwave.sql is stale: run go test ./risingwave -run TestCheckedInScriptIsCurrent -update")
+	}
+}

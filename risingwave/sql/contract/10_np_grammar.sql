@@ -1,0 +1,19 @@
+-- np_grammar: every input record, its made_at kept only when it matches the
+-- RFC 3339 date-time grammar (the regular expression of
+-- record.ParseMadeAt), NULL otherwise.
+--
+-- Input: np_input, one row per Kafka record, built by each engine's wrapper
+-- (see risingwave/README.md). Its columns are facts about the raw record, not
+-- decisions: obj (the value is UTF-8 text holding exactly one JSON object),
+-- made_at, size, id (the member when it is a JSON string, else NULL, id is the
+-- stream's id member), hb (the heartbeat member is the JSON literal true),
+-- rkey (the Kafka key as text).
+--
+-- The grammar is its own step so that each batch engine runs the regular
+-- expression once per record: the steps below refer to made_at many times,
+-- and a planner that merges subqueries would repeat it for each reference.
+SELECT stream, kpartition, koffset, rkey, obj, size, id, hb,
+       CASE WHEN regexp_count(made_at, '^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$') = 1
+            THEN made_at
+       END AS made_at
+FROM np_input
