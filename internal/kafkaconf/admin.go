@@ -22,7 +22,7 @@ type Topic struct {
 // do have the requested partition count. A mismatch is an error, never fixed
 // silently: co-partitioned topics with different counts would break the join.
 func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
-	admin, err := sarama.NewClusterAdmin(c.Brokers, c.Sarama())
+	admin, err := sarama.NewClusterAdmin(c.Brokers, c.failFast())
 	if err != nil {
 		return fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
 	}
@@ -77,7 +77,7 @@ func waitPartitions(ctx context.Context, admin sarama.ClusterAdmin, topic string
 // Partitions returns the partition count of topic, or an error that names the
 // topic when it does not exist.
 func Partitions(c Config, topic string) (int32, error) {
-	client, err := sarama.NewClient(c.Brokers, c.Sarama())
+	client, err := sarama.NewClient(c.Brokers, c.failFast())
 	if err != nil {
 		return 0, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
 	}
@@ -87,4 +87,13 @@ func Partitions(c Config, topic string) (int32, error) {
 		return 0, fmt.Errorf("topic %q: %w", topic, err)
 	}
 	return int32(len(ps)), nil
+}
+
+// failFast is the config of short administrative calls at start-up: a wrong
+// address or password is reported within seconds instead of after the half
+// minute of retries that long-lived clients get.
+func (c Config) failFast() *sarama.Config {
+	cfg := c.Sarama()
+	cfg.Metadata.Retry.Max = 3
+	return cfg
 }
