@@ -33,6 +33,21 @@ func DSN(t testing.TB) string {
 	return ""
 }
 
+// Optional returns the DSN and true, or "" and false after logging why
+// PostgreSQL is left out, for tests that compare several engines and can go
+// on without this one. In CI a missing server fails t.
+func Optional(t testing.TB) (string, bool) {
+	t.Helper()
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
+		return dsn, true
+	}
+	if strings.EqualFold(os.Getenv("CI"), "true") {
+		t.Fatal("CI=true and " + EnvDSN + " is not set: no PostgreSQL to test against")
+	}
+	t.Log(EnvDSN + " is not set: PostgreSQL is left out of this test")
+	return "", false
+}
+
 var seq atomic.Int64
 
 // Schema returns a schema name no other test in this process (nor, thanks to

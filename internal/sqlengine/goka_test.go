@@ -1,0 +1,173 @@
+package sqlengine_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testpostgres"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+// TestGokaAndSQLOnKafka: 30 randomized runs through Kafka (kfake, or the broker
+// in $NORTHPOLE_TEST_BROKERS): the elves write, the Goka packer packs, and
+// the records read back from the input topics go to the embedded SQLite and
+// to PostgreSQL. Goka, both SQL engines and the reference must agree on all
+// five sets (dead reasons between SQL and the reference too).
+func TestGokaAndSQLOnKafka(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	const runs = 30
+	for i := range runs {
+		r := randomPlanRun(int64(500 + i))
+		r.toys, r.boxes = 100+int(r.seed%5)*50, 100+int(r.seed%3)*80
+		r.cut = 0 // Goka reads everything the elves send, final heartbeats included
+		if r.start.Before(producers.DefaultStart) && i%2 == 0 {
+			r.start = producers.DefaultStart // keep some epoch-crossing runs, not all
+		}
+		t.Run(fmt.Sprintf("seed%d", r.seed), func(t *testing.T) {
+			t.Parallel()
+			// A broker per run: kfake serves all its clients from one loop,
+			// and many packers' consumer groups on one broker slow each
+			// other down far more than separate brokers do (12 runs: 200 s
+			// on one broker, 28 s on one each, with -race -parallel 4).
+			kc := testkafka.Config(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			gokaRun(t, ctx, kc, r)
+		})
+	}
+}
+
+func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) {
+	name := testkafka.Unique("sqlit")
+	cfg := packer.DefaultConfig()
+	cfg.Kafka = kc
+	cfg.Group = name + "-packer"
+	cfg.Topics = packer.Topics{
+		Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
+		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead",
+	}
+	cfg.Partitions = r.partitions
+	cfg.Window, cfg.Lateness = r.window, r.lateness
+	pk, err := packer.New(cfg, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pk.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pk.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("packer: %v", err)
+		}
+	}()
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+		c := producers.DefaultConfig(st)
+		c.Topic, c.Count = cfg.Topics.Toys, r.toys
+		if st == record.Boxes {
+			c.Topic, c.Count = cfg.Topics.Boxes, r.boxes
+		}
+		c.Elves, c.Seed, c.Start, c.Spacing, c.Disorder = r.elves, r.seed, r.start, r.spacing, r.disorder
+		c.LateRate, c.DupRate, c.BadRate = r.lateRate, r.dupRate, r.bad
+		c.Window, c.Lateness = r.window, r.lateness
+		c.HeartbeatEvery = r.window / 2
+		c.FinalHeartbeatAt = r.start.Add(time.Duration(max(r.toys, r.boxes)+1)*r.spacing + r.window + r.lateness)
+		g.Go(func() error {
+			_, err := producers.Run(gctx, kc, c, nil)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("%v: elves: %v", r, err)
+	}
+	if err := pk.WaitQuiet(ctx, 200*time.Millisecond, done); err != nil {
+		t.Fatalf("%v: %v", r, err)
+	}
+
+	toys, err := topicread.Inputs(ctx, kc, cfg.Topics.Toys, record.Toys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxes, err := topicread.Inputs(ctx, kc, cfg.Topics.Boxes, record.Boxes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := slices.Concat(toys, boxes)
+	gokaSet, raw, err := packer.ReadResults(ctx, kc, cfg.Topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := contract.Params{Window: r.window, Lateness: r.lateness, ClosedOnly: true}
+	want := contract.Compute(inputs, p)
+
+	report := func(engine string, diffs []string) {
+		if len(diffs) > 0 {
+			t.Errorf("%v: %s differs from the reference:\n  %s", r, engine, strings.Join(diffs, "\n  "))
+		}
+	}
+	var gd []string
+	for _, d := range results.Compare(gokaSet, want) {
+		gd = append(gd, fmt.Sprintf("%s: only goka %.5v, only reference %.5v", d.Set, d.OnlyA, d.OnlyB))
+	}
+	report("goka", gd)
+	if raw.Conflicts != 0 {
+		t.Errorf("%v: goka wrote %d output keys with two different values", r, raw.Conflicts)
+	}
+
+	lite, err := sqlengine.OpenSQLite(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	got, err := lite.Compute(ctx, inputs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report("sqlite", compareFull(got, want))
+
+	if dsn, ok := testpostgres.Optional(t); ok {
+		schema := testpostgres.Schema("np_goka")
+		pg, err := sqlengine.OpenPostgres(ctx, dsn, schema, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := sqlengine.DropSchema(context.Background(), pg.DB(), schema); err != nil {
+				t.Errorf("clean up: %v", err)
+			}
+			pg.Close()
+		}()
+		got, err := pg.Compute(ctx, inputs, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		report("postgres", compareFull(got, want))
+	}
+	c := want.Counts()
+	if c.Packed == 0 {
+		t.Errorf("%v: nothing packed: the run tests little", r)
+	}
+	t.Logf("%v: %d inputs, results %+v", r, len(inputs), c)
+}
