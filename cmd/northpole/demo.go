@@ -123,6 +123,7 @@ type demoSummary struct {
 	DeadBy    map[string]int              `json:"dead_by_reason"`
 	RawOutput packer.Raw                  `json:"raw_output"`
 	Reference string                      `json:"reference_check"`
+	SQLCheck  string                      `json:"sql_check"`
 	Seconds   float64                     `json:"seconds"`
 }
 
@@ -237,6 +238,13 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	want := contract.Compute(slices.Concat(toys, boxes), params)
 	diffs := results.Compare(got, want)
+	// The contract's shared SQL on the embedded SQLite, compared with Goka
+	// as `northpole compare` does without --sql.
+	sqlSet, err := embeddedSQL(ctx, slices.Concat(toys, boxes), params)
+	if err != nil {
+		return fmt.Errorf("embedded SQL: %w", err)
+	}
+	sqlCmp := buildComparison(got, sqlSet, slices.Concat(toys, boxes), params)
 
 	sum := demoSummary{
 		Brokers: strings.Join(brokers, ","), Window: o.packer.Window.String(), Lateness: o.packer.Lateness.String(), Seed: o.seed,
@@ -247,6 +255,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		DeadBy:    map[string]int{},
 		RawOutput: raw,
 		Reference: "equal",
+		SQLCheck:  "equal",
 		Seconds:   time.Since(began).Seconds(),
 	}
 	delete(sum.BySize, "")
@@ -256,12 +265,18 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if len(diffs) > 0 {
 		sum.Reference = "different"
 	}
+	if !sqlCmp.Equal {
+		sum.SQLCheck = "different"
+	}
 	printSummary(stdout, sum, where)
 	if o.out != "" {
 		if err := writeDemoFiles(o.out, toys, boxes, got, sum); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "\nwrote %s/{input,goka}/*.jsonl and %s/summary.json\n", o.out, o.out)
+		if err := writeSQLFiles(o.out, sqlSet); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", o.out, o.out)
 	}
 	if err := dt.finish(ctx, stdout, len(got.Packed), o.out); err != nil {
 		return err
@@ -269,6 +284,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if len(diffs) > 0 {
 		printDiffs(stdout, diffs)
 		return &exitError{code: 3, err: errors.New("the Goka results differ from the reference implementation")}
+	}
+	if !sqlCmp.Equal {
+		fmt.Fprintln(stdout)
+		printComparison(stdout, sqlCmp, 10)
+		return &exitError{code: 3, err: errors.New("the Goka results differ from the embedded SQL engine's")}
 	}
 	return nil
 }
@@ -306,6 +326,11 @@ func printSummary(w io.Writer, s demoSummary, where string) {
 		fmt.Fprintln(w, "reference check: the Goka results equal the batch reference implementation, row for row, on all five sets")
 	} else {
 		fmt.Fprintln(w, "reference check: the Goka results DIFFER from the batch reference implementation")
+	}
+	if s.SQLCheck == "equal" {
+		fmt.Fprintln(w, "SQL check: the contract's SQL on the embedded SQLite gives the same rows as Goka on all five sets")
+	} else {
+		fmt.Fprintln(w, "SQL check: the contract's SQL on the embedded SQLite DIFFERS from Goka (details below)")
 	}
 }
 

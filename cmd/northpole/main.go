@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
   northpole process packer         run the Goka packer against a Kafka cluster
   northpole process sleigh         load packed pairs onto the sleigh, serve its manifest
   northpole servicemap             draw the service map from OTLP spans (as SigNoz would)
+  northpole compare                compare Goka's results with a SQL engine's (SQLite, PostgreSQL, RisingWave)
 
 Tracing is off unless the standard OTEL_* variables ask for it, e.g.
 OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (see otel/README.md).
@@ -74,6 +75,7 @@ docs/SEMANTICS.md.`,
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	root.AddCommand(newDemoCmd(), newElvesCmd(), newProcessCmd())
 	root.AddCommand(newServicemapCmd())
+	root.AddCommand(newCompareCmd())
 	return root
 }
 

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testpostgres"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+// packedRun is a finished Goka run on its own topics: elves wrote, the packer
+// consumed everything and stopped.
+type packedRun struct {
+	kc  kafkaconf.Config
+	cfg packer.Config
+}
+
+func runPacker(t *testing.T, ctx context.Context) packedRun {
+	t.Helper()
+	kc := testkafka.Config(t)
+	name := testkafka.Unique("cmp")
+	cfg := packer.DefaultConfig()
+	cfg.Kafka = kc
+	cfg.Group = name + "-packer"
+	cfg.Topics = packer.Topics{
+		Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
+		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead",
+	}
+	cfg.Partitions = 2
+	pk, err := packer.New(cfg, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pk.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pk.Run(runCtx) }()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+		c := producers.DefaultConfig(st)
+		c.Topic, c.Count, c.Seed = cfg.Topics.Toys, 300, 7
+		if st == record.Boxes {
+			c.Topic = cfg.Topics.Boxes
+		}
+		c.LateRate, c.DupRate, c.BadRate, c.Disorder = 0.05, 0.05, 0.05, 3*time.Second
+		c.FinalHeartbeatAt = c.Start.Add(time.Duration(c.Count+1)*c.Spacing + cfg.Window + cfg.Lateness)
+		g.Go(func() error { _, err := producers.Run(gctx, kc, c, nil); return err })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("elves: %v", err)
+	}
+	if err := pk.WaitQuiet(ctx, 200*time.Millisecond, done); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("packer: %v", err)
+	}
+	return packedRun{kc: kc, cfg: cfg}
+}
+
+// args are the compare flags naming the run's Kafka and topics.
+func (r packedRun) args(extra ...string) []string {
+	t := r.cfg.Topics
+	return append([]string{"compare", "--brokers", strings.Join(r.kc.Brokers, ","),
+		"--toys-topic", t.Toys, "--boxes-topic", t.Boxes, "--packed-topic", t.Packed, "--unpacked-topic", t.Unpacked,
+		"--spare-topic", t.Spare, "--late-topic", t.Late, "--dead-topic", t.Dead}, extra...)
+}
+
+// runCLI runs the northpole command line and returns its output and exit
+// code (0, or the code main would exit with).
+func runCLI(t *testing.T, ctx context.Context, args ...string) (string, int) {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return out.String(), 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return out.String() + "\nerror: " + err.Error(), ee.code
+	}
+	return out.String() + "\nerror: " + err.Error(), 1
+}
+
+func decodeComparison(t *testing.T, out string) comparison {
+	t.Helper()
+	// The JSON document ends where the error line (if any) begins.
+	out, _, _ = strings.Cut(out, "\nerror: ")
+	var c comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("compare --json printed something that is not a comparison: %v\n%s", err, out)
+	}
+	return c
+}
+
+// TestCompareReportsAnExtraRecord: compare on a finished run is equal (exit
+// 0); then two records are appended to the toys topic that Goka never sees
+// (its packer has stopped) while the embedded SQL, which reads the topics,
+// does: a malformed value and a late toy. compare must report exactly those
+// two rows, only in SQL, with the records that explain them, and exit 3.
+func TestCompareReportsAnExtraRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := runPacker(t, ctx)
+
+	out, code := runCLI(t, ctx, r.args("--json")...)
+	if code != 0 {
+		t.Fatalf("compare on an untouched run: exit %d, want 0\n%s", code, out)
+	}
+	if c := decodeComparison(t, out); !c.Equal || len(c.Differences) != 0 || c.Counts["all"]["dead"].Goka == 0 {
+		t.Fatalf("compare on an untouched run: equal %v, %d differences, counts %v", c.Equal, len(c.Differences), c.Counts)
+	}
+
+	// Append after the last toy of size M, in its partition.
+	toys, err := topicread.Inputs(ctx, r.kc, r.cfg.Topics.Toys, record.Toys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := int32(-1)
+	for _, in := range toys {
+		if string(in.Key) == "M" {
+			part = in.Partition
+		}
+	}
+	if part < 0 {
+		t.Fatal("no toy of size M in the run")
+	}
+	late := `{"toy_id":"extra-late","kind":"kite","size":"M","elf":"test","made_at":"2026-12-23T23:00:00Z"}`
+	offsets := produceTo(t, r.kc, r.cfg.Topics.Toys, part, []string{`{"toy_id": "broken`, late})
+
+	out, code = runCLI(t, ctx, r.args("--json")...)
+	if code != 3 {
+		t.Fatalf("compare with two records Goka never saw: exit %d, want 3\n%s", code, out)
+	}
+	c := decodeComparison(t, out)
+	var got []string
+	for _, d := range c.Differences {
+		got = append(got, fmt.Sprintf("%s only in %s: %s", d.Set, d.OnlyIn, canonJSON(t, d.Row)))
+	}
+	slices.Sort(got)
+	want := []string{
+		"dead only in sql: " + canonJSON(t, results.Dead{Stream: "toys", Partition: part, Offset: offsets[0], Reason: "malformed json"}),
+		"late only in sql: " + canonJSON(t, results.Late{Stream: "toys", ID: "extra-late", Size: "M", MadeAt: "2026-12-23T23:00:00Z"}),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("differences:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	for _, d := range c.Differences {
+		if len(d.Records) != 1 {
+			t.Fatalf("%s row explained by %d records, want the one appended: %+v", d.Set, len(d.Records), d.Records)
+		}
+		n := d.Records[0]
+		wantOff := offsets[0]
+		wantSQL := "dead (malformed json)"
+		if d.Set == "late" {
+			wantOff, wantSQL = offsets[1], "late"
+		}
+		if n.Partition != part || n.Offset != wantOff || n.Goka != "no row" || n.SQL != wantSQL || n.Reference != wantSQL {
+			t.Errorf("%s row explained by %+v, want toys/%d@%d with goka %q, sql and reference %q", d.Set, n, part, wantOff, "no row", wantSQL)
+		}
+	}
+	if m := c.Counts["M"]["late"]; m.OnlySQL != 1 || m.OnlyGoka != 0 || m.SQL != m.Goka+1 {
+		t.Errorf("counts of M/late: %+v, want one row only in SQL", m)
+	}
+
+	// The text output names the same rows and the records' positions.
+	out, code = runCLI(t, ctx, r.args()...)
+	t.Logf("compare's text output:\n%s", out)
+	for _, s := range []string{"DIFFERENT: 2 rows", "late, only in sql: toys \"extra-late\", M", "goka: no row",
+		fmt.Sprintf("toys/%d@%d key M made_at 2026-12-23T23:00:00Z", part, offsets[1])} {
+		if !strings.Contains(out, s) {
+			t.Errorf("text output lacks %q:\n%s", s, out)
+		}
+	}
+	if code != 3 {
+		t.Errorf("text compare: exit %d, want 3", code)
+	}
+}
+
+// canonJSON is v as JSON with its keys sorted, so that a row decoded from
+// compare's output (a map) and a result struct compare equal.
+func canonJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	b, err = json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// produceTo appends values (key M) to one partition and returns their offsets.
+func produceTo(t *testing.T, kc kafkaconf.Config, topic string, part int32, values []string) []int64 {
+	t.Helper()
+	sc := kc.Sarama()
+	sc.Producer.Partitioner = sarama.NewManualPartitioner
+	p, err := sarama.NewSyncProducer(kc.Brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var offs []int64
+	for _, v := range values {
+		_, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: part, Key: sarama.StringEncoder("M"), Value: sarama.StringEncoder(v)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	return offs
+}
+
+// TestCompareReadsSQLRelations: the --sql path (as for RisingWave) on
+// PostgreSQL. --load fills a schema and compares (equal); then one packed row
+// is deleted from np_packed, and compare reading the relations must report
+// exactly that row, only in Goka, and exit 3.
+func TestCompareReadsSQLRelations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	dsn := testpostgres.DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := runPacker(t, ctx)
+	schema := testpostgres.Schema("np_cmp")
+	db, err := sqlengine.OpenReader(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	defer func() {
+		if err := sqlengine.DropSchema(context.Background(), db, schema); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	out, code := runCLI(t, ctx, r.args("--sql", dsn, "--load", "--schema", schema)...)
+	if code != 0 || !strings.Contains(out, "equal: Goka and the SQL engine have the same rows") {
+		t.Fatalf("compare --load: exit %d, want 0\n%s", code, out)
+	}
+	var removed results.Packed
+	var toy, box []byte
+	var ws int64
+	if err := db.QueryRowContext(ctx, "SELECT toy_id, box_id, size, window_start FROM "+schema+".np_packed ORDER BY toy_id LIMIT 1").
+		Scan(&toy, &box, &removed.Size, &ws); err != nil {
+		t.Fatal(err)
+	}
+	removed.ToyID, removed.BoxID, removed.WindowStart = string(toy), string(box), record.FormatMicros(ws)
+	if _, err := db.ExecContext(ctx, "DELETE FROM "+schema+".np_packed WHERE toy_id = $1", toy); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code = runCLI(t, ctx, r.args("--sql", dsn, "--schema", schema, "--json")...)
+	if code != 3 {
+		t.Fatalf("compare after deleting a packed row: exit %d, want 3\n%s", code, out)
+	}
+	c := decodeComparison(t, out)
+	if len(c.Differences) != 1 {
+		t.Fatalf("%d differences, want the one deleted row: %+v", len(c.Differences), c.Differences)
+	}
+	d := c.Differences[0]
+	if b, wantRow := canonJSON(t, d.Row), canonJSON(t, removed); d.Set != "packed" || d.OnlyIn != "goka" || b != wantRow {
+		t.Fatalf("difference %s only in %s: %s, want packed only in goka: %s", d.Set, d.OnlyIn, b, wantRow)
+	}
+	// Its two records: the toy and the box, each packed on Goka's side only.
+	if len(d.Records) != 2 {
+		t.Fatalf("the deleted row is explained by %d records, want the toy and the box: %+v", len(d.Records), d.Records)
+	}
+	for _, n := range d.Records {
+		if !strings.HasPrefix(n.Goka, "packed with box") && !strings.HasPrefix(n.Goka, "holds toy") || n.SQL != "no row" {
+			t.Errorf("record %s/%d@%d: goka %q, sql %q; want packed on Goka's side and no row on SQL's", n.Stream, n.Partition, n.Offset, n.Goka, n.SQL)
+		}
+	}
+}
+
+// TestDemoWritesSQLFiles: the demo runs the embedded comparison and writes
+// DIR/sql/*.jsonl, the same rows as DIR/goka/*.jsonl.
+func TestDemoWritesSQLFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	out, code := runCLI(t, ctx, "demo", "--toys", "300", "--boxes", "300", "--out", dir)
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "SQL check: the contract's SQL on the embedded SQLite gives the same rows as Goka") {
+		t.Errorf("the demo did not report the SQL check:\n%s", out)
+	}
+	for _, set := range setNames {
+		g, err := os.ReadFile(filepath.Join(dir, "goka", set+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := os.ReadFile(filepath.Join(dir, "sql", set+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gl, sl := strings.Split(string(g), "\n"), strings.Split(string(s), "\n")
+		slices.Sort(gl)
+		slices.Sort(sl)
+		if !slices.Equal(gl, sl) {
+			t.Errorf("%s: goka/ and sql/ files differ (%d and %d lines)", set, len(gl), len(sl))
+		}
+		if set == "packed" && len(sl) < 10 {
+			t.Errorf("sql/packed.jsonl has %d lines: the demo packed almost nothing", len(sl))
+		}
+	}
+}
