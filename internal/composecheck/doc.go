@@ -1,0 +1,10 @@
+// Package composecheck holds the checks of docker-compose.yml and Dockerfile
+// that run without a Docker engine (its tests): the compose file loads and
+// validates with compose-go, images are pinned, ports stay on loopback, the
+// services that trace are pointed at SigNoz's collector, every
+// service_healthy dependency has a healthcheck, the RisingWave job applies
+// the SQL the tests check, and the Dockerfile's go build succeeds.
+//
+// The machines this project is developed and tested on have no Docker
+// engine, so `docker compose up` itself is not run by these checks.
+package composecheck
