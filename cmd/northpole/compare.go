@@ -146,7 +146,7 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 		return fmt.Errorf("read input topic %s: %w", o.topics.Boxes, err)
 	}
 	inputs := slices.Concat(toys, boxes)
-	goka, _, err := packer.ReadResults(ctx, kc, o.topics)
+	goka, raw, err := packer.ReadResults(ctx, kc, o.topics)
 	if err != nil {
 		return fmt.Errorf("read Goka's result topics: %w", err)
 	}
@@ -155,6 +155,10 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 		return err
 	}
 	c := buildComparison(goka, sqlSet, inputs, p)
+	// A key Goka wrote with two different values (a toy in two boxes) is
+	// a fault even if the first values read happen to match the SQL.
+	c.GokaConflicts = raw.Conflicts
+	c.Equal = c.Equal && raw.Conflicts == 0
 	c.Goka = fmt.Sprintf("Goka (topics %s, %s, %s, %s, %s at %s)", o.topics.Packed, o.topics.Unpacked, o.topics.Spare,
 		o.topics.Late, o.topics.Dead, strings.Join(kc.Brokers, ","))
 	c.SQL = engine
@@ -168,7 +172,7 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 		printComparison(stdout, c, o.rows)
 	}
 	if !c.Equal {
-		return &exitError{code: 3, err: fmt.Errorf("Goka and %s differ on %d rows", engine, len(c.Differences))}
+		return &exitError{code: 3, err: fmt.Errorf("Goka and %s differ on %d rows (%d conflicting Goka keys)", engine, len(c.Differences), c.GokaConflicts)}
 	}
 	return nil
 }
@@ -269,14 +273,16 @@ type difference struct {
 }
 
 type comparison struct {
-	Equal       bool                            `json:"equal"`
-	Goka        string                          `json:"goka"`
-	SQL         string                          `json:"sql"`
-	Window      string                          `json:"window"`
-	Lateness    string                          `json:"lateness"`
-	Inputs      int                             `json:"inputs"`
-	Counts      map[string]map[string]setCounts `json:"counts"` // size ("all" for dead) -> set -> counts
-	Differences []difference                    `json:"differences"`
+	Equal    bool   `json:"equal"`
+	Goka     string `json:"goka"`
+	SQL      string `json:"sql"`
+	Window   string `json:"window"`
+	Lateness string `json:"lateness"`
+	Inputs   int    `json:"inputs"`
+	// GokaConflicts counts output keys Goka wrote with two different values.
+	GokaConflicts int                             `json:"goka_conflicting_keys"`
+	Counts        map[string]map[string]setCounts `json:"counts"` // size ("all" for dead) -> set -> counts
+	Differences   []difference                    `json:"differences"`
 }
 
 // keyedRow is a result row with its comparison key (dead rows: the position
@@ -534,6 +540,9 @@ func printComparison(w io.Writer, c comparison, maxRows int) {
 		}
 	}
 	tw.Flush()
+	if c.GokaConflicts > 0 {
+		fmt.Fprintf(w, "\nGoka wrote %d output keys with two different values (the first of each is compared)\n", c.GokaConflicts)
+	}
 	if c.Equal {
 		fmt.Fprintln(w, "\nequal: Goka and the SQL engine have the same rows in all five sets")
 		return
