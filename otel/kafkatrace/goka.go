@@ -64,9 +64,11 @@ func (g *Goka) Process() Middleware {
 		}
 		return func(gctx goka.Context, msg any) {
 			parent := g.prop.Extract(gctx.Context(), HeadersCarrier(gctx.Headers()))
+			// The body size is known for raw inputs (codec.Bytes); a null
+			// value (a tombstone) reaches the callback only with NilProcess.
 			size, tombstone := -1, msg == nil
 			if b, ok := msg.([]byte); ok {
-				size = len(b)
+				size, tombstone = len(b), b == nil
 			}
 			topic := string(gctx.Topic())
 			opts := []trace.SpanStartOption{

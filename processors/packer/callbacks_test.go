@@ -47,7 +47,7 @@ import (
 )
 
 type testerPipeline struct {
-	t   *testing.T
+	t   testing.TB
 	tt  *tester.Tester
 	pk  *Packer
 	cfg Config
@@ -57,7 +57,7 @@ type testerPipeline struct {
 	slotsLoop                                    *tester.QueueTracker
 }
 
-func newTesterPipeline(t *testing.T, opts ...Option) *testerPipeline {
+func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Kafka.Brokers = []string{"unused:9092"}

@@ -35,7 +35,7 @@ func provider(rec *tracetest.SpanRecorder, service string) *sdktrace.TracerProvi
 		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service))))
 }
 
-func newTracedPipeline(t *testing.T) *tracedPipeline {
+func newTracedPipeline(t testing.TB) *tracedPipeline {
 	rec := tracetest.NewSpanRecorder()
 	p := newTesterPipeline(t, WithTracerProvider(provider(rec, "packer")))
 	return &tracedPipeline{testerPipeline: p, rec: rec, elves: provider(rec, "elves").Tracer("test")}
@@ -240,5 +240,65 @@ func TestTracingChangesNoResult(t *testing.T) {
 	off, on := run(false), run(true)
 	if len(off) == 0 || !reflect.DeepEqual(off, on) {
 		t.Errorf("outputs differ with tracing on: %d rows off, %d rows on", len(off), len(on))
+	}
+}
+
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkTracingCPUPerRecord is the CPU cost of one input record through
+// the packer's three stages in goka's tester (one goroutine, in memory, no
+// Kafka), with tracing off and on: the tracing work in isolation, without the
+// noise of a broker. Inputs alternate toy and box of one size, so about every
+// second record completes a pair. With tracing on, each input carries a
+// traceparent whose sampled flag is set for every record (100 %) or for one
+// in ten (10 %), as the elves' root sampler would decide; the packer's
+// parent-based sampler follows it. Spans go to a batch processor with a
+// discarding exporter.
+func BenchmarkTracingCPUPerRecord(b *testing.B) {
+	for _, mode := range []struct {
+		name  string
+		every int // one record in every sampled; 0: tracing off
+	}{{"off", 0}, {"sampled=100%", 1}, {"sampled=10%", 10}} {
+		b.Run(mode.name, func(b *testing.B) {
+			var p *testerPipeline
+			if mode.every == 0 {
+				p = newTesterPipeline(b)
+			} else {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}),
+					sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("packer"))))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				p = newTesterPipeline(b, WithTracerProvider(tp))
+			}
+			values := make([]string, b.N)
+			headers := make([]goka.Headers, b.N)
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := range b.N {
+				x, id := "toy_id", fmt.Sprintf("t%d", i)
+				if i%2 == 1 {
+					x, id = "box_id", fmt.Sprintf("b%d", i)
+				}
+				made := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano)
+				values[i] = fmt.Sprintf(`{%q:%q,"size":"M","elf":"e","made_at":%q}`, x, id, made)
+				if mode.every > 0 {
+					flags := "00"
+					if i%mode.every == 0 {
+						flags = "01"
+					}
+					headers[i] = goka.Headers{"traceparent": []byte(fmt.Sprintf("00-%016x%016x-%016x-%s", r.Uint64(), r.Uint64()|1, r.Uint64()|1, flags))}
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				topic := "toys"
+				if i%2 == 1 {
+					topic = "boxes"
+				}
+				p.tt.Consume(topic, "M", []byte(values[i]), tester.WithHeaders(headers[i]))
+			}
+		})
 	}
 }
