@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -43,6 +45,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 func newPackerCmd() *cobra.Command {
 	cfg := packer.DefaultConfig()
 	var ko kafkaOptions
+	var cpuprofile string
 	cmd := &cobra.Command{
 		Use:   "packer",
 		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
@@ -57,6 +60,13 @@ count differs from --partitions is refused. Several instances with the same
 				return err
 			}
 			cfg.Kafka = kc
+			if cpuprofile != "" {
+				stopProfile, err := startCPUProfile(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
 			if err != nil {
 				return err
@@ -76,5 +86,20 @@ count differs from --partitions is refused. Several instances with the same
 	}
 	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	packerFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file until the packer stops (northpole bench)")
+	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
+}
+
+// startCPUProfile profiles the process's CPU into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
