@@ -55,9 +55,9 @@ type benchResult struct {
 	LatencyP999MS  float64 `json:"latency_p999_ms,omitempty"`
 	LatencySamples int     `json:"latency_samples,omitempty"`
 	// Ratios to the baseline (the first variant) of CPU per event and events/s.
-	CPURatio   float64 `json:"cpu_per_event_ratio,omitempty"`
-	RateRatio  float64 `json:"events_per_s_ratio,omitempty"`
-	Error      string  `json:"error,omitempty"`
+	CPURatio  float64 `json:"cpu_per_event_ratio,omitempty"`
+	RateRatio float64 `json:"events_per_s_ratio,omitempty"`
+	Error     string  `json:"error,omitempty"`
 }
 
 type benchOptions struct {
