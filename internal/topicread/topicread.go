@@ -5,8 +5,10 @@ package topicread
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/IBM/sarama"
 	"golang.org/x/sync/errgroup"
@@ -26,7 +28,33 @@ type Message struct {
 }
 
 // All reads topic from start to the current end, ordered by (partition, offset).
+// A read that fails on a connection-level error (sarama sometimes closes a
+// broker connection that concurrent partition readers share: "broker not
+// connected") is retried from the start, twice at most.
 func All(ctx context.Context, kc kafkaconf.Config, topic string) ([]Message, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var out []Message
+		out, err = readAll(ctx, kc, topic)
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 300 * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+func transient(err error) bool {
+	return errors.Is(err, sarama.ErrNotConnected) || errors.Is(err, sarama.ErrOutOfBrokers) ||
+		errors.Is(err, sarama.ErrLeaderNotAvailable) || errors.Is(err, sarama.ErrNotLeaderForPartition) ||
+		errors.Is(err, sarama.ErrClosedClient)
+}
+
+func readAll(ctx context.Context, kc kafkaconf.Config, topic string) ([]Message, error) {
 	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
 	if err != nil {
 		return nil, fmt.Errorf("connect to kafka %v: %w", kc.Brokers, err)
