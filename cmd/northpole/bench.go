@@ -71,6 +71,8 @@ type benchOptions struct {
 	elves       int
 	cpuprofile  string
 	timeout     time.Duration
+	window      time.Duration
+	lateness    time.Duration
 }
 
 func newBenchCmd() *cobra.Command {
@@ -128,6 +130,8 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	fs.BoolVar(&o.jsonOut, "json", false, "print the results as JSON on stdout instead of a table")
 	fs.IntVar(&o.elves, "elves", 2, "elves (goroutines) per stream when pre-loading")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the baseline packer's CPU profile to this file")
+	fs.DurationVar(&o.window, "window", packer.DefaultConfig().Window, "window width W of the packer and the elves")
+	fs.DurationVar(&o.lateness, "lateness", packer.DefaultConfig().Lateness, "allowed lateness L of the packer and the elves")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up on one variant after this long")
 	return cmd
 }
@@ -215,7 +219,7 @@ func runBench(ctx context.Context, o benchOptions, ko kafkaOptions) error {
 	if o.jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"records": o.records, "results": out})
+		return enc.Encode(map[string]any{"records": o.records, "window": o.window.String(), "lateness": o.lateness.String(), "results": out})
 	}
 	printBenchTable(os.Stdout, out)
 	return nil
@@ -252,6 +256,7 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	cfg := packer.DefaultConfig()
 	cfg.Kafka, cfg.Group, cfg.Partitions = kc, name+"-packer", v.Partitions
+	cfg.Window, cfg.Lateness = o.window, o.lateness
 	cfg.Topics = packer.Topics{Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
 		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead"}
 	pk, err := packer.New(cfg, slog.New(slog.DiscardHandler))
@@ -296,7 +301,7 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 		return r, err
 	}
 	pargs := []string{"process", "packer", "--brokers", strings.Join(kc.Brokers, ","), "--group", cfg.Group,
-		"--partitions", strconv.Itoa(int(v.Partitions)),
+		"--partitions", strconv.Itoa(int(v.Partitions)), "--window", o.window.String(), "--lateness", o.lateness.String(),
 		"--toys-topic", cfg.Topics.Toys, "--boxes-topic", cfg.Topics.Boxes, "--packed-topic", cfg.Topics.Packed,
 		"--unpacked-topic", cfg.Topics.Unpacked, "--spare-topic", cfg.Topics.Spare, "--late-topic", cfg.Topics.Late,
 		"--dead-topic", cfg.Topics.Dead}
