@@ -86,7 +86,7 @@ func newBenchCmd() *cobra.Command {
 or bad records) into Kafka, then starts the packer as its own OS process
 (northpole process packer) from the start of the topics and measures until its
 lag is zero: input events/s (toys, boxes and heartbeats), the packer process's
-user+system CPU per input event and its peak RSS (rusage), and output
+user+system CPU per input event (rusage) and its peak RSS (VmHWM), and output
 records/s. The live variant writes at a fixed --live-rate instead and reports
 pack latency (packed record's Kafka timestamp minus the later of its toy's and
 box's) at p50/p99/p999.
@@ -355,11 +355,15 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 		return c, done, nil
 	}
 	stop := func(c *exec.Cmd, done chan error) error {
+		// Peak RSS: VmHWM of the packer's own address space, read before it
+		// exits. rusage's Maxrss is no good here: at exec Linux keeps the
+		// high-water mark of the forking process, this one, whose RSS holds
+		// the in-process broker's data.
+		r.MaxRSSMiB = vmHWM(c.Process.Pid)
 		_ = c.Process.Signal(syscall.SIGTERM)
 		err := <-done
 		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-			r.MaxRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
 		}
 		return err
 	}
@@ -609,4 +613,22 @@ func packLatencies(ctx context.Context, kc kafkaconf.Config, t packer.Topics) ([
 	})
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return lat, err
+}
+
+// vmHWM is the peak resident set of process pid in MiB (Linux), 0 if unknown.
+func vmHWM(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0
+			}
+			return kib / 1024
+		}
+	}
+	return 0
 }
