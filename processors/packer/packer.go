@@ -12,6 +12,7 @@
 package packer
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -91,10 +92,8 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 		key := ctx.Key()
 		r, err := record.Parse(stream, []byte(key), raw)
 		if err != nil {
-			detail := ""
-			var ie *record.InvalidError
-			if e, ok := err.(*record.InvalidError); ok {
-				ie = e
+			detail := err.Error()
+			if ie := (*record.InvalidError)(nil); errors.As(err, &ie) {
 				detail = ie.Detail
 			}
 			p.emitDead(ctx, stream, ctx.Partition(), ctx.Offset(), record.ReasonOf(err), detail, []byte(key), raw)
