@@ -136,21 +136,12 @@ func FormatMicros(us int64) string { return FormatTime(time.UnixMicro(us)) }
 // first rule that failed, in the order: malformed json, bad made_at, bad size,
 // size not key, no id.
 func Parse(stream Stream, key, value []byte) (Record, error) {
-	if !utf8.Valid(value) {
-		return Record{}, &InvalidError{ReasonMalformedJSON, "value is not valid UTF-8"}
-	}
-	// json.Valid guarantees exactly one JSON value; the first non-space byte
-	// then tells whether it is an object.
-	trimmed := bytes.TrimLeft(value, " \t\r\n")
-	if !json.Valid(value) || len(trimmed) == 0 || trimmed[0] != '{' {
-		return Record{}, &InvalidError{ReasonMalformedJSON, "value is not one JSON object"}
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(value, &fields); err != nil {
-		return Record{}, &InvalidError{ReasonMalformedJSON, err.Error()}
+	fields, why := Object(value)
+	if fields == nil {
+		return Record{}, &InvalidError{ReasonMalformedJSON, why}
 	}
 
-	madeAtStr, ok := jsonString(fields["made_at"])
+	madeAtStr, ok := JSONString(fields["made_at"])
 	if !ok {
 		return Record{}, &InvalidError{ReasonBadMadeAt, "made_at is missing or not a string"}
 	}
@@ -159,7 +150,7 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 		return Record{}, &InvalidError{ReasonBadMadeAt, err.Error()}
 	}
 
-	size, ok := jsonString(fields["size"])
+	size, ok := JSONString(fields["size"])
 	if !ok || !ValidSize(size) {
 		return Record{}, &InvalidError{ReasonBadSize, fmt.Sprintf("size %s is not one of S, M, L, XL", rawOrMissing(fields["size"]))}
 	}
@@ -168,9 +159,9 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 	}
 
 	r := Record{Stream: stream, Size: size, MadeAt: madeAt}
-	r.Elf, _ = jsonString(fields["elf"])
-	r.Kind, _ = jsonString(fields["kind"])
-	r.ID, _ = jsonString(fields[stream.IDField()])
+	r.Elf, _ = JSONString(fields["elf"])
+	r.Kind, _ = JSONString(fields["kind"])
+	r.ID, _ = JSONString(fields[stream.IDField()])
 	if isTrue(fields["heartbeat"]) {
 		r.Heartbeat = true
 		return r, nil
@@ -181,7 +172,33 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 	return r, nil
 }
 
-func jsonString(raw json.RawMessage) (string, bool) {
+// Object reads value as the contract's "UTF-8 text holding one JSON object"
+// and returns its members (the last of duplicate members winning, as in
+// encoding/json). When value is not such a text it returns nil and says why.
+// Every Go reader of records (Parse, the SQL engines' loader) starts here, so
+// that JSON details are read one way.
+func Object(value []byte) (map[string]json.RawMessage, string) {
+	if !utf8.Valid(value) {
+		return nil, "value is not valid UTF-8"
+	}
+	// json.Valid guarantees exactly one JSON value; the first non-space byte
+	// then tells whether it is an object.
+	trimmed := bytes.TrimLeft(value, " \t\r\n")
+	if !json.Valid(value) || len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, "value is not one JSON object"
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(value, &fields); err != nil {
+		return nil, err.Error()
+	}
+	if fields == nil { // cannot happen for an object; keep nil meaning "not one"
+		fields = map[string]json.RawMessage{}
+	}
+	return fields, ""
+}
+
+// JSONString decodes raw when it is a JSON string.
+func JSONString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}

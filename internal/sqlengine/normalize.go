@@ -46,32 +46,23 @@ type Row struct {
 	Heartbeat bool
 }
 
-// Normalize builds the np_input row of one Kafka record. It mirrors what
-// record.Parse reads, with encoding/json, so that JSON details (escapes, lone
-// surrogates, duplicate members) are read exactly as Go reads them; the rules
-// applied to what it reads are in the shared SQL.
+// Normalize builds the np_input row of one Kafka record. It reads the value
+// with record.Object and record.JSONString, as record.Parse does, so that JSON
+// details (escapes, lone surrogates, duplicate members) are read exactly as Go
+// reads them; the rules applied to what it reads are in the shared SQL.
 func Normalize(in record.Input) Row {
 	r := Row{Stream: string(in.Stream), Partition: int64(in.Partition), Offset: in.Offset}
 	if in.Key != nil && utf8.Valid(in.Key) && bytes.IndexByte(in.Key, 0) < 0 {
 		k := string(in.Key)
 		r.Key = &k
 	}
-	if !utf8.Valid(in.Value) {
-		return r
-	}
-	trimmed := bytes.TrimLeft(in.Value, " \t\r\n")
-	if !json.Valid(in.Value) || len(trimmed) == 0 || trimmed[0] != '{' {
-		return r
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(in.Value, &fields); err != nil {
-		// json.Valid said it is one object; this cannot fail. Keep it
-		// malformed rather than guess.
+	fields, _ := record.Object(in.Value)
+	if fields == nil {
 		return r
 	}
 	r.Object = true
 	text := func(raw json.RawMessage) *string {
-		s, ok := jsonString(raw)
+		s, ok := record.JSONString(raw)
 		if !ok || strings.ContainsRune(s, 0) {
 			return nil
 		}
@@ -79,7 +70,7 @@ func Normalize(in record.Input) Row {
 	}
 	r.MadeAt = text(fields["made_at"])
 	r.Size = text(fields["size"])
-	if id, ok := jsonString(fields[in.Stream.IDField()]); ok {
+	if id, ok := record.JSONString(fields[in.Stream.IDField()]); ok {
 		r.ID = []byte(id)
 		if r.ID == nil {
 			r.ID = []byte{}
@@ -87,16 +78,4 @@ func Normalize(in record.Input) Row {
 	}
 	r.Heartbeat = string(fields["heartbeat"]) == "true"
 	return r
-}
-
-// jsonString decodes raw when it is a JSON string.
-func jsonString(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
 }
