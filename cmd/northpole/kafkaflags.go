@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -13,8 +14,9 @@ import (
 // has an environment variable as fallback. The SASL password has no flag on
 // purpose: argv is visible to every user of the machine.
 type kafkaOptions struct {
-	brokers string
-	sec     kafkaconf.Security
+	brokers  string
+	retryFor time.Duration
+	sec      kafkaconf.Security
 	// inProcessDefault: no --brokers means the in-process Kafka, not
 	// $NORTHPOLE_BROKERS (the demo).
 	inProcessDefault bool
@@ -22,6 +24,8 @@ type kafkaOptions struct {
 
 func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
 	fs.StringVar(&o.brokers, "brokers", "", brokersHelp)
+	fs.DurationVar(&o.retryFor, "kafka-retry-for", 0, "how long to keep retrying writes while a broker is unreachable before giving up (default "+
+		kafkaconf.DefaultRetryFor.String()+"; $NORTHPOLE_KAFKA_RETRY_FOR)")
 	fs.BoolVar(&o.sec.TLS, "tls", false, "connect to Kafka with TLS ($"+kafkaconf.EnvTLS+"=true)")
 	fs.StringVar(&o.sec.TLSCAFile, "tls-ca", "", "PEM file of the CAs to trust (default: the system's; $"+kafkaconf.EnvTLSCA+")")
 	fs.StringVar(&o.sec.TLSCertFile, "tls-cert", "", "PEM client certificate for mutual TLS ($"+kafkaconf.EnvTLSCert+")")
@@ -56,9 +60,18 @@ func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
 	if err != nil {
 		return kafkaconf.Config{}, usageErr("%w", err)
 	}
+	retryFor := o.retryFor
+	if v := os.Getenv("NORTHPOLE_KAFKA_RETRY_FOR"); retryFor == 0 && v != "" {
+		if retryFor, err = time.ParseDuration(v); err != nil {
+			return kafkaconf.Config{}, usageErr("$NORTHPOLE_KAFKA_RETRY_FOR=%q is not a duration (e.g. 2m): %w", v, err)
+		}
+	}
+	if retryFor < 0 {
+		return kafkaconf.Config{}, usageErr("--kafka-retry-for %v is negative", retryFor)
+	}
 	brokers := brokersFrom(o.brokers)
 	if o.inProcessDefault {
 		brokers = kafkaconf.SplitBrokers(o.brokers)
 	}
-	return kafkaconf.Config{Brokers: brokers, ClientID: clientID, Security: s}, nil
+	return kafkaconf.Config{Brokers: brokers, ClientID: clientID, Security: s, RetryFor: retryFor}, nil
 }

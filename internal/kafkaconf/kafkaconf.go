@@ -29,9 +29,22 @@ type Config struct {
 	// buffer. goka's default of 100 ms makes every hop of a pipeline 100 ms
 	// slow; a few ms keeps latency low at a small cost in batching. 0 means 5 ms.
 	FlushFrequency time.Duration
+	// RetryFor is how long a long-lived client keeps retrying a produce or a
+	// metadata request while a broker is unreachable (a restart, a leader
+	// election) before it reports the record as not written. 0 means
+	// DefaultRetryFor. Start-up checks do not wait this long.
+	RetryFor time.Duration
 	// Security: TLS and SASL. Run Security.Resolve once before use.
 	Security Security
 }
+
+// DefaultRetryFor rides out a broker restart. A restart usually takes about
+// ten seconds, but a broker that does not finish its controlled shutdown is
+// killed after 30 s and then recovers its logs: CI once saw 50 s.
+const DefaultRetryFor = 2 * time.Minute
+
+// retryBackoff is the pause between retries of produce and metadata requests.
+const retryBackoff = 500 * time.Millisecond
 
 // Validate reports configuration errors in words a user can act on.
 func (c Config) Validate() error {
@@ -48,6 +61,9 @@ func (c Config) Validate() error {
 	}
 	if c.FlushFrequency < 0 {
 		return fmt.Errorf("kafka: flush frequency %v is negative", c.FlushFrequency)
+	}
+	if c.RetryFor < 0 {
+		return fmt.Errorf("kafka: retry duration %v is negative", c.RetryFor)
 	}
 	return nil
 }
@@ -84,12 +100,13 @@ func (c Config) Sarama() *sarama.Config {
 	cfg.Net.MaxOpenRequests = 1
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
-	// A broker restart takes several seconds; retrying for about half a
-	// minute lets every client ride through one instead of failing.
-	cfg.Metadata.Retry.Max = 60
-	cfg.Metadata.Retry.Backoff = 500 * time.Millisecond
-	cfg.Producer.Retry.Max = 60
-	cfg.Producer.Retry.Backoff = 500 * time.Millisecond
+	// Retrying for RetryFor lets every client ride through a broker restart
+	// instead of failing. sarama counts retries, not time: convert.
+	retries := c.retries()
+	cfg.Metadata.Retry.Max = retries
+	cfg.Metadata.Retry.Backoff = retryBackoff
+	cfg.Producer.Retry.Max = retries
+	cfg.Producer.Retry.Backoff = retryBackoff
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner // FNV-1a, as goka
 	cfg.Producer.Flush.Frequency = c.FlushFrequency
 	if cfg.Producer.Flush.Frequency == 0 {
@@ -103,4 +120,13 @@ func (c Config) Sarama() *sarama.Config {
 	cfg.Consumer.IsolationLevel = sarama.ReadUncommitted
 	c.Security.apply(cfg)
 	return cfg
+}
+
+// retries is RetryFor in retries of retryBackoff (at least one).
+func (c Config) retries() int {
+	d := c.RetryFor
+	if d == 0 {
+		d = DefaultRetryFor
+	}
+	return max(1, int((d+retryBackoff-1)/retryBackoff))
 }

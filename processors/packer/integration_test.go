@@ -198,6 +198,26 @@ func TestRandomizedRunsEqualReference(t *testing.T) {
 	}
 }
 
+// TestRunStoppedAtOnceIsClean: a packer stopped before (or while) it sets up
+// its topics stops cleanly, as one stopped later does. A caller cannot tell
+// how far Run has got when it cancels.
+func TestRunStoppedAtOnceIsClean(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	kc := testkafka.Config(t)
+	pl := newPipeline(t, kc, randomScenario(7))
+	pk, err := packer.New(pl.cfg, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := pk.Run(ctx); err != nil {
+		t.Fatalf("Run with a cancelled context = %v, want nil", err)
+	}
+}
+
 // TestRestartMidRun stops the packer while the elves are still writing and
 // starts a new one with the same groups: nothing is lost and nothing is
 // packed twice.
@@ -236,7 +256,11 @@ func TestRestartMidRun(t *testing.T) {
 			// offsets: as after a crash, the tables are then ahead of the
 			// inputs, and every stage sees records it already applied.
 			for round := range 2 {
-				waitForOutput(t, ctx, pl, int64(200*(round+1)))
+				// Also wait (a while) for output of the packer just started, so
+				// that the second stop lands while it is busy. (Run must also
+				// stop cleanly before it has begun: a stop right at the start
+				// returns nil.)
+				waitForOutput(t, ctx, pl, max(int64(200*(round+1)), packedCount(ctx, pl)+20), 30*time.Second)
 				if err := stop(); err != nil {
 					t.Fatalf("stop packer: %v", err)
 				}
@@ -307,11 +331,24 @@ func (pl pipeline) rewindGroups(t *testing.T, fraction float64) int {
 	return n
 }
 
-func waitForOutput(t *testing.T, ctx context.Context, pl pipeline, n int64) {
+// packedCount is the number of raw records in the packed topic (0 when it
+// cannot be read yet).
+func packedCount(ctx context.Context, pl pipeline) int64 {
+	msgs, err := topicread.All(ctx, pl.kc, pl.cfg.Topics.Packed)
+	if err != nil {
+		return 0
+	}
+	return int64(len(msgs))
+}
+
+// waitForOutput waits until the packed topic holds n raw records; once
+// patience has passed, any output at all is enough.
+func waitForOutput(t *testing.T, ctx context.Context, pl pipeline, n int64, patience time.Duration) {
 	t.Helper()
+	deadline := time.Now().Add(patience)
 	for {
-		msgs, err := topicread.All(ctx, pl.kc, pl.cfg.Topics.Packed)
-		if err == nil && int64(len(msgs)) >= n {
+		c := packedCount(ctx, pl)
+		if c >= n || (c > 0 && time.Now().After(deadline)) {
 			return
 		}
 		select {

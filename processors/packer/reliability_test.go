@@ -270,10 +270,11 @@ func TestBrokerRestart(t *testing.T) {
 	go func() { produced <- pl.produceAt(ctx, s, 300) }()
 	time.Sleep(3 * time.Second)
 	began := time.Now()
-	if out, err := exec.CommandContext(ctx, ctl, "restart-node", "1").CombinedOutput(); err != nil {
+	out, err := exec.CommandContext(ctx, ctl, "restart-node", "1").CombinedOutput()
+	if err != nil {
 		t.Fatalf("restart broker: %v\n%s", err, out)
 	}
-	t.Logf("broker restarted in %v", time.Since(began).Round(100*time.Millisecond))
+	t.Logf("broker restarted in %v %s", time.Since(began).Round(100*time.Millisecond), out)
 	if err := <-produced; err != nil {
 		t.Fatalf("elves did not survive the broker restart: %v", err)
 	}

@@ -119,6 +119,10 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 // them fails. A cancelled ctx is a clean stop and returns nil.
 func (p *Packer) Run(ctx context.Context) error {
 	if err := p.EnsureTopics(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Stopped before it started: the same clean stop as below.
+			return nil
+		}
 		return err
 	}
 	graphs := p.Graphs()

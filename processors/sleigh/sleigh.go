@@ -212,6 +212,9 @@ func (s *Sleigh) topicManager() goka.TopicManagerBuilder {
 // until ctx ends (nil) or one of them fails.
 func (s *Sleigh) Run(ctx context.Context) error {
 	if err := s.EnsureTopics(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: as clean as a later stop
+		}
 		return err
 	}
 	logger := gokaLogger{s.log}

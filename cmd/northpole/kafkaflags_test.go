@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestKafkaOptionsRetryFor(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		flag     time.Duration
+		env      string
+		want     time.Duration
+		wantCode int // 0: no error
+	}{
+		{name: "default", want: 0},
+		{name: "flag", flag: time.Minute, want: time.Minute},
+		{name: "env", env: "90s", want: 90 * time.Second},
+		{name: "flag wins over env", flag: time.Minute, env: "90s", want: time.Minute},
+		{name: "env not a duration", env: "soon", wantCode: 2},
+		{name: "negative", flag: -time.Second, wantCode: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("NORTHPOLE_KAFKA_RETRY_FOR", tc.env)
+			o := kafkaOptions{brokers: "k:9092", retryFor: tc.flag}
+			kc, err := o.config("test")
+			if tc.wantCode != 0 {
+				var ee *exitError
+				if !errors.As(err, &ee) || ee.code != tc.wantCode {
+					t.Fatalf("config() = %v, want a usage error (exit %d)", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kc.RetryFor != tc.want {
+				t.Errorf("RetryFor = %v, want %v", kc.RetryFor, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package kafkaconf
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRetryForBecomesRetries(t *testing.T) {
+	for _, tc := range []struct {
+		retryFor time.Duration
+		want     int
+	}{
+		{0, int(DefaultRetryFor / retryBackoff)},
+		{time.Minute, 120},
+		{1250 * time.Millisecond, 3}, // rounded up: never shorter than asked
+		{time.Millisecond, 1},
+	} {
+		cfg := Config{Brokers: []string{"k:9092"}, RetryFor: tc.retryFor}.Sarama()
+		if cfg.Producer.Retry.Max != tc.want || cfg.Metadata.Retry.Max != tc.want {
+			t.Errorf("RetryFor %v: producer retries %d, metadata retries %d, want %d",
+				tc.retryFor, cfg.Producer.Retry.Max, cfg.Metadata.Retry.Max, tc.want)
+		}
+		if got := time.Duration(cfg.Producer.Retry.Max) * cfg.Producer.Retry.Backoff; tc.retryFor > 0 && got < tc.retryFor {
+			t.Errorf("RetryFor %v: retries cover only %v", tc.retryFor, got)
+		}
+	}
+	// Start-up checks fail fast whatever RetryFor says.
+	if got := (Config{RetryFor: time.Hour}).failFast().Metadata.Retry.Max; got != 3 {
+		t.Errorf("failFast metadata retries = %d, want 3", got)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want string // "" means valid
+	}{
+		{"ok", Config{Brokers: []string{"k:9092"}}, ""},
+		{"no brokers", Config{}, "no brokers"},
+		{"no port", Config{Brokers: []string{"kafka"}}, "not host:port"},
+		{"negative flush", Config{Brokers: []string{"k:9092"}, FlushFrequency: -1}, "flush frequency"},
+		{"negative retry", Config{Brokers: []string{"k:9092"}, RetryFor: -time.Second}, "retry duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
