@@ -36,6 +36,8 @@ type benchVariant struct {
 	Broker     string  `json:"broker"`  // kfake | real
 	Storage    string  `json:"storage"` // memory | disk
 	Live       bool    `json:"live,omitempty"`
+	// Hop: not the packer but one bare goka hop (bench-hop), the floor.
+	Hop bool `json:"hop,omitempty"`
 	LiveRate   float64 `json:"live_rate,omitempty"`
 }
 
@@ -100,6 +102,9 @@ Variants (--variants, comma-separated; the first is the baseline of the ratios):
   disk        --storage-dir (LevelDB) instead of memory
   real        the real broker of --brokers (skipped without --brokers)
   live        fixed input rate, latency percentiles
+  hop         not the packer: one goka group that consumes toys and boxes and
+              writes each record into its group table (one consume and one
+              write per event, no packing logic), the floor of one stage
 
 Without --brokers the bench uses an in-process kfake broker (in this process,
 so its CPU is not the packer's). Quick run: --records 100000.`,
@@ -179,6 +184,8 @@ func runBench(ctx context.Context, o benchOptions, ko kafkaOptions) error {
 				continue
 			}
 			v.Name, v.Broker = "real broker", "real"
+		case "hop":
+			v.Name, v.Hop = "one goka hop (floor)", true
 		case "live":
 			v.Name, v.Live, v.LiveRate = fmt.Sprintf("live %.0f/s", o.liveRate), true, o.liveRate
 		default:
@@ -300,7 +307,8 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 	if err != nil {
 		return r, err
 	}
-	pargs := []string{"process", "packer", "--brokers", strings.Join(kc.Brokers, ","), "--group", cfg.Group,
+	var pargs []string
+	pargs = []string{"process", "packer", "--brokers", strings.Join(kc.Brokers, ","), "--group", cfg.Group,
 		"--partitions", strconv.Itoa(int(v.Partitions)), "--window", o.window.String(), "--lateness", o.lateness.String(),
 		"--toys-topic", cfg.Topics.Toys, "--boxes-topic", cfg.Topics.Boxes, "--packed-topic", cfg.Topics.Packed,
 		"--unpacked-topic", cfg.Topics.Unpacked, "--spare-topic", cfg.Topics.Spare, "--late-topic", cfg.Topics.Late,
@@ -315,6 +323,10 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 			defer os.RemoveAll(dir)
 		}
 		pargs = append(pargs, "--storage-dir", dir+"/"+name)
+	}
+	if v.Hop {
+		pargs = []string{"bench-hop", "--brokers", strings.Join(kc.Brokers, ","), "--group", hopGroup(name),
+			"--toys-topic", cfg.Topics.Toys, "--boxes-topic", cfg.Topics.Boxes}
 	}
 	if first && o.cpuprofile != "" {
 		pargs = append(pargs, "--cpuprofile", o.cpuprofile)
@@ -381,7 +393,13 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 		if err != nil {
 			return r, err
 		}
-		if err := waitQuietProgress(ctx, pk, done, progress); err != nil {
+		wait := func() error { return waitQuietProgress(ctx, pk, done, progress) }
+		if v.Hop {
+			wait = func() error {
+				return waitGroupQuiet(ctx, kc, hopGroup(name), []string{cfg.Topics.Toys, cfg.Topics.Boxes}, done, progress)
+			}
+		}
+		if err := wait(); err != nil {
 			_ = stop(c, done)
 			return r, err
 		}

@@ -76,7 +76,7 @@ docs/SEMANTICS.md.`,
 	root.AddCommand(newDemoCmd(), newElvesCmd(), newProcessCmd())
 	root.AddCommand(newServicemapCmd())
 	root.AddCommand(newCompareCmd())
-	root.AddCommand(newBenchCmd())
+	root.AddCommand(newBenchCmd(), newBenchHopCmd())
 	return root
 }
 

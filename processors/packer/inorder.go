@@ -18,26 +18,36 @@ import (
 // commits only after every earlier message's emits are acknowledged.
 type sequencer struct {
 	mu    sync.Mutex
-	next  uint64 // sequence number of the next item
-	head  uint64 // lowest sequence number not yet released
-	items map[uint64]*seqItem
+	head  uint64    // sequence number of buf[start], the lowest not yet released
+	start int       // buf[start:] are the items not yet released
+	buf   []seqItem // buf[start+i] has sequence number head+i
 }
 
+// seqItem is one emit or one commit barrier. Exactly one of finish and commit
+// is set: storing goka's own callbacks, rather than closures over them, saves
+// an allocation per item on the packer's hottest path.
 type seqItem struct {
 	done   bool
 	msg    *sarama.ProducerMessage
 	err    error
-	finish func(*sarama.ProducerMessage, error)
+	finish goka.PromiseFinisher
+	commit func(error)
 }
 
-func newSequencer() *sequencer { return &sequencer{items: map[uint64]*seqItem{}} }
+func newSequencer() *sequencer { return &sequencer{} }
 
-func (s *sequencer) add(finish func(*sarama.ProducerMessage, error)) uint64 {
+func (s *sequencer) add(it seqItem) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seq := s.next
-	s.next++
-	s.items[seq] = &seqItem{finish: finish}
+	if len(s.buf) == cap(s.buf) && s.start > 0 {
+		// Full, with released items at the front: slide the live ones down
+		// instead of growing. Amortized O(1) per item.
+		n := copy(s.buf, s.buf[s.start:])
+		clear(s.buf[n:])
+		s.buf, s.start = s.buf[:n], 0
+	}
+	seq := s.head + uint64(len(s.buf)-s.start)
+	s.buf = append(s.buf, it)
 	return seq
 }
 
@@ -47,24 +57,28 @@ func (s *sequencer) add(finish func(*sarama.ProducerMessage, error)) uint64 {
 func (s *sequencer) complete(seq uint64, msg *sarama.ProducerMessage, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	it := s.items[seq]
+	it := &s.buf[s.start+int(seq-s.head)]
 	it.done, it.msg, it.err = true, msg, err
-	for {
-		head, ok := s.items[s.head]
-		if !ok || !head.done {
-			return
-		}
-		delete(s.items, s.head)
+	for s.start < len(s.buf) && s.buf[s.start].done {
+		head := s.buf[s.start]
+		s.buf[s.start] = seqItem{} // drop references for the GC
+		s.start++
 		s.head++
-		head.finish(head.msg, head.err)
+		if head.commit != nil {
+			head.commit(head.err)
+		} else {
+			head.finish(head.msg, head.err)
+		}
+	}
+	if s.start == len(s.buf) {
+		s.buf, s.start = s.buf[:0], 0
 	}
 }
 
 // barrier defers the current message's commit until every item issued before
 // it (earlier messages' emits) is released.
 func (s *sequencer) barrier(ctx goka.Context) goka.Context {
-	done := ctx.DeferCommit()
-	seq := s.add(func(_ *sarama.ProducerMessage, err error) { done(err) })
+	seq := s.add(seqItem{commit: ctx.DeferCommit()})
 	s.complete(seq, nil, nil)
 	return ctx
 }
@@ -85,7 +99,7 @@ func (p *orderedProducer) Emit(topic, key string, value []byte) *goka.Promise {
 
 func (p *orderedProducer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
 	out, finish := goka.NewPromiseWithFinisher()
-	seq := p.seq.add(func(msg *sarama.ProducerMessage, err error) { finish(msg, err) })
+	seq := p.seq.add(seqItem{finish: finish})
 	p.inner.EmitWithHeaders(topic, key, value, headers).ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
 		p.seq.complete(seq, msg, err)
 	})

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestBenchRunsItsVariants builds the binary (bench starts the packer from its
+// own executable) and runs a tiny bench with the baseline and the hop floor:
+// each must consume every pre-loaded event and report CPU and memory.
+func TestBenchRunsItsVariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two packers; -short skips it")
+	}
+	exe := filepath.Join(t.TempDir(), "northpole")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(exe, "bench", "--records", "2000", "--variants", "base,hop", "--json", "--timeout", "3m")
+	cmd.Env = append(os.Environ(), "NORTHPOLE_BROKERS=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Records int           `json:"records"`
+		Results []benchResult `json:"results"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("bench --json output: %v\n%s", err, stdout.String())
+	}
+	if got.Records != 2000 || len(got.Results) != 2 {
+		t.Fatalf("got %d records and %d results, want 2000 and 2:\n%s", got.Records, len(got.Results), stdout.String())
+	}
+	for i, r := range got.Results {
+		if r.Error != "" {
+			t.Errorf("variant %s failed: %s", r.Name, r.Error)
+			continue
+		}
+		// 1000 toys + 1000 boxes plus heartbeats and final heartbeats.
+		if r.InputEvents < 2000 || r.CPUPerEventUS <= 0 || r.MaxRSSMiB <= 0 || r.EventsPerSec <= 0 {
+			t.Errorf("variant %s: implausible measurement %+v", r.Name, r)
+		}
+		if wantHop := i == 1; r.Hop != wantHop {
+			t.Errorf("variant %d (%s): hop = %v, want %v", i, r.Name, r.Hop, wantHop)
+		}
+	}
+	if base := got.Results[0]; base.Error == "" && base.OutputRecords == 0 {
+		t.Errorf("the packer wrote no output: %+v", base)
+	}
+	t.Logf("stderr:\n%s", stderr.String())
+}

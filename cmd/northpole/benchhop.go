@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/lovoo/goka/storage"
+	"github.com/spf13/cobra"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+)
+
+// The "hop" variant of northpole bench measures the floor under the packer:
+// one goka group that consumes toys and boxes and writes each record into its
+// group table under the record's key (one consume and one table write per
+// event, the work of one packer stage without any packing logic). The packer
+// chains three such stages, each with a loopback, so its cost per event is
+// compared with this one in docs/PERFORMANCE.md.
+
+// hopGroup is the bench-hop worker's group for a bench run named name.
+func hopGroup(name string) string { return name + "-hop" }
+
+// newBenchHopCmd is the worker process of the hop variant. It is hidden: it
+// exists only so that northpole bench can measure it as its own OS process,
+// like the packer.
+func newBenchHopCmd() *cobra.Command {
+	var ko kafkaOptions
+	var group, toys, boxes, cpuprofile string
+	cmd := &cobra.Command{
+		Use:    "bench-hop",
+		Short:  "One goka hop (consume, write the group table), the floor of northpole bench",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if group == "" || toys == "" || boxes == "" {
+				return usageErr("bench-hop needs --group, --toys-topic and --boxes-topic")
+			}
+			kc, err := ko.config("northpole-bench-hop")
+			if err != nil {
+				return err
+			}
+			if err := kc.Validate(); err != nil {
+				return usageErr("%w", err)
+			}
+			if cpuprofile != "" {
+				stopProfile, err := startCPUProfile(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
+			return runHop(cmd.Context(), kc, group, toys, boxes)
+		},
+	}
+	ko.bind(cmd.Flags(), "Kafka bootstrap brokers")
+	fs := cmd.Flags()
+	fs.StringVar(&group, "group", "", "consumer group")
+	fs.StringVar(&toys, "toys-topic", "", "toys topic")
+	fs.StringVar(&boxes, "boxes-topic", "", "boxes topic")
+	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	return cmd
+}
+
+func runHop(ctx context.Context, kc kafkaconf.Config, group, toys, boxes string) error {
+	persist := func(ctx goka.Context, msg any) {
+		if msg != nil {
+			ctx.SetValue(msg)
+		}
+	}
+	g := goka.DefineGroup(goka.Group(group),
+		goka.Input(goka.Stream(toys), new(codec.Bytes), persist),
+		goka.Input(goka.Stream(boxes), new(codec.Bytes), persist),
+		goka.Persist(new(codec.Bytes)),
+	)
+	tmc := goka.NewTopicManagerConfig()
+	tmc.Table.Replication, tmc.Stream.Replication = 1, 1
+	cfg := func() *sarama.Config { return kc.Sarama() }
+	proc, err := goka.NewProcessor(kc.Brokers, g,
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(cfg())),
+		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(cfg())),
+		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(cfg(), tmc)),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(cfg())),
+		// Four keys (one per size): goka's own memory storage is fine here.
+		goka.WithStorageBuilder(storage.MemoryBuilder()),
+		goka.WithLogger(discardGokaLogger{}),
+	)
+	if err != nil {
+		return fmt.Errorf("bench-hop: create goka processor: %w", err)
+	}
+	if err := proc.Run(ctx); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("bench-hop: %w", err)
+	}
+	return nil
+}
+
+// groupLag is how many records of topics group has not committed yet.
+func groupLag(ctx context.Context, kc kafkaconf.Config, group string, topics ...string) (int64, error) {
+	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return 0, err
+	}
+	req := map[string][]int32{}
+	for _, t := range topics {
+		ps, err := client.Partitions(t)
+		if err != nil {
+			return 0, fmt.Errorf("partitions of %q: %w", t, err)
+		}
+		req[t] = ps
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, req)
+	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return 0, fmt.Errorf("offsets of group %q: %w", group, err)
+	}
+	var lag int64
+	for t, ps := range req {
+		for _, p := range ps {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			end, err := client.GetOffset(t, p, sarama.OffsetNewest)
+			if err != nil {
+				return 0, fmt.Errorf("end of %s/%d: %w", t, p, err)
+			}
+			committed := int64(0)
+			if resp != nil {
+				if b := resp.GetBlock(t, p); b != nil && b.Offset >= 0 {
+					committed = b.Offset
+				}
+			}
+			lag += max(0, end-committed)
+		}
+	}
+	return lag, nil
+}
+
+// waitGroupQuiet waits until groupLag is zero on two polls in a row, printing
+// the lag every five seconds.
+func waitGroupQuiet(ctx context.Context, kc kafkaconf.Config, group string, topics []string, done chan error, progress func(string, ...any)) error {
+	zero := 0
+	last := time.Now()
+	for zero < 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("worker process ended early: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		lag, err := groupLag(ctx, kc, group, topics...)
+		switch {
+		case err != nil:
+			zero = 0
+		case lag == 0:
+			zero++
+		default:
+			zero = 0
+		}
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			progress("  lag %d", lag)
+		}
+	}
+	return nil
+}
+
+// discardGokaLogger drops goka's chatter: the bench's output is its table.
+type discardGokaLogger struct{}
+
+func (discardGokaLogger) Print(...any)          {}
+func (discardGokaLogger) Println(...any)        {}
+func (discardGokaLogger) Printf(string, ...any) {}

@@ -1,0 +1,87 @@
+package packer
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+)
+
+// TestSequencerReleasesInIssueOrder completes items in random order, with
+// barriers and emits interleaved and items added while others are pending,
+// and checks that they are released in the order they were added, each once,
+// with its own message and error.
+func TestSequencerReleasesInIssueOrder(t *testing.T) {
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		s := newSequencer()
+		var released []int
+		var pending []uint64 // sequence numbers not completed yet
+		ids := map[uint64]int{}
+		msgs := map[int]*sarama.ProducerMessage{}
+		errBoom := errors.New("boom")
+		barrier := map[int]bool{}
+		errFor := func(id int) error {
+			if id%7 == 0 && !barrier[id] {
+				return errBoom
+			}
+			return nil
+		}
+		n := 0
+		for step := 0; step < 2000; step++ {
+			if len(pending) == 0 || rng.IntN(3) > 0 && n < 1000 {
+				id := n
+				n++
+				var seq uint64
+				if rng.IntN(4) == 0 {
+					barrier[id] = true
+					seq = s.add(seqItem{commit: func(err error) {
+						if err != nil {
+							t.Errorf("barrier %d got error %v", id, err)
+						}
+						released = append(released, id)
+					}})
+				} else {
+					seq = s.add(seqItem{finish: func(m *sarama.ProducerMessage, err error) *goka.Promise {
+						if m != msgs[id] {
+							t.Errorf("item %d released with another item's message", id)
+						}
+						if !errors.Is(err, errFor(id)) || (err == nil) != (errFor(id) == nil) {
+							t.Errorf("item %d released with error %v", id, err)
+						}
+						released = append(released, id)
+						return nil
+					}})
+				}
+				ids[seq] = id
+				pending = append(pending, seq)
+				continue
+			}
+			i := rng.IntN(len(pending))
+			seq := pending[i]
+			pending = append(pending[:i], pending[i+1:]...)
+			id := ids[seq]
+			m := &sarama.ProducerMessage{Topic: "t"}
+			msgs[id] = m
+			s.complete(seq, m, errFor(id))
+		}
+		for len(pending) > 0 {
+			seq := pending[len(pending)-1]
+			pending = pending[:len(pending)-1]
+			id := ids[seq]
+			m := &sarama.ProducerMessage{Topic: "t"}
+			msgs[id] = m
+			s.complete(seq, m, errFor(id))
+		}
+		if len(released) != n {
+			t.Fatalf("seed %d: %d of %d items released", seed, len(released), n)
+		}
+		for i, id := range released {
+			if id != i {
+				t.Fatalf("seed %d: release %d is item %d, want %d (order %v...)", seed, i, id, i, released[:min(len(released), 20)])
+			}
+		}
+	}
+}
