@@ -30,15 +30,15 @@ import (
 
 // benchVariant is one configuration of the packer measured by `northpole bench`.
 type benchVariant struct {
-	Name       string  `json:"name"`
-	Partitions int32   `json:"partitions"`
-	Tracing    string  `json:"tracing"` // off | 100% | 10%
-	Broker     string  `json:"broker"`  // kfake | real
-	Storage    string  `json:"storage"` // memory | disk
-	Live       bool    `json:"live,omitempty"`
+	Name       string `json:"name"`
+	Partitions int32  `json:"partitions"`
+	Tracing    string `json:"tracing"` // off | 100% | 10%
+	Broker     string `json:"broker"`  // kfake | real
+	Storage    string `json:"storage"` // memory | disk
+	Live       bool   `json:"live,omitempty"`
 	// Hop: not the packer but one bare goka hop (bench-hop), the floor.
-	Hop bool `json:"hop,omitempty"`
-	LiveRate   float64 `json:"live_rate,omitempty"`
+	Hop      bool    `json:"hop,omitempty"`
+	LiveRate float64 `json:"live_rate,omitempty"`
 }
 
 // benchResult is what one variant measured.
