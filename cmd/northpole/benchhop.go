@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -98,51 +97,6 @@ func runHop(ctx context.Context, kc kafkaconf.Config, group, toys, boxes string)
 	return nil
 }
 
-// groupLag is how many records of topics group has not committed yet.
-func groupLag(ctx context.Context, kc kafkaconf.Config, group string, topics ...string) (int64, error) {
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
-	if err != nil {
-		return 0, err
-	}
-	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return 0, err
-	}
-	req := map[string][]int32{}
-	for _, t := range topics {
-		ps, err := client.Partitions(t)
-		if err != nil {
-			return 0, fmt.Errorf("partitions of %q: %w", t, err)
-		}
-		req[t] = ps
-	}
-	resp, err := admin.ListConsumerGroupOffsets(group, req)
-	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
-		return 0, fmt.Errorf("offsets of group %q: %w", group, err)
-	}
-	var lag int64
-	for t, ps := range req {
-		for _, p := range ps {
-			if err := ctx.Err(); err != nil {
-				return 0, err
-			}
-			end, err := client.GetOffset(t, p, sarama.OffsetNewest)
-			if err != nil {
-				return 0, fmt.Errorf("end of %s/%d: %w", t, p, err)
-			}
-			committed := int64(0)
-			if resp != nil {
-				if b := resp.GetBlock(t, p); b != nil && b.Offset >= 0 {
-					committed = b.Offset
-				}
-			}
-			lag += max(0, end-committed)
-		}
-	}
-	return lag, nil
-}
-
 // waitGroupQuiet waits until groupLag is zero on two polls in a row, printing
 // the lag every five seconds.
 func waitGroupQuiet(ctx context.Context, kc kafkaconf.Config, group string, topics []string, done chan error, progress func(string, ...any)) error {
@@ -157,7 +111,7 @@ func waitGroupQuiet(ctx context.Context, kc kafkaconf.Config, group string, topi
 			return fmt.Errorf("worker process ended early: %v", err)
 		case <-time.After(200 * time.Millisecond):
 		}
-		lag, err := groupLag(ctx, kc, group, topics...)
+		lag, err := hopLag(ctx, kc, group, topics)
 		switch {
 		case err != nil:
 			zero = 0
@@ -180,3 +134,12 @@ type discardGokaLogger struct{}
 func (discardGokaLogger) Print(...any)          {}
 func (discardGokaLogger) Println(...any)        {}
 func (discardGokaLogger) Printf(string, ...any) {}
+
+func hopLag(ctx context.Context, kc kafkaconf.Config, group string, topics []string) (int64, error) {
+	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	return kafkaconf.GroupLag(ctx, client, group, topics...)
+}

@@ -97,3 +97,47 @@ func (c Config) failFast() *sarama.Config {
 	cfg.Metadata.Retry.Max = 3
 	return cfg
 }
+
+// GroupLag is how many records of topics the consumer group has not committed
+// yet: the sum over their partitions of the end offset minus the committed
+// one (a partition without a commit counts from 0). A group that does not
+// exist yet lags by everything.
+func GroupLag(ctx context.Context, client sarama.Client, group string, topics ...string) (int64, error) {
+	// The admin shares the client; closing it would close the client too.
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return 0, fmt.Errorf("kafka admin: %w", err)
+	}
+	req := map[string][]int32{}
+	for _, topic := range topics {
+		ps, err := client.Partitions(topic)
+		if err != nil {
+			return 0, fmt.Errorf("partitions of %q: %w", topic, err)
+		}
+		req[topic] = ps
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, req)
+	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return 0, fmt.Errorf("offsets of group %q: %w", group, err)
+	}
+	var lag int64
+	for topic, ps := range req {
+		for _, part := range ps {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
+			if err != nil {
+				return 0, fmt.Errorf("end of %s/%d: %w", topic, part, err)
+			}
+			committed := int64(0)
+			if resp != nil {
+				if b := resp.GetBlock(topic, part); b != nil && b.Offset >= 0 {
+					committed = b.Offset
+				}
+			}
+			lag += max(0, end-committed)
+		}
+	}
+	return lag, nil
+}

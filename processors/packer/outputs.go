@@ -3,7 +3,6 @@ package packer
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -88,10 +87,6 @@ func (p *Packer) Lag(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("connect to kafka: %w", err)
 	}
 	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return 0, fmt.Errorf("kafka admin: %w", err)
-	}
 	inputs := map[string][]string{
 		c.dedupeGroup(): {c.Topics.Toys, c.Topics.Boxes, c.dedupeGroup() + "-loop"},
 		c.clockGroup():  {c.dedupeGroup() + "-table", c.clockGroup() + "-loop"},
@@ -99,40 +94,12 @@ func (p *Packer) Lag(ctx context.Context) (int64, error) {
 	}
 	var total int64
 	for _, group := range c.Groups() {
-		if err := ctx.Err(); err != nil {
+		lag, err := kafkaconf.GroupLag(ctx, client, group, inputs[group]...)
+		if err != nil {
 			return 0, err
 		}
-		req := map[string][]int32{}
-		for _, topic := range inputs[group] {
-			ps, err := client.Partitions(topic)
-			if err != nil {
-				return 0, fmt.Errorf("partitions of %q: %w", topic, err)
-			}
-			req[topic] = ps
-		}
-		resp, err := admin.ListConsumerGroupOffsets(group, req)
-		if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
-			return 0, fmt.Errorf("offsets of group %q: %w", group, err)
-		}
-		for topic, ps := range req {
-			for _, part := range ps {
-				end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
-				if err != nil {
-					return 0, fmt.Errorf("end of %s/%d: %w", topic, part, err)
-				}
-				committed := int64(0)
-				if resp == nil {
-					// The group has not committed anything yet.
-				} else if b := resp.GetBlock(topic, part); b != nil && b.Offset >= 0 {
-					committed = b.Offset
-				}
-				if end > committed {
-					total += end - committed
-				}
-			}
-		}
+		total += lag
 	}
-	_ = admin // closing the admin would close the shared client twice
 	return total, nil
 }
 
