@@ -328,6 +328,9 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 		pargs = []string{"bench-hop", "--brokers", strings.Join(kc.Brokers, ","), "--group", hopGroup(name),
 			"--toys-topic", cfg.Topics.Toys, "--boxes-topic", cfg.Topics.Boxes}
 	}
+	if kc.FlushFrequency != 0 {
+		pargs = append(pargs, "--kafka-flush", kc.FlushFrequency.String())
+	}
 	if first && o.cpuprofile != "" {
 		pargs = append(pargs, "--cpuprofile", o.cpuprofile)
 	}

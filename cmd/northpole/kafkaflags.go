@@ -16,6 +16,7 @@ import (
 type kafkaOptions struct {
 	brokers  string
 	retryFor time.Duration
+	flush    time.Duration
 	sec      kafkaconf.Security
 	// inProcessDefault: no --brokers means the in-process Kafka, not
 	// $NORTHPOLE_BROKERS (the demo).
@@ -26,6 +27,8 @@ func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
 	fs.StringVar(&o.brokers, "brokers", "", brokersHelp)
 	fs.DurationVar(&o.retryFor, "kafka-retry-for", 0, "how long to keep retrying writes while a broker is unreachable before giving up (default "+
 		kafkaconf.DefaultRetryFor.String()+"; $NORTHPOLE_KAFKA_RETRY_FOR)")
+	fs.DurationVar(&o.flush, "kafka-flush", 0, "how long a written record may wait in the client's buffer to be batched with others: lower is less latency per hop, higher is less CPU at low rates (default "+
+		kafkaconf.DefaultFlushFrequency.String()+")")
 	fs.BoolVar(&o.sec.TLS, "tls", false, "connect to Kafka with TLS ($"+kafkaconf.EnvTLS+"=true)")
 	fs.StringVar(&o.sec.TLSCAFile, "tls-ca", "", "PEM file of the CAs to trust (default: the system's; $"+kafkaconf.EnvTLSCA+")")
 	fs.StringVar(&o.sec.TLSCertFile, "tls-cert", "", "PEM client certificate for mutual TLS ($"+kafkaconf.EnvTLSCert+")")
@@ -69,9 +72,12 @@ func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
 	if retryFor < 0 {
 		return kafkaconf.Config{}, usageErr("--kafka-retry-for %v is negative", retryFor)
 	}
+	if o.flush < 0 {
+		return kafkaconf.Config{}, usageErr("--kafka-flush %v is negative", o.flush)
+	}
 	brokers := brokersFrom(o.brokers)
 	if o.inProcessDefault {
 		brokers = kafkaconf.SplitBrokers(o.brokers)
 	}
-	return kafkaconf.Config{Brokers: brokers, ClientID: clientID, Security: s, RetryFor: retryFor}, nil
+	return kafkaconf.Config{Brokers: brokers, ClientID: clientID, Security: s, RetryFor: retryFor, FlushFrequency: o.flush}, nil
 }

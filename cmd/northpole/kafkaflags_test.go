@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
 func TestKafkaOptionsRetryFor(t *testing.T) {
@@ -39,5 +41,25 @@ func TestKafkaOptionsRetryFor(t *testing.T) {
 				t.Errorf("RetryFor = %v, want %v", kc.RetryFor, tc.want)
 			}
 		})
+	}
+}
+
+func TestKafkaOptionsFlush(t *testing.T) {
+	o := kafkaOptions{brokers: "k:9092", flush: 20 * time.Millisecond}
+	kc, err := o.config("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kc.Sarama().Producer.Flush.Frequency; got != 20*time.Millisecond {
+		t.Errorf("flush frequency = %v, want 20ms", got)
+	}
+	o.flush = 0
+	if kc, _ = o.config("test"); kc.Sarama().Producer.Flush.Frequency != kafkaconf.DefaultFlushFrequency {
+		t.Errorf("default flush frequency = %v, want %v", kc.Sarama().Producer.Flush.Frequency, kafkaconf.DefaultFlushFrequency)
+	}
+	o.flush = -time.Millisecond
+	var ee *exitError
+	if _, err := o.config("test"); !errors.As(err, &ee) || ee.code != 2 {
+		t.Errorf("negative --kafka-flush: %v, want a usage error", err)
 	}
 }

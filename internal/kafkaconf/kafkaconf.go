@@ -27,7 +27,8 @@ type Config struct {
 	Version sarama.KafkaVersion
 	// FlushFrequency bounds how long a produced record waits in the client's
 	// buffer. goka's default of 100 ms makes every hop of a pipeline 100 ms
-	// slow; a few ms keeps latency low at a small cost in batching. 0 means 5 ms.
+	// slow; a few ms keeps latency low at a small cost in batching. 0 means
+	// DefaultFlushFrequency.
 	FlushFrequency time.Duration
 	// RetryFor is how long a long-lived client keeps retrying a produce or a
 	// metadata request while a broker is unreachable (a restart, a leader
@@ -42,6 +43,9 @@ type Config struct {
 // ten seconds, but a broker that does not finish its controlled shutdown is
 // killed after 30 s and then recovers its logs: CI once saw 50 s.
 const DefaultRetryFor = 2 * time.Minute
+
+// DefaultFlushFrequency bounds how long a produced record waits to be batched.
+const DefaultFlushFrequency = 5 * time.Millisecond
 
 // retryBackoff is the pause between retries of produce and metadata requests.
 const retryBackoff = 500 * time.Millisecond
@@ -110,7 +114,7 @@ func (c Config) Sarama() *sarama.Config {
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner // FNV-1a, as goka
 	cfg.Producer.Flush.Frequency = c.FlushFrequency
 	if cfg.Producer.Flush.Frequency == 0 {
-		cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+		cfg.Producer.Flush.Frequency = DefaultFlushFrequency
 	}
 	cfg.Producer.Flush.Bytes = 1 << 20
 
