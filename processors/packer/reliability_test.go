@@ -131,12 +131,18 @@ func (pl pipeline) produceAt(ctx context.Context, s scenario, rate float64) erro
 // TestCrashSIGKILL runs the packer as its own OS process and kills it with
 // SIGKILL at random moments while the elves write, at least 20 times. The
 // deduplicated results must equal the reference, and the raw output must not
-// put a toy in two boxes or two toys in a box.
+// put a toy in two boxes or two toys in a box. It runs with the tables in
+// memory and with the tables on disk (--storage-dir), which survive the kills.
 func TestCrashSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
 	}
 	bin := northpoleBinary(t)
+	t.Run("memory", func(t *testing.T) { crashSIGKILL(t, bin, false) })
+	t.Run("disk", func(t *testing.T) { crashSIGKILL(t, bin, true) })
+}
+
+func crashSIGKILL(t *testing.T, bin string, disk bool) {
 	kc := testkafka.Config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -153,6 +159,9 @@ func TestCrashSIGKILL(t *testing.T) {
 	}
 	logPath := filepath.Join(t.TempDir(), "packer.log")
 	args := pl.packerArgs("crash-test")
+	if disk {
+		args = append(args, "--storage-dir", t.TempDir())
+	}
 
 	produced := make(chan error, 1)
 	go func() { produced <- pl.produceAt(ctx, s, 250) }()

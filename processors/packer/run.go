@@ -11,9 +11,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/storage"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
@@ -84,7 +84,7 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	tmc.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
 	sb := memStoreBuilder()
 	if p.cfg.StorageDir != "" {
-		sb = storage.DefaultBuilder(filepath.Join(p.cfg.StorageDir, group))
+		sb = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
 	}
 	seq := newSequencer()
 	producer := goka.ProducerBuilderWithConfig(p.gokaSarama(group))

@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -197,6 +198,11 @@ func (s *Sleigh) sarama() *sarama.Config {
 func (s *Sleigh) storage(name string) storage.Builder {
 	if s.cfg.StorageDir == "" {
 		return storage.MemoryBuilder()
+	}
+	if name == "processor" {
+		// The processor skips keys it already holds; kept files could hold
+		// a pair whose changelog write a crash lost (see gokastore).
+		return gokastore.FreshLevelDB(filepath.Join(s.cfg.StorageDir, name))
 	}
 	return storage.DefaultBuilder(filepath.Join(s.cfg.StorageDir, name))
 }
