@@ -185,13 +185,19 @@ func (o *Observed) readBin(r *binReader) {
 func (d *DedupeState) appendBin(b []byte) []byte {
 	b = binary.AppendVarint(b, d.First)
 	b = binary.AppendVarint(b, d.Last)
-	return d.Ev.appendBin(b)
+	b = d.Ev.appendBin(b)
+	// Last, so that values of earlier packers (which end with Ev) still read.
+	return binary.AppendVarint(b, int64(d.FirstPart))
 }
 
 func (d *DedupeState) readBin(r *binReader) {
 	d.First = r.varint()
 	d.Last = r.varint()
 	d.Ev.readBin(r)
+	d.FirstPart = -1
+	if r.err == nil && len(r.b) > 0 {
+		d.FirstPart = int32(r.varint())
+	}
 }
 
 func (e *ClockEvent) appendBin(b []byte) []byte {
@@ -223,15 +229,38 @@ func (e *ClockEvent) readBin(r *binReader) {
 	}
 }
 
+// A StreamClock's flag byte: bit 1 Seen, bit 2 "offsets per partition
+// follow". Values without bit 2 (earlier packers) hold one offset, read as
+// partition -1 (any).
+const clockPerPartition = 2
+
 func (c *StreamClock) appendBin(b []byte) []byte {
-	b = append(b, flag(c.Seen, 1))
-	b = binary.AppendVarint(b, c.Last)
+	b = append(b, flag(c.Seen, 1)|clockPerPartition)
+	b = binary.AppendUvarint(b, uint64(len(c.Lasts)))
+	for _, l := range c.Lasts {
+		b = binary.AppendVarint(b, int64(l.Partition))
+		b = binary.AppendVarint(b, l.Offset)
+	}
 	return binary.AppendVarint(b, c.Max)
 }
 
 func (c *StreamClock) readBin(r *binReader) {
-	c.Seen = r.byte1()&1 != 0
-	c.Last = r.varint()
+	f := r.byte1()
+	c.Seen = f&1 != 0
+	if f&clockPerPartition == 0 {
+		if last := r.varint(); c.Seen {
+			c.Lasts = []PartOffset{{Partition: -1, Offset: last}}
+		}
+	} else {
+		n := r.uvarint()
+		if n > uint64(len(r.b)) { // each entry takes at least 2 bytes
+			r.err = errShort
+			return
+		}
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			c.Lasts = append(c.Lasts, PartOffset{Partition: int32(r.varint()), Offset: r.varint()})
+		}
+	}
 	c.Max = r.varint()
 }
 

@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -20,9 +21,9 @@ func TestBinCodecRoundTrip(t *testing.T) {
 	}{
 		{binCodec[Observed, *Observed]{}, &obs},
 		{binCodec[Observed, *Observed]{}, &Observed{}},
-		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: 1, Last: 99, Ev: obs}},
+		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: 1, FirstPart: 3, Last: 99, Ev: obs}},
 		{binCodec[ClockEvent, *ClockEvent]{}, &ev},
-		{binCodec[ClockState, *ClockState]{}, &ClockState{Toys: StreamClock{Seen: true, Last: 4, Max: 1e12}, Boxes: StreamClock{Last: -1},
+		{binCodec[ClockState, *ClockState]{}, &ClockState{Toys: StreamClock{Seen: true, Lasts: []PartOffset{{Partition: 2, Offset: 4}, {Partition: 0, Offset: 9}}, Max: 1e12}, Boxes: StreamClock{Max: -1},
 			Open: []OpenWindow{{Start: 1, Toys: 2, Boxes: 3}}, Ev: ev}},
 		{binCodec[ClockState, *ClockState]{}, &ClockState{}},
 		{binCodec[SlotMsg, *SlotMsg]{}, &SlotMsg{Stream: record.Toys, ID: "t", Close: true, Size: "S", Window: 42}},
@@ -49,8 +50,21 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, c.v) {
 			t.Errorf("%T: from JSON\n got %+v\nwant %+v", c.v, got, c.v)
 		}
+		legacy := -1 // a prefix that is a complete value of an earlier packer
+		if d, ok := c.v.(*DedupeState); ok {
+			legacy = len(b) - len(binary.AppendVarint(nil, int64(d.FirstPart)))
+			old, err := c.codec.Decode(b[:legacy])
+			if err != nil {
+				t.Fatalf("DedupeState of an earlier packer (without FirstPart): %v", err)
+			}
+			want := *d
+			want.FirstPart = -1
+			if !reflect.DeepEqual(old, &want) {
+				t.Errorf("DedupeState of an earlier packer\n got %+v\nwant %+v", old, &want)
+			}
+		}
 		for n := 0; n < len(b); n++ {
-			if _, err := c.codec.Decode(b[:n]); err == nil {
+			if _, err := c.codec.Decode(b[:n]); err == nil && n != legacy {
 				t.Errorf("%T: %d of %d bytes decoded without error", c.v, n, len(b))
 			}
 		}

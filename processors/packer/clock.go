@@ -35,11 +35,12 @@ func (p Params) watermark(c StreamClock) int64 {
 // when the event was already applied (a redelivery after a crash or
 // rebalance): then the state is unchanged and nothing must be written.
 //
-// Events of one (stream, size) arrive in offset order, redeliveries being
-// repeats of earlier ones, so "offset <= last applied" identifies them.
+// Events of one (stream, size) arrive in offset order per source partition,
+// redeliveries being repeats of earlier ones, so "offset <= last applied in
+// its partition" identifies them.
 func (s *ClockState) Apply(p Params, rec Observed) bool {
 	c := s.clock(rec.Stream)
-	if c.Seen && rec.Offset <= c.Last {
+	if c.applied(rec.Partition, rec.Offset) {
 		return false
 	}
 	ev := ClockEvent{Rec: rec, Window: p.windowStart(rec.MadeUS)}
@@ -57,7 +58,8 @@ func (s *ClockState) Apply(p Params, rec Observed) bool {
 	if !c.Seen || rec.MadeUS > c.Max {
 		c.Max = rec.MadeUS
 	}
-	c.Seen, c.Last = true, rec.Offset
+	ev.NewPartition = c.markApplied(rec.Partition, rec.Offset)
+	c.Seen = true
 	ev.Closed = s.closeWindows(p)
 	s.Ev = ev
 	return true

@@ -358,3 +358,109 @@ func waitForOutput(t *testing.T, ctx context.Context, pl pipeline, n int64, pati
 		}
 	}
 }
+
+// TestStrayPartitionLosesNothing writes records of one size to a partition
+// other than the one its key hashes to (as a producer with another
+// partitioner would), before the elves write the rest. The contract assumes
+// one partition per (stream, size), so the results need not equal the
+// reference, but no record may go without an outcome: every toy must end up
+// packed, unpacked, late or a dead letter, and every box packed, spare, late
+// or a dead letter.
+func TestStrayPartitionLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := scenario{seed: 77, toys: 300, boxes: 300, elves: 1, partitions: 4,
+		window: 2 * time.Second, lateness: time.Second, spacing: 10 * time.Millisecond}
+	pl := newPipeline(t, kc, s)
+	pk, stop := pl.startPacker(t, ctx)
+
+	home, err := sarama.NewHashPartitioner("").Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder("M")}, s.partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := (home + 1) % s.partitions
+	cfg := kc.Sarama()
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	prod, err := sarama.NewSyncProducer(kc.Brokers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := producers.DefaultConfig(record.Toys).Start
+	for i := range 5 {
+		made := record.FormatTime(start.Add(time.Duration(i) * 100 * time.Millisecond))
+		for _, m := range []*sarama.ProducerMessage{
+			{Topic: pl.cfg.Topics.Toys, Partition: stray, Key: sarama.StringEncoder("M"),
+				Value: sarama.StringEncoder(fmt.Sprintf(`{"toy_id":"stray-toy-%d","size":"M","made_at":%q}`, i, made))},
+			{Topic: pl.cfg.Topics.Boxes, Partition: stray, Key: sarama.StringEncoder("M"),
+				Value: sarama.StringEncoder(fmt.Sprintf(`{"box_id":"stray-box-%d","size":"M","made_at":%q}`, i, made))},
+		} {
+			if _, _, err := prod.SendMessage(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	prod.Close()
+	if err := pl.produce(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitQuiet(t, ctx, pk)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	got, _, err := packer.ReadResults(ctx, kc, pl.cfg.Topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := map[string]int{} // stream|size|id -> outcomes
+	for _, r := range got.Packed {
+		outcome["toys|"+r.Size+"|"+r.ToyID]++
+		outcome["boxes|"+r.Size+"|"+r.BoxID]++
+	}
+	for _, r := range got.Unpacked {
+		outcome["toys|"+r.Size+"|"+r.ToyID]++
+	}
+	for _, r := range got.Spare {
+		outcome["boxes|"+r.Size+"|"+r.BoxID]++
+	}
+	for _, r := range got.Late {
+		outcome[r.Stream+"|"+r.Size+"|"+r.ID]++
+	}
+	dead := map[string]bool{}
+	for _, d := range got.Dead {
+		dead[fmt.Sprintf("%s/%d/%d", d.Stream, d.Partition, d.Offset)] = true
+	}
+	items, strays := 0, 0
+	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+		topic := pl.cfg.Topics.Toys
+		if st == record.Boxes {
+			topic = pl.cfg.Topics.Boxes
+		}
+		inputs, err := topicread.Inputs(ctx, kc, topic, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range inputs {
+			r, err := record.Parse(st, in.Key, in.Value)
+			if err != nil || r.Heartbeat {
+				continue
+			}
+			items++
+			if in.Partition == stray && r.Size == "M" {
+				strays++
+			}
+			k := string(st) + "|" + r.Size + "|" + r.ID
+			if outcome[k] == 0 && !dead[fmt.Sprintf("%s/%d/%d", st, in.Partition, in.Offset)] {
+				t.Errorf("%s %s (partition %d, offset %d) has no outcome", st, r.ID, in.Partition, in.Offset)
+			}
+		}
+	}
+	if strays != 10 {
+		t.Fatalf("%d stray records read back, want 10", strays)
+	}
+	t.Logf("%d items, %d of them on a stray partition; every one has an outcome", items, strays)
+}

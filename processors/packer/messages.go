@@ -32,9 +32,17 @@ type Observed struct {
 // state write and the event it carries are one Kafka record and can never be
 // half-written.
 type DedupeState struct {
-	First int64    `json:"first"` // offset of the first record with this id (items only)
-	Last  int64    `json:"last"`  // greatest offset handled here
-	Ev    Observed `json:"ev"`
+	First int64 `json:"first"` // offset of the first record with this id (items only)
+	// FirstPart is the partition of First; -1 in values written before it
+	// was kept (then First is compared by offset alone, as it was).
+	FirstPart int32    `json:"first_part"`
+	Last      int64    `json:"last"` // offset of the last record handled here, in partition Ev.Partition
+	Ev        Observed `json:"ev"`
+}
+
+// isFirst reports whether obs is the record that first had this id.
+func (d *DedupeState) isFirst(obs *Observed) bool {
+	return obs.Offset == d.First && (d.FirstPart < 0 || obs.Partition == d.FirstPart)
 }
 
 // Class is what the contract made of a valid record.
@@ -62,13 +70,65 @@ type ClockEvent struct {
 	Window int64    `json:"w"` // window start, µs
 	Rank   int      `json:"k,omitempty"`
 	Closed []Closed `json:"closed,omitempty"`
+	// NewPartition: the first record of its (stream, size) from a second
+	// source partition, which the contract rules out (see StreamClock). The
+	// clock stage logs it; it is not encoded and changes no result.
+	NewPartition bool `json:"-"`
 }
 
 // StreamClock is the clock of one (stream, size).
 type StreamClock struct {
-	Seen bool  `json:"seen,omitempty"`
-	Last int64 `json:"last"` // greatest source offset applied
-	Max  int64 `json:"max"`  // greatest made_at seen, µs
+	Seen bool `json:"seen,omitempty"`
+	// Lasts is the greatest source offset applied, per source partition. The
+	// contract has every record of a (stream, size) in one partition, so it
+	// holds one entry; a producer that breaks that (another partitioner, a
+	// changed partition count) adds one per partition, and its records are
+	// then applied in arrival order instead of being mistaken for replays.
+	// Partition -1 stands for any partition: a value written before
+	// partitions were kept.
+	Lasts []PartOffset `json:"lasts,omitempty"`
+	Last  int64        `json:"last,omitempty"` // in JSON values of earlier packers only: read into Lasts
+	Max   int64        `json:"max"`            // greatest made_at seen, µs
+}
+
+// PartOffset is an offset in one source partition.
+type PartOffset struct {
+	Partition int32 `json:"p"`
+	Offset    int64 `json:"o"`
+}
+
+// applied reports whether the record at (part, off) was already applied.
+func (c *StreamClock) applied(part int32, off int64) bool {
+	if !c.Seen {
+		return false
+	}
+	if len(c.Lasts) == 0 { // a JSON value of an earlier packer
+		return off <= c.Last
+	}
+	for _, l := range c.Lasts {
+		if l.Partition == part || l.Partition == -1 {
+			return off <= l.Offset
+		}
+	}
+	return false
+}
+
+// markApplied records (part, off) as the last record applied from part. It
+// reports whether part is a partition this (stream, size) had not come from.
+func (c *StreamClock) markApplied(part int32, off int64) (newPartition bool) {
+	if len(c.Lasts) == 0 && c.Seen { // a JSON value of an earlier packer
+		c.Lasts = []PartOffset{{Partition: -1, Offset: c.Last}}
+	}
+	c.Last = 0
+	for i := range c.Lasts {
+		if l := &c.Lasts[i]; l.Partition == part || l.Partition == -1 {
+			// The first record after an upgrade tells the partition.
+			l.Partition, l.Offset = part, off
+			return false
+		}
+	}
+	c.Lasts = append(c.Lasts, PartOffset{Partition: part, Offset: off})
+	return len(c.Lasts) > 1
 }
 
 // OpenWindow counts the items ranked so far in a window that is not closed.

@@ -134,26 +134,39 @@ func (p *Packer) dedupe(ctx goka.Context, msg any) {
 	if v := ctx.Value(); v != nil {
 		st = v.(*DedupeState)
 	}
-	if st != nil && obs.Offset <= st.Last {
-		// Redelivered: the event is already in the table.
-		if !obs.Heartbeat && obs.Offset != st.First {
-			p.emitDup(ctx, obs)
-		}
-		return
+	next, dup := dedupeStep(st, obs)
+	if dup {
+		p.emitDup(ctx, obs)
 	}
+	if next != nil {
+		ctx.SetValue(next)
+	}
+}
+
+// dedupeStep is the dedupe decision for one record: the state to write (nil
+// when the record was already applied: its event is in the table) and whether
+// the record is a duplicate (then its dead letter is sent, again on a
+// redelivery).
+func dedupeStep(st *DedupeState, obs *Observed) (next *DedupeState, dup bool) {
+	if st != nil && obs.Partition == st.Ev.Partition && obs.Offset <= st.Last {
+		return nil, !obs.Heartbeat && !st.isFirst(obs)
+	}
+	// A new record, or (only when one id arrives from two partitions, which
+	// the contract rules out) possibly a replayed one: its event is then
+	// written again, which the clock recognizes and skips.
 	ev := *obs
 	ev.Raw, ev.Key = nil, nil
-	next := &DedupeState{First: -1, Last: obs.Offset, Ev: ev}
+	next = &DedupeState{First: -1, FirstPart: -1, Last: obs.Offset, Ev: ev}
 	if !obs.Heartbeat {
 		if st == nil {
-			next.First = obs.Offset
+			next.First, next.FirstPart = obs.Offset, obs.Partition
 		} else {
-			next.First = st.First
-			next.Ev.Dup = true
-			p.emitDup(ctx, obs)
+			next.First, next.FirstPart = st.First, st.FirstPart
+			dup = !st.isFirst(obs)
+			next.Ev.Dup = dup
 		}
 	}
-	ctx.SetValue(next)
+	return next, dup
 }
 
 func (p *Packer) emitDup(ctx goka.Context, obs *Observed) {
@@ -176,6 +189,12 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 		st = v.(*ClockState)
 	}
 	if st.Apply(p.params, *obs) {
+		if st.Ev.NewPartition {
+			p.log.Warn("records of one stream and size arrive from more than one partition; they are processed in arrival order, "+
+				"and the reference orders them by (partition, offset), so results may differ from it: partition producers' keys with FNV-1a "+
+				"(see README) and do not change the partition count of the input topics",
+				"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
+		}
 		ctx.SetValue(st)
 	}
 }

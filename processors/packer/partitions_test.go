@@ -1,0 +1,133 @@
+package packer
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// The contract has every record of a (stream, size) in one partition. When a
+// producer breaks that (another partitioner, a changed partition count), the
+// packer must still give every record an outcome: an offset in one partition
+// says nothing about an offset in another, so a record from a second
+// partition is never mistaken for a replay.
+
+func TestDedupeStepAcrossPartitions(t *testing.T) {
+	obs := func(part int32, off int64) *Observed {
+		return &Observed{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "a"}
+	}
+	type step struct {
+		obs       *Observed
+		write     bool // a state (and so an event for the clock) is written
+		dup       bool
+		wantFirst [2]int64 // partition, offset of First after the step
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"one partition: first, duplicate, replays", []step{
+			{obs(0, 10), true, false, [2]int64{0, 10}},
+			{obs(0, 12), true, true, [2]int64{0, 10}},
+			{obs(0, 10), false, false, [2]int64{0, 10}}, // replay of the first
+			{obs(0, 12), false, true, [2]int64{0, 10}},  // replay of the duplicate: dead letter again
+		}},
+		{"a second partition with a lower offset is a duplicate, not a replay", []step{
+			{obs(0, 50), true, false, [2]int64{0, 50}},
+			{obs(3, 5), true, true, [2]int64{0, 50}},
+		}},
+		{"the same offset in another partition is not the first record", []step{
+			{obs(0, 50), true, false, [2]int64{0, 50}},
+			{obs(3, 50), true, true, [2]int64{0, 50}},
+		}},
+		{"a replay of the first after a record from another partition stays the first", []step{
+			{obs(0, 50), true, false, [2]int64{0, 50}},
+			{obs(3, 5), true, true, [2]int64{0, 50}},
+			{obs(0, 50), true, false, [2]int64{0, 50}}, // written again; the clock skips it
+			{obs(3, 5), true, true, [2]int64{0, 50}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var st *DedupeState
+			for i, s := range tc.steps {
+				next, dup := dedupeStep(st, s.obs)
+				if (next != nil) != s.write || dup != s.dup {
+					t.Fatalf("step %d (%d@%d): write %v dup %v, want write %v dup %v", i, s.obs.Partition, s.obs.Offset, next != nil, dup, s.write, s.dup)
+				}
+				if next != nil {
+					if next.Ev.Dup != dup || next.Ev.Offset != s.obs.Offset || next.Ev.Partition != s.obs.Partition {
+						t.Fatalf("step %d: event %+v", i, next.Ev)
+					}
+					st = next
+				}
+				if got := [2]int64{int64(st.FirstPart), st.First}; got != s.wantFirst {
+					t.Fatalf("step %d: first %v, want %v", i, got, s.wantFirst)
+				}
+			}
+		})
+	}
+}
+
+func TestClockAppliesEachPartitionOnce(t *testing.T) {
+	p := Params{WindowUS: 10, LatenessUS: 5}
+	item := func(part int32, off, made int64) Observed {
+		return Observed{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "x", MadeUS: made}
+	}
+	var st ClockState
+	for i, s := range []struct {
+		obs     Observed
+		applied bool
+		newPart bool
+	}{
+		{item(0, 1, 1), true, false},
+		{item(0, 2, 2), true, false},
+		{item(3, 1, 3), true, true}, // lower offset, other partition: applied, not a replay
+		{item(3, 1, 3), false, false},
+		{item(0, 2, 2), false, false},
+		{item(3, 2, 4), true, false},
+		{item(0, 3, 5), true, false},
+	} {
+		if got := st.Apply(p, s.obs); got != s.applied {
+			t.Fatalf("step %d (%d@%d): applied %v, want %v", i, s.obs.Partition, s.obs.Offset, got, s.applied)
+		}
+		if s.applied && st.Ev.NewPartition != s.newPart {
+			t.Fatalf("step %d: NewPartition %v, want %v", i, st.Ev.NewPartition, s.newPart)
+		}
+	}
+	if len(st.Open) != 1 || st.Open[0].Toys != 5 {
+		t.Fatalf("open windows %+v, want one with the 5 applied toys", st.Open)
+	}
+}
+
+// A clock written before partitions were kept (one offset, any partition)
+// keeps skipping replays, and learns its partition from the next record.
+func TestClockOfAnEarlierPacker(t *testing.T) {
+	c := StreamClock{Seen: true, Lasts: []PartOffset{{Partition: -1, Offset: 5}}, Max: 1}
+	if !c.applied(2, 5) || c.applied(2, 6) {
+		t.Fatalf("applied(2, 5) = %v, applied(2, 6) = %v; want true, false", c.applied(2, 5), c.applied(2, 6))
+	}
+	if c.markApplied(2, 6) {
+		t.Fatal("the first record after an upgrade was taken for a second partition")
+	}
+	if len(c.Lasts) != 1 || c.Lasts[0] != (PartOffset{Partition: 2, Offset: 6}) {
+		t.Fatalf("Lasts = %+v", c.Lasts)
+	}
+	// Its binary form without per-partition offsets still reads.
+	legacy := []byte{binVersion}
+	for _, sc := range []StreamClock{{Seen: true, Max: 7}, {}} {
+		legacy = append(legacy, flag(sc.Seen, 1))
+		legacy = binary.AppendVarint(legacy, 5)
+		legacy = binary.AppendVarint(legacy, sc.Max)
+	}
+	legacy = binary.AppendUvarint(legacy, 0)   // no open windows
+	legacy = (&ClockEvent{}).appendBin(legacy) // the last event
+	v, err := binCodec[ClockState, *ClockState]{}.Decode(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.(*ClockState)
+	if len(got.Toys.Lasts) != 1 || got.Toys.Lasts[0] != (PartOffset{Partition: -1, Offset: 5}) || got.Toys.Max != 7 || len(got.Boxes.Lasts) != 0 {
+		t.Fatalf("legacy clock decoded as %+v", got)
+	}
+}
