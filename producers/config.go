@@ -132,9 +132,12 @@ type Config struct {
 	// subtracted from each record's nominal time. With Disorder <= Lateness no
 	// record becomes late by accident.
 	Disorder time.Duration
-	// LateRate is the fraction of records made deliberately late: made_at is
-	// Lateness + 2*Window + a random part before the newest event time the
-	// sending elf has written for that size.
+	// LateRate is the probability that a record is made deliberately late:
+	// made_at is Lateness + 2*Window + a random part before the newest event
+	// time the sending elf has written for that size. A late draw before the
+	// elf has written anything (record or heartbeat) for that size makes an
+	// ordinary record instead, so the fraction of late records is below
+	// LateRate (Stats.Kinds counts those actually made).
 	LateRate float64
 	// DupRate is the fraction of records that re-send, with an identical value,
 	// an earlier record of the same size written by the same elf.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/spf13/cobra"
 
+	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -120,6 +122,9 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 			if o.records < 2 {
 				return usageErr("--records must be at least 2")
 			}
+			if err := o.validate(); err != nil {
+				return err
+			}
 			return runBench(cmd.Context(), o, ko)
 		},
 	}
@@ -141,6 +146,25 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	return cmd
 }
 
+// validate rejects flag values that make no sense, as usage errors.
+func (o benchOptions) validate() error {
+	switch {
+	case o.timeout <= 0:
+		return usageErr("--timeout must be positive, got %v", o.timeout)
+	case o.liveSeconds <= 0:
+		return usageErr("--live-duration must be positive, got %v", o.liveSeconds)
+	case !(o.liveRate > 0) || math.IsInf(o.liveRate, 0):
+		return usageErr("--live-rate must be a positive number of records per second, got %v", o.liveRate)
+	case o.elves < 1 || o.elves > producers.MaxElves:
+		return usageErr("--elves must be between 1 and %d, got %d", producers.MaxElves, o.elves)
+	}
+	p := contract.Params{Window: o.window, Lateness: o.lateness, ClosedOnly: true}
+	if err := p.Validate(); err != nil {
+		return usageErr("%w", err)
+	}
+	return nil
+}
+
 func runBench(ctx context.Context, o benchOptions, ko kafkaOptions) error {
 	progress := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
@@ -148,6 +172,11 @@ func runBench(ctx context.Context, o benchOptions, ko kafkaOptions) error {
 	real, err := ko.config("northpole-bench")
 	if err != nil {
 		return err
+	}
+	if len(real.Brokers) > 0 {
+		if err := real.Validate(); err != nil {
+			return usageErr("%w", err)
+		}
 	}
 	kf, err := kfakebroker.Start()
 	if err != nil {
@@ -448,11 +477,11 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 			r.LatencyP50MS, r.LatencyP99MS, r.LatencyP999MS = q(0.50), q(0.99), q(0.999)
 		}
 	}
-	in, err := endOffsets(kc, cfg.Topics.Toys, cfg.Topics.Boxes)
+	in, err := endOffsets(ctx, kc, cfg.Topics.Toys, cfg.Topics.Boxes)
 	if err != nil {
 		return r, err
 	}
-	outN, err := endOffsets(kc, cfg.Topics.Packed, cfg.Topics.Unpacked, cfg.Topics.Spare, cfg.Topics.Late, cfg.Topics.Dead)
+	outN, err := endOffsets(ctx, kc, cfg.Topics.Packed, cfg.Topics.Unpacked, cfg.Topics.Spare, cfg.Topics.Late, cfg.Topics.Dead)
 	if err != nil {
 		return r, err
 	}
@@ -489,7 +518,7 @@ func waitQuietProgress(ctx context.Context, pk *packer.Packer, done chan error, 
 }
 
 func waitStable(ctx context.Context, kc kafkaconf.Config, groups []string, done chan error) error {
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	client, err := kc.NewReaderClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -522,8 +551,8 @@ func waitStable(ctx context.Context, kc kafkaconf.Config, groups []string, done 
 	}
 }
 
-func endOffsets(kc kafkaconf.Config, topics ...string) (int64, error) {
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+func endOffsets(ctx context.Context, kc kafkaconf.Config, topics ...string) (int64, error) {
+	client, err := kc.NewReaderClient(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -547,7 +576,7 @@ func endOffsets(kc kafkaconf.Config, topics ...string) (int64, error) {
 
 // readAll calls f for every record of topic, oldest to the current end.
 func readAll(ctx context.Context, kc kafkaconf.Config, topic string, f func(*sarama.ConsumerMessage)) error {
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	client, err := kc.NewReaderClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func (discardGokaLogger) Println(...any)        {}
 func (discardGokaLogger) Printf(string, ...any) {}
 
 func hopLag(ctx context.Context, kc kafkaconf.Config, group string, topics []string) (int64, error) {
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	client, err := kc.NewReaderClient(ctx)
 	if err != nil {
 		return 0, err
 	}

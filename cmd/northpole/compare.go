@@ -115,6 +115,12 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 	if err := sqlengine.ValidSchema(o.schema); err != nil {
 		return usageErr("--schema: %w", err)
 	}
+	if o.timeout <= 0 {
+		return usageErr("--timeout must be positive, got %v", o.timeout)
+	}
+	if o.rows < 0 {
+		return usageErr("--rows must be >= 0, got %d", o.rows)
+	}
 	if o.printRisingWave {
 		so := risingwave.ScriptOptions{Brokers: o.kafka.brokers, ToysTopic: o.topics.Toys, BoxesTopic: o.topics.Boxes, Window: o.window, Lateness: o.lateness}
 		if so.Brokers == "" {
@@ -133,6 +139,9 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 	}
 	if len(kc.Brokers) == 0 {
 		return usageErr("no Kafka: give --brokers or set $NORTHPOLE_BROKERS")
+	}
+	if err := kc.Validate(); err != nil {
+		return usageErr("%w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

@@ -86,7 +86,7 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 	f.Float64Var(&o.rate, "rate", o.rate, "records per second per stream; 0 = as fast as possible")
 	f.IntVar(&o.elves, "elves", o.elves, "concurrent elves per stream")
 	f.DurationVar(&o.disorder, "disorder", o.disorder, "made_at jitter: up to this much earlier than the record's nominal time")
-	f.Float64Var(&o.lateRate, "late-rate", o.lateRate, "fraction of records made deliberately late")
+	f.Float64Var(&o.lateRate, "late-rate", o.lateRate, "probability that a record is made deliberately late (a late draw before its elf has written that size makes an ordinary record, so the late fraction is somewhat lower)")
 	f.Float64Var(&o.dupRate, "dup-rate", o.dupRate, "fraction of records that repeat an earlier record")
 	f.Float64Var(&o.badRate, "bad-rate", o.badRate, "fraction of bad records (every kind of dead letter)")
 	o.kafka.inProcessDefault = true
@@ -136,6 +136,9 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		if s.v < 1 {
 			return usageErr("%s must be at least 1, got %d", s.name, s.v)
 		}
+	}
+	if o.timeout <= 0 {
+		return usageErr("--timeout must be positive, got %v", o.timeout)
 	}
 	params := contract.Params{Window: o.packer.Window, Lateness: o.packer.Lateness, ClosedOnly: true}
 	if err := params.Validate(); err != nil {

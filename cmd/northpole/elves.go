@@ -50,10 +50,16 @@ When they are done (or interrupted) a final heartbeat per size follows every
 other record, at the end of the last window written plus --lateness (or at
 --final-heartbeat-at if that is later), so that every window closes.
 
-Some records are made wrong on purpose: --late-rate of them are late (made
---lateness + 2*--window or more before what the same elf last wrote for that
-size), --dup-rate repeat an earlier record byte for byte, and --bad-rate are
-dead letters, cycling through truncated JSON, a JSON array, invalid UTF-8, a bad
+Some records are made wrong on purpose. Each record is drawn late with
+probability --late-rate: made --lateness + 2*--window or more before what the
+same elf last wrote for that size (record or heartbeat). A late draw for a size
+the elf has not written anything for yet makes an ordinary record instead, so
+on average fewer than --late-rate of the records are late, most visibly in
+short runs with many elves; the summary counts the late records actually made.
+Likewise
+--dup-rate draws repeat an earlier toy or box of the same elf and size byte for
+byte (an ordinary record when there is none yet), and --bad-rate are dead
+letters, cycling through truncated JSON, a JSON array, invalid UTF-8, a bad
 made_at, a bad size, a size that differs from the key, a missing id and an
 empty id.
 
@@ -104,7 +110,7 @@ Examples:
 	f.StringVar(&o.start, "start", o.start, "event time (made_at, RFC 3339) of the first record")
 	f.DurationVar(&cfg.Spacing, "spacing", cfg.Spacing, "event time between consecutive records")
 	f.DurationVar(&cfg.Disorder, "disorder", 0, "made_at jitter: each record is made up to this much before its nominal time (records become late by accident only above --lateness)")
-	f.Float64Var(&cfg.LateRate, "late-rate", 0, "fraction (0..1) of records made deliberately late: --lateness + 2*--window or more before the elf's latest made_at for that size")
+	f.Float64Var(&cfg.LateRate, "late-rate", 0, "probability (0..1) that a record is made deliberately late: --lateness + 2*--window or more before the elf's latest made_at for that size; a late draw before the elf has written that size makes an ordinary record, so the late fraction is somewhat lower")
 	f.Float64Var(&cfg.DupRate, "dup-rate", 0, "fraction (0..1) of records that repeat, byte for byte, an earlier record of the same size")
 	f.Float64Var(&cfg.BadRate, "bad-rate", 0, "fraction (0..1) of dead letters, cycling through every kind (malformed JSON, not an object, invalid UTF-8, bad made_at, bad size, size not key, missing id, empty id)")
 	f.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer: sets how late late records are and when the final heartbeats are")

@@ -56,8 +56,13 @@ func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
 	envDefault(&s.SASLMechanism, kafkaconf.EnvSASLMechanism)
 	envDefault(&s.SASLUser, kafkaconf.EnvSASLUser)
 	envDefault(&s.SASLPasswordFile, kafkaconf.EnvSASLPassFile)
-	if !s.TLS {
-		s.TLS, _ = strconv.ParseBool(os.Getenv(kafkaconf.EnvTLS))
+	if v := os.Getenv(kafkaconf.EnvTLS); !s.TLS && v != "" {
+		tls, err := strconv.ParseBool(v)
+		if err != nil {
+			// Ignoring it would connect in plaintext to a TLS listener.
+			return kafkaconf.Config{}, usageErr("$%s=%q is not a boolean: use true or false (also 1/0, t/f)", kafkaconf.EnvTLS, v)
+		}
+		s.TLS = tls
 	}
 	s, err := s.Resolve()
 	if err != nil {

@@ -8,12 +8,17 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
-func TestKafkaOptionsRetryFor(t *testing.T) {
+// TestKafkaOptionsEnv: --kafka-retry-for and $NORTHPOLE_KAFKA_RETRY_FOR, --tls
+// and $NORTHPOLE_KAFKA_TLS.
+func TestKafkaOptionsEnv(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		flag     time.Duration
 		env      string
+		tlsFlag  bool
+		tlsEnv   string
 		want     time.Duration
+		wantTLS  bool
 		wantCode int // 0: no error
 	}{
 		{name: "default", want: 0},
@@ -22,10 +27,18 @@ func TestKafkaOptionsRetryFor(t *testing.T) {
 		{name: "flag wins over env", flag: time.Minute, env: "90s", want: time.Minute},
 		{name: "env not a duration", env: "soon", wantCode: 2},
 		{name: "negative", flag: -time.Second, wantCode: 2},
+		{name: "TLS env true", tlsEnv: "true", wantTLS: true},
+		{name: "TLS env 1", tlsEnv: "1", wantTLS: true},
+		{name: "TLS env false", tlsEnv: "false"},
+		{name: "TLS flag", tlsFlag: true, wantTLS: true},
+		{name: "TLS env not a bool", tlsEnv: "yes", wantCode: 2},
+		{name: "TLS env empty", tlsEnv: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("NORTHPOLE_KAFKA_RETRY_FOR", tc.env)
+			t.Setenv(kafkaconf.EnvTLS, tc.tlsEnv)
 			o := kafkaOptions{brokers: "k:9092", retryFor: tc.flag}
+			o.sec.TLS = tc.tlsFlag
 			kc, err := o.config("test")
 			if tc.wantCode != 0 {
 				var ee *exitError
@@ -39,6 +52,9 @@ func TestKafkaOptionsRetryFor(t *testing.T) {
 			}
 			if kc.RetryFor != tc.want {
 				t.Errorf("RetryFor = %v, want %v", kc.RetryFor, tc.want)
+			}
+			if kc.Security.TLS != tc.wantTLS {
+				t.Errorf("TLS = %v, want %v", kc.Security.TLS, tc.wantTLS)
 			}
 		})
 	}

@@ -65,7 +65,7 @@ docs/SEMANTICS.md.`,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+				return usageErr("--log-level %q: want debug, info, warn or error", logLevel)
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 			telemetry.LogErrors(slog.Default())
@@ -77,7 +77,65 @@ docs/SEMANTICS.md.`,
 	root.AddCommand(newServicemapCmd())
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newBenchCmd(), newBenchHopCmd())
+	// Bad flags and arguments are usage errors (exit 2), as are commands
+	// that only group others when called without one of them.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%w (see '%s --help')", err, c.CommandPath())
+	})
+	root.InitDefaultCompletionCmd() // else cobra adds it at Execute, unseen by usageArgs
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes every argument error of cmd and its subcommands a usage
+// error, and makes each command that only groups subcommands (process,
+// completion, the root itself) say which one is missing or unknown instead of
+// printing its help and exiting 0.
+func usageArgs(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = needSubcommand
+	}
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			err := args(c, a)
+			var ee *exitError
+			if err == nil || errors.As(err, &ee) {
+				return err
+			}
+			return usageErr("%w (see '%s --help')", err, c.CommandPath())
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// needSubcommand is the RunE of a command that only groups others.
+func needSubcommand(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	want := strings.Join(names, ", ")
+	// main prefixes the root's name already.
+	what := strings.TrimPrefix(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()), " ")
+	if what != "" {
+		what += ": "
+	}
+	if len(args) == 0 {
+		return usageErr("%ssay which command to run: %s (see '%s --help')", what, want, cmd.CommandPath())
+	}
+	hint := ""
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default for its own suggestions
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return usageErr("%sunknown command %q%s: want one of %s", what, args[0], hint, want)
 }
 
 // brokersFlag reads --brokers, falling back to $NORTHPOLE_BROKERS.
@@ -91,5 +149,3 @@ func brokersFrom(flag string) []string {
 func usageErr(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
 }
-
-var _ = strings.TrimSpace

@@ -58,7 +58,7 @@ join would lose.`,
 	f.StringVar(&o.http, "http", o.http, "receive OTLP/HTTP on this address, POST /v1/traces (empty: off)")
 	f.StringVar(&o.file, "file", "", "read spans from this OTLP JSON file instead of listening")
 	f.DurationVar(&o.duration, "for", 0, "stop listening after this long (default: until interrupted)")
-	f.DurationVar(&o.every, "print-every", 0, "while listening, print the map this often")
+	f.DurationVar(&o.every, "print-every", 0, "while listening, print the map this often (default: only at the end)")
 	f.BoolVar(&o.sameBatch, "same-batch", false, "join a child with its parent only within one batch (one request or file line), as SigNoz does")
 	f.StringVar(&o.mermaid, "mermaid", "", "write the map as a Mermaid flowchart to this file")
 	f.StringVar(&o.svg, "svg", "", "write the map as SVG to this file")
@@ -67,6 +67,12 @@ join would lose.`,
 }
 
 func runServicemap(ctx context.Context, o servicemapOptions, stdout, stderr io.Writer) error {
+	if o.duration < 0 {
+		return usageErr("--for must be >= 0 (0: until interrupted), got %v", o.duration)
+	}
+	if o.every < 0 {
+		return usageErr("--print-every must be >= 0 (0: only at the end), got %v", o.every)
+	}
 	b := servicemap.NewBuilder(servicemap.Options{SameBatch: o.sameBatch})
 	if o.file != "" {
 		f, err := os.Open(o.file)

@@ -98,6 +98,48 @@ func (c Config) failFast() *sarama.Config {
 	return cfg
 }
 
+// ReaderSarama is the config of short-lived readers: topicread, and the
+// clients compare, bench and the demo open to read topics, offsets or a
+// group's lag. It is Sarama with the start-up checks' few metadata retries.
+// A long-lived client retries metadata for RetryFor (minutes) to ride out a
+// broker restart, but sarama.NewClient and the client's metadata calls take
+// no context: a reader with that config would ignore its caller's deadline
+// and Ctrl-C for minutes when Kafka is unreachable or a topic is missing.
+// Readers retry, where they retry at all, in their own loops that check ctx.
+func (c Config) ReaderSarama() *sarama.Config {
+	return c.failFast()
+}
+
+// NewReaderClient connects a short-lived reader (see ReaderSarama). It
+// returns when ctx is done even though sarama.NewClient cannot be cancelled:
+// the connection attempt then finishes in the background, and a client it
+// still makes is closed.
+func (c Config) NewReaderClient(ctx context.Context) (sarama.Client, error) {
+	type result struct {
+		client sarama.Client
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		client, err := sarama.NewClient(c.Brokers, c.ReaderSarama())
+		done <- result{client, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(r.err))
+		}
+		return r.client, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.client != nil {
+				r.client.Close()
+			}
+		}()
+		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, ctx.Err())
+	}
+}
+
 // GroupLag is how many records of topics the consumer group has not committed
 // yet: the sum over their partitions of the end offset minus the committed
 // one (a partition without a commit counts from 0). A group that does not

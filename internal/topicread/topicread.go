@@ -30,13 +30,18 @@ type Message struct {
 // All reads topic from start to the current end, ordered by (partition, offset).
 // A read that fails on a connection-level error (sarama sometimes closes a
 // broker connection that concurrent partition readers share: "broker not
-// connected") is retried from the start, twice at most.
+// connected") is retried from the start, twice at most. Kafka that cannot be
+// reached at all, or a missing topic, is reported within seconds: the client
+// is a fail-fast reader (kafkaconf.Config.ReaderSarama), not one that retries
+// for minutes, and the read gives up as soon as ctx is done.
 func All(ctx context.Context, kc kafkaconf.Config, topic string) ([]Message, error) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var out []Message
-		out, err = readAll(ctx, kc, topic)
-		if err == nil || !transient(err) || ctx.Err() != nil {
+		var connected bool
+		out, connected, err = readAll(ctx, kc, topic)
+		// A failed connect already retried (ReaderSarama): not again.
+		if err == nil || !connected || !transient(err) || ctx.Err() != nil {
 			return out, err
 		}
 		select {
@@ -54,12 +59,18 @@ func transient(err error) bool {
 		errors.Is(err, sarama.ErrClosedClient)
 }
 
-func readAll(ctx context.Context, kc kafkaconf.Config, topic string) ([]Message, error) {
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+// readAll reads topic once; connected says whether the client connected.
+func readAll(ctx context.Context, kc kafkaconf.Config, topic string) (out []Message, connected bool, err error) {
+	client, err := kc.NewReaderClient(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect to kafka %v: %w", kc.Brokers, err)
+		return nil, false, err
 	}
 	defer client.Close()
+	out, err = readTopic(ctx, client, topic)
+	return out, true, err
+}
+
+func readTopic(ctx context.Context, client sarama.Client, topic string) ([]Message, error) {
 	consumer, err := sarama.NewConsumerFromClient(client)
 	if err != nil {
 		return nil, fmt.Errorf("consumer for %q: %w", topic, err)

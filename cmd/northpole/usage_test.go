@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+)
+
+// TestUsageErrors: bad flags, arguments and values exit 2 with a message
+// that says what is wrong, before anything connects or listens.
+func TestUsageErrors(t *testing.T) {
+	t.Setenv("NORTHPOLE_BROKERS", "")
+	t.Setenv("NORTHPOLE_KAFKA_TLS", "")
+	for _, tc := range []struct {
+		args []string
+		want string // in the output
+	}{
+		{nil, "say which command to run: bench, compare"},
+		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"demo", "--bogus"}, "unknown flag: --bogus (see 'northpole demo --help')"},
+		{[]string{"demo", "--toys", "abc"}, `invalid argument "abc" for "--toys"`},
+		{[]string{"demo", "extra-arg"}, `"extra-arg"`},
+		{[]string{"process"}, "process: say which command to run: packer, sleigh"},
+		{[]string{"process", "foo"}, `process: unknown command "foo"`},
+		{[]string{"process", "pakcer"}, `did you mean "packer"?`},
+		{[]string{"completion"}, "completion: say which command to run: bash"},
+		{[]string{"elves"}, "toys or boxes"},
+		{[]string{"--log-level", "x", "demo"}, `--log-level "x"`},
+		{[]string{"demo", "--timeout", "0"}, "--timeout must be positive"},
+		{[]string{"demo", "--timeout", "-1s"}, "--timeout must be positive"},
+		{[]string{"servicemap", "--for", "-1s"}, "--for must be >= 0"},
+		{[]string{"servicemap", "--print-every", "-1s", "--for", "1ms"}, "--print-every must be >= 0"},
+		{[]string{"compare", "--brokers", "nohost"}, `broker address "nohost" is not host:port`},
+		{[]string{"compare", "--brokers", "k:9092", "--timeout", "0"}, "--timeout must be positive"},
+		{[]string{"compare", "--brokers", "k:9092", "--rows", "-1"}, "--rows must be >= 0"},
+		{[]string{"bench", "--timeout", "-1s"}, "--timeout must be positive"},
+		{[]string{"bench", "--live-duration", "0"}, "--live-duration must be positive"},
+		{[]string{"bench", "--live-rate", "0"}, "--live-rate must be a positive"},
+		{[]string{"bench", "--elves", "0"}, "--elves must be between"},
+		{[]string{"bench", "--window", "0"}, "window must be positive"},
+		{[]string{"bench", "--brokers", "nohost"}, `broker address "nohost" is not host:port`},
+	} {
+		t.Run("northpole "+strings.Join(tc.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			out, code := runCLI(t, ctx, tc.args...)
+			if code != 2 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want 2 and %q in the output:\n%s", code, tc.want, out)
+			}
+		})
+	}
+	for _, args := range [][]string{{"--help"}, {"process", "--help"}, {"completion", "--help"}} {
+		if out, code := runCLI(t, context.Background(), args...); code != 0 {
+			t.Errorf("%v: exit %d, want 0:\n%s", args, code, out)
+		}
+	}
+}
+
+// TestCompareFailsFast: compare reports unreachable Kafka and missing topics
+// within seconds (not after the long-lived clients' minutes of metadata
+// retries), and gives up at --timeout or cancellation (Ctrl-C) even while
+// sarama is still connecting.
+func TestCompareFailsFast(t *testing.T) {
+	t.Setenv("NORTHPOLE_BROKERS", "")
+	refused := func() string { // a port nothing listens on
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
+	// silent accepts connections and never answers: sarama waits for its
+	// read timeout (30 s) on every attempt.
+	silent := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+			}
+		}()
+		return l.Addr().String()
+	}
+	for _, tc := range []struct {
+		name    string
+		brokers func() string
+		timeout string
+		cancel  time.Duration // cancel the context (Ctrl-C) after this long
+		within  time.Duration
+		want    string
+	}{
+		{name: "connection refused", brokers: refused, timeout: "5m", within: 15 * time.Second, want: "cannot reach kafka"},
+		{name: "missing topics", brokers: func() string { return strings.Join(testkafka.Config(t).Brokers, ",") },
+			timeout: "5m", within: 15 * time.Second, want: `"np-missing-toys"`},
+		{name: "silent broker, --timeout", brokers: silent, timeout: "1s", within: 5 * time.Second, want: "deadline exceeded"},
+		{name: "silent broker, interrupted", brokers: silent, timeout: "5m", cancel: time.Second, within: 5 * time.Second, want: "canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel > 0 {
+				time.AfterFunc(tc.cancel, cancel)
+			}
+			began := time.Now()
+			out, code := runCLI(t, ctx, "compare", "--brokers", tc.brokers(), "--timeout", tc.timeout,
+				"--toys-topic", "np-missing-toys", "--boxes-topic", "np-missing-boxes")
+			took := time.Since(began)
+			if code != 1 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want 1 and %q in the output:\n%s", code, tc.want, out)
+			}
+			if took > tc.within {
+				t.Errorf("took %v, want at most %v", took, tc.within)
+			}
+		})
+	}
+}
