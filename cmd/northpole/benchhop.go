@@ -97,7 +97,7 @@ func runHop(ctx context.Context, kc kafkaconf.Config, group, toys, boxes string)
 	return nil
 }
 
-// waitGroupQuiet waits until groupLag is zero on two polls in a row, printing
+// waitGroupQuiet waits until hopLag is zero on two polls in a row, printing
 // the lag every five seconds.
 func waitGroupQuiet(ctx context.Context, kc kafkaconf.Config, group string, topics []string, done chan error, progress func(string, ...any)) error {
 	zero := 0
@@ -112,12 +112,9 @@ func waitGroupQuiet(ctx context.Context, kc kafkaconf.Config, group string, topi
 		case <-time.After(200 * time.Millisecond):
 		}
 		lag, err := hopLag(ctx, kc, group, topics)
-		switch {
-		case err != nil:
-			zero = 0
-		case lag == 0:
+		if err == nil && lag == 0 {
 			zero++
-		default:
+		} else {
 			zero = 0
 		}
 		if time.Since(last) > 5*time.Second {
