@@ -8,9 +8,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
-	"github.com/lovoo/goka/storage"
 	"github.com/spf13/cobra"
 
+	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
@@ -85,7 +85,7 @@ func runHop(ctx context.Context, kc kafkaconf.Config, group, toys, boxes string)
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(cfg(), tmc)),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(cfg())),
 		// Four keys (one per size): goka's own memory storage is fine here.
-		goka.WithStorageBuilder(storage.MemoryBuilder()),
+		goka.WithStorageBuilder(gokastore.Memory()),
 		goka.WithLogger(discardGokaLogger{}),
 	)
 	if err != nil {

@@ -82,7 +82,7 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	tmc.Stream.Replication = int(p.cfg.Replication)
 	tmc.Stream.Retention = loopRetention
 	tmc.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
-	sb := memStoreBuilder()
+	sb := gokastore.Memory()
 	if p.cfg.StorageDir != "" {
 		sb = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
 	}

@@ -197,7 +197,7 @@ func (s *Sleigh) sarama() *sarama.Config {
 
 func (s *Sleigh) storage(name string) storage.Builder {
 	if s.cfg.StorageDir == "" {
-		return storage.MemoryBuilder()
+		return gokastore.Memory()
 	}
 	if name == "processor" {
 		// The processor skips keys it already holds; kept files could hold
