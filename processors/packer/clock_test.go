@@ -737,3 +737,46 @@ func diffSets(got, want results.Set) string {
 	check("dead", got.Dead, want.Dead)
 	return out
 }
+
+// BenchmarkClockEvent is the clock stage's own work for one toy: decode the
+// size's clock value, apply the toy, encode the value again, with n windows
+// open. Windows stay open while one stream is ahead of the other in event time
+// (the boxes here have not passed the first window), so n grows with that lead
+// divided by W: this is how the clock's cost per event grows with it.
+func BenchmarkClockEvent(b *testing.B) {
+	p := Params{WindowUS: 10_000_000, LatenessUS: 5_000_000}
+	codec := binCodec[ClockState, *ClockState]{}
+	for _, n := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("open=%d", n), func(b *testing.B) {
+			st := &ClockState{}
+			st.Apply(p, Observed{Stream: record.Boxes, Size: "M", Offset: 0, MadeUS: 0, ID: "b0"})
+			for i := range n {
+				st.Apply(p, Observed{Stream: record.Toys, Size: "M", Offset: int64(i), MadeUS: int64(i) * p.WindowUS, ID: "t"})
+			}
+			if len(st.Open) != n {
+				b.Fatalf("%d windows open, want %d", len(st.Open), n)
+			}
+			enc, err := codec.Encode(st)
+			if err != nil {
+				b.Fatal(err)
+			}
+			last := int64(n-1) * p.WindowUS // the newest open window: it stays open
+			off := int64(n)
+			for b.Loop() {
+				v, err := codec.Decode(enc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := v.(*ClockState)
+				if !s.Apply(p, Observed{Stream: record.Toys, Size: "M", Offset: off, MadeUS: last, ID: "t"}) {
+					b.Fatal("not applied")
+				}
+				if _, err := codec.Encode(s); err != nil {
+					b.Fatal(err)
+				}
+				off++
+			}
+			b.ReportMetric(float64(len(enc)), "value-bytes")
+		})
+	}
+}
