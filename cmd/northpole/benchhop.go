@@ -10,6 +10,7 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/spf13/cobra"
 
+	"github.com/northpole-workshop/northpole/internal/gokaproducer"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
@@ -81,10 +82,10 @@ func runHop(ctx context.Context, kc kafkaconf.Config, group, toys, boxes string)
 	cfg := func() *sarama.Config { return kc.Sarama() }
 	proc, err := goka.NewProcessor(kc.Brokers, g,
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(cfg())),
-		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(cfg())),
+		goka.WithProducerBuilder(gokaproducer.Builder(kc.Kgo())),
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(cfg(), tmc)),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(cfg())),
-		// Four keys (one per size): goka's own memory storage is fine here.
+		// The packer's producer and storage: the floor of the packer's setup.
 		goka.WithStorageBuilder(gokastore.Memory()),
 		goka.WithLogger(discardGokaLogger{}),
 	)

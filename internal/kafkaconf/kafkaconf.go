@@ -83,7 +83,8 @@ func SplitBrokers(s string) []string {
 	return out
 }
 
-// Sarama returns a new *sarama.Config for one client. Producers are idempotent
+// Sarama returns a new *sarama.Config for one client (Kgo is its franz-go
+// counterpart). Producers are idempotent
 // (acks=all, one request in flight per broker): the packer's correctness under
 // crashes relies on each partition's writes becoming durable in the order they
 // were sent, without gaps. See docs/ARCHITECTURE.md, "Why replays are harmless".

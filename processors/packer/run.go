@@ -13,6 +13,7 @@ import (
 	"github.com/lovoo/goka"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/northpole-workshop/northpole/internal/gokaproducer"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
@@ -87,7 +88,9 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 		sb = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
 	}
 	seq := newSequencer()
-	producer := goka.ProducerBuilderWithConfig(p.gokaSarama(group))
+	kc := p.cfg.Kafka
+	kc.ClientID = "northpole-" + group
+	producer := gokaproducer.Builder(kc.Kgo())
 	opts := []goka.ProcessorOption{
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(p.gokaSarama(group))),
 		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {

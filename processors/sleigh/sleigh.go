@@ -26,11 +26,13 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/northpole-workshop/northpole/internal/gokaproducer"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -195,6 +197,13 @@ func (s *Sleigh) sarama() *sarama.Config {
 	return cfg
 }
 
+// kgo: options for the processor's producer (see gokaproducer).
+func (s *Sleigh) kgo() []kgo.Opt {
+	kc := s.cfg.Kafka
+	kc.ClientID = s.clientID()
+	return kc.Kgo()
+}
+
 func (s *Sleigh) storage(name string) storage.Builder {
 	if s.cfg.StorageDir == "" {
 		return gokastore.Memory()
@@ -226,7 +235,7 @@ func (s *Sleigh) Run(ctx context.Context) error {
 	logger := gokaLogger{s.log}
 	proc, err := goka.NewProcessor(s.cfg.Kafka.Brokers, s.Graph(),
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(s.sarama())),
-		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(s.sarama())),
+		goka.WithProducerBuilder(gokaproducer.Builder(s.kgo())),
 		goka.WithTopicManagerBuilder(s.topicManager()),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(s.sarama())),
 		goka.WithStorageBuilder(s.storage("processor")),

@@ -1,0 +1,152 @@
+package gokaproducer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+)
+
+// prefixHash hashes a key up to its first '|', as the packer's size hasher
+// does: a hasher other than sarama's default, to show that goka's is used.
+type prefixHash struct {
+	hash.Hash32
+	done bool
+}
+
+func (h *prefixHash) Write(p []byte) (int, error) {
+	if h.done {
+		return len(p), nil
+	}
+	if i := strings.IndexByte(string(p), '|'); i >= 0 {
+		h.done = true
+		return h.Hash32.Write(p[:i])
+	}
+	return h.Hash32.Write(p)
+}
+
+func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
+
+// TestProducerAgainstBroker writes keys through the producer into topics of
+// 1, 3, 4 and 8 partitions, with sarama's default hasher and a prefix hasher,
+// and checks that every record lands in the partition sarama's hash
+// partitioner (goka's) picks, that the promise reports the record's real
+// partition and offset, and that value and headers arrive as written.
+func TestProducerAgainstBroker(t *testing.T) {
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	hashers := map[string]func() hash.Hash32{
+		"fnv-1a": fnv.New32a,
+		"prefix": func() hash.Hash32 { return &prefixHash{Hash32: fnv.New32a()} },
+	}
+	for name, hasher := range hashers {
+		for _, parts := range []int32{1, 3, 4, 8} {
+			t.Run(fmt.Sprintf("%s/%d", name, parts), func(t *testing.T) {
+				topic := testkafka.Unique("gokaproducer")
+				if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: parts}); err != nil {
+					t.Fatal(err)
+				}
+				p, err := Builder(kc.Kgo())(kc.Brokers, "test", hasher)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := sarama.NewCustomHashPartitioner(hasher)(topic)
+				type sent struct {
+					key       string
+					partition int32
+					offset    int64
+				}
+				var mu sync.Mutex
+				var got []sent
+				var wg sync.WaitGroup
+				for i := range 200 {
+					key := fmt.Sprintf("%s|k%d", []string{"S", "M", "L", "XL"}[i%4], i)
+					wg.Add(1)
+					p.EmitWithHeaders(topic, key, []byte("v-"+key), goka.Headers{"h": []byte(key)}).
+						ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
+							defer wg.Done()
+							if err != nil {
+								t.Errorf("emit %s: %v", key, err)
+								return
+							}
+							mu.Lock()
+							got = append(got, sent{key, msg.Partition, msg.Offset})
+							mu.Unlock()
+						})
+				}
+				wg.Wait()
+				if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+				msgs, err := topicread.All(ctx, kc, topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at := map[[2]int64]topicread.Message{}
+				for _, m := range msgs {
+					at[[2]int64{int64(m.Partition), m.Offset}] = m
+				}
+				if len(got) != 200 || len(msgs) != 200 {
+					t.Fatalf("%d promises finished, %d records in the topic; want 200 each", len(got), len(msgs))
+				}
+				for _, s := range got {
+					wp, err := want.Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(s.key)}, parts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if s.partition != wp {
+						t.Errorf("key %s went to partition %d, sarama's partitioner says %d", s.key, s.partition, wp)
+					}
+					m, ok := at[[2]int64{int64(s.partition), s.offset}]
+					switch {
+					case !ok:
+						t.Errorf("key %s: no record at the promised partition %d, offset %d", s.key, s.partition, s.offset)
+					case string(m.Key) != s.key || string(m.Value) != "v-"+s.key:
+						t.Errorf("at partition %d offset %d: key %q value %q, want key %q", s.partition, s.offset, m.Key, m.Value, s.key)
+					case len(m.Headers) != 1 || string(m.Headers[0].Key) != "h" || string(m.Headers[0].Value) != s.key:
+						t.Errorf("key %s: headers %v", s.key, m.Headers)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestProducerReportsFailure: a record that cannot be written finishes its
+// promise with an error that names the topic; it is not dropped silently.
+func TestProducerReportsFailure(t *testing.T) {
+	kc := testkafka.Config(t)
+	kc.RetryFor = 3 * time.Second
+	p, err := Builder(kc.Kgo())(kc.Brokers, "test", fnv.New32a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	topic := testkafka.Unique("gokaproducer-missing")
+	done := make(chan error, 1)
+	p.Emit(topic, "k", []byte("v")).Then(func(err error) { done <- err })
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), topic) {
+			t.Fatalf("emit to a missing topic: err = %v, want an error naming %s", err, topic)
+		}
+		if errors.Is(err, context.Canceled) {
+			t.Fatalf("failed by cancellation, not by the broker: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the promise of a record to a missing topic never finished")
+	}
+}

@@ -1,0 +1,61 @@
+package kafkaconf
+
+import (
+	"crypto/tls"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Kgo returns options for a franz-go client that produces as a Sarama()
+// config does: the same client id and security, idempotent writes with
+// acks=all, records batched for at most FlushFrequency, and retried for
+// RetryFor before they fail. Brokers are left to the caller.
+func (c Config) Kgo() []kgo.Opt {
+	id := c.ClientID
+	if id == "" {
+		id = "northpole"
+	}
+	linger := c.FlushFrequency
+	if linger == 0 {
+		linger = DefaultFlushFrequency
+	}
+	retryFor := c.RetryFor
+	if retryFor == 0 {
+		retryFor = DefaultRetryFor
+	}
+	opts := []kgo.Opt{
+		kgo.ClientID(id),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(linger),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.RecordDeliveryTimeout(retryFor),
+		kgo.RetryTimeout(retryFor),
+		kgo.MetadataMaxAge(30 * time.Second),
+	}
+	return append(opts, c.Security.kgo()...)
+}
+
+// kgo is the security part of Kgo.
+func (s Security) kgo() []kgo.Opt {
+	var opts []kgo.Opt
+	if s.TLS {
+		tc := s.tlsConfig
+		if tc == nil {
+			tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc.Clone()))
+	}
+	switch strings.ToUpper(s.SASLMechanism) {
+	case SASLPlain:
+		opts = append(opts, kgo.SASL(plain.Auth{User: s.SASLUser, Pass: s.SASLPassword}.AsMechanism()))
+	case SASLScramSHA256:
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.SASLUser, Pass: s.SASLPassword}.AsSha256Mechanism()))
+	case SASLScramSHA512:
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.SASLUser, Pass: s.SASLPassword}.AsSha512Mechanism()))
+	}
+	return opts
+}
