@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestSecurityValidate(t *testing.T) {
@@ -112,6 +113,12 @@ func TestSCRAMAgainstRealBroker(t *testing.T) {
 				t.Fatalf("error shows the password: %v", err)
 			}
 			t.Logf("refused as expected: %v", err)
+			c.RetryFor = 5 * time.Second
+			if err := KgoProduceForTest(ctx, c, topic); err == nil {
+				t.Fatal("the franz-go producer got through with a wrong password")
+			} else {
+				t.Logf("franz-go producer refused as expected: %v", err)
+			}
 		})
 		t.Run(mech+" right password", func(t *testing.T) {
 			t.Setenv(EnvSASLPassword, password)
@@ -131,6 +138,21 @@ func TestSCRAMAgainstRealBroker(t *testing.T) {
 			if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder("M"), Value: sarama.StringEncoder("{}")}); err != nil {
 				t.Fatalf("produce with SASL: %v", err)
 			}
+			if err := KgoProduceForTest(ctx, c, topic); err != nil {
+				t.Fatalf("franz-go produce with SASL: %v", err)
+			}
 		})
 	}
+}
+
+// KgoProduceForTest writes one record with a franz-go client made from
+// c.Kgo(), as the goka processors' producer (internal/gokaproducer) is.
+// Exported for the external tests (tls_test.go).
+func KgoProduceForTest(ctx context.Context, c Config, topic string) error {
+	cl, err := kgo.NewClient(append(c.Kgo(), kgo.SeedBrokers(c.Brokers...))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("M"), Value: []byte("{}")}).FirstErr()
 }

@@ -134,6 +134,13 @@ func TestTLSAgainstBroker(t *testing.T) {
 					t.Fatalf("EnsureTopics = %v, want an error containing %q", err, tc.wantErr)
 				}
 				t.Logf("refused as expected: %v", err)
+				// The goka processors' franz-go producer is refused too.
+				kc.RetryFor = 3 * time.Second
+				if err := kafkaconf.KgoProduceForTest(ctx, kc, topic.Name); err == nil {
+					t.Fatal("the franz-go producer got through")
+				} else {
+					t.Logf("franz-go producer refused as expected: %v", err)
+				}
 				return
 			}
 			if err != nil {
@@ -146,6 +153,9 @@ func TestTLSAgainstBroker(t *testing.T) {
 			defer prod.Close()
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic.Name, Key: sarama.StringEncoder("M"), Value: sarama.StringEncoder("{}")}); err != nil {
 				t.Fatalf("produce over TLS: %v", err)
+			}
+			if err := kafkaconf.KgoProduceForTest(ctx, kc, topic.Name); err != nil {
+				t.Fatalf("franz-go produce over TLS: %v", err)
 			}
 		})
 	}
