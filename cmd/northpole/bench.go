@@ -100,6 +100,9 @@ Variants (--variants, comma-separated; the first is the baseline of the ratios):
   trace100    OTEL on in the packer, every trace sampled, OTLP/gRPC to a receiver
               in the bench process (which counts spans and throws them away)
   trace10     the same, 10 % sampled (parentbased_traceidratio 0.1)
+              (OTEL_BSP_* in the bench's environment reach the packer: the
+              batch span processor drops spans when its queue, 2048 by
+              default, is full; the receiver's count shows it)
   parts       one run per other --partitions value
   disk        --storage-dir (LevelDB) instead of memory
   real        the real broker of --brokers (skipped without --brokers)
@@ -363,9 +366,11 @@ func benchOne(ctx context.Context, o benchOptions, kc kafkaconf.Config, v benchV
 	if first && o.cpuprofile != "" {
 		pargs = append(pargs, "--cpuprofile", o.cpuprofile)
 	}
+	// The bench decides the packer's tracing; only the batch span
+	// processor's sizes (OTEL_BSP_*) may come from the bench's environment.
 	env := []string{}
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "OTEL_") {
+		if !strings.HasPrefix(e, "OTEL_") || strings.HasPrefix(e, "OTEL_BSP_") {
 			env = append(env, e)
 		}
 	}
