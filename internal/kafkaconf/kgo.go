@@ -32,6 +32,11 @@ func (c Config) Kgo() []kgo.Opt {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.ProducerBatchMaxBytes(1 << 20),
+		// kgo's default, said out loud: sarama's producers send uncompressed,
+		// these send snappy when it makes a batch smaller. Against none, the
+		// packer's CPU per event did not differ beyond noise (PERFORMANCE.md),
+		// and loop and table topics take less disk.
+		kgo.ProducerBatchCompression(kgo.SnappyCompression(), kgo.NoCompression()),
 		kgo.RecordDeliveryTimeout(retryFor),
 		kgo.RetryTimeout(retryFor),
 		kgo.MetadataMaxAge(30 * time.Second),
