@@ -41,11 +41,11 @@ func (c Config) Kgo() []kgo.Opt {
 		kgo.RetryTimeout(retryFor),
 		kgo.MetadataMaxAge(30 * time.Second),
 	}
-	return append(opts, c.Security.kgo()...)
+	return append(opts, c.Security.kgoOpts()...)
 }
 
-// kgo is the security part of Kgo.
-func (s Security) kgo() []kgo.Opt {
+// kgoOpts is the security part of Kgo.
+func (s Security) kgoOpts() []kgo.Opt {
 	var opts []kgo.Opt
 	if s.TLS {
 		tc := s.tlsConfig

@@ -197,8 +197,8 @@ func (s *Sleigh) sarama() *sarama.Config {
 	return cfg
 }
 
-// kgo: options for the processor's producer (see gokaproducer).
-func (s *Sleigh) kgo() []kgo.Opt {
+// producerOpts: franz-go options for the processor's producer (see gokaproducer).
+func (s *Sleigh) producerOpts() []kgo.Opt {
 	kc := s.cfg.Kafka
 	kc.ClientID = s.clientID()
 	return kc.Kgo()
@@ -235,7 +235,7 @@ func (s *Sleigh) Run(ctx context.Context) error {
 	logger := gokaLogger{s.log}
 	proc, err := goka.NewProcessor(s.cfg.Kafka.Brokers, s.Graph(),
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(s.sarama())),
-		goka.WithProducerBuilder(gokaproducer.Builder(s.kgo())),
+		goka.WithProducerBuilder(gokaproducer.Builder(s.producerOpts())),
 		goka.WithTopicManagerBuilder(s.topicManager()),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(s.sarama())),
 		goka.WithStorageBuilder(s.storage("processor")),
