@@ -31,14 +31,29 @@ type binCodec[T any, PT interface {
 }] struct{}
 
 func (binCodec[T, PT]) Encode(v any) ([]byte, error) {
+	var m PT
 	switch t := v.(type) {
 	case T:
-		return PT(&t).appendBin(append(make([]byte, 0, 64), binVersion)), nil
+		m = &t
 	case *T:
-		return PT(t).appendBin(append(make([]byte, 0, 64), binVersion)), nil
+		m = t
+	default:
+		return nil, fmt.Errorf("codec %T: cannot encode %T", *new(T), v)
 	}
-	return nil, fmt.Errorf("codec %T: cannot encode %T", *new(T), v)
+	size := 64
+	if h, ok := any(m).(sizeHinter); ok {
+		size = h.sizeHint()
+	}
+	return m.appendBin(append(make([]byte, 0, size), binVersion)), nil
 }
+
+// sizeHinter is a message whose encoding can outgrow the default buffer by
+// far: sizing it once saves the copies of growing it.
+type sizeHinter interface{ sizeHint() int }
+
+// sizeHint: a clock value is mostly its open windows (a start of up to ten
+// bytes and two small counts each); on a backlog there can be dozens.
+func (s *ClockState) sizeHint() int { return 96 + 14*len(s.Open) + 12*len(s.Ev.Closed) }
 
 func (binCodec[T, PT]) Decode(b []byte) (any, error) {
 	var v T
