@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"hash/fnv"
 	"strings"
 	"sync"
@@ -19,28 +20,10 @@ import (
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
-// prefixHash hashes a key up to its first '|', as the packer's size hasher
-// does: a hasher other than sarama's default, to show that goka's is used.
-type prefixHash struct {
-	hash.Hash32
-	done bool
-}
-
-func (h *prefixHash) Write(p []byte) (int, error) {
-	if h.done {
-		return len(p), nil
-	}
-	if i := strings.IndexByte(string(p), '|'); i >= 0 {
-		h.done = true
-		return h.Hash32.Write(p[:i])
-	}
-	return h.Hash32.Write(p)
-}
-
-func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
-
 // TestProducerAgainstBroker writes keys through the producer into topics of
-// 1, 3, 4 and 8 partitions, with sarama's default hasher and a prefix hasher,
+// 1, 3, 4 and 8 partitions, with sarama's default hasher (FNV-1a) and another
+// one (CRC-32; that sarama's partitioner puts the packer's size-hashed keys
+// with their size is TestHasherSamePartitionAsSize in processors/packer),
 // and checks that every record lands in the partition sarama's hash
 // partitioner (goka's) picks, that the promise reports the record's real
 // partition and offset, and that value and headers arrive as written.
@@ -50,7 +33,7 @@ func TestProducerAgainstBroker(t *testing.T) {
 	defer cancel()
 	hashers := map[string]func() hash.Hash32{
 		"fnv-1a": fnv.New32a,
-		"prefix": func() hash.Hash32 { return &prefixHash{Hash32: fnv.New32a()} },
+		"crc32":  func() hash.Hash32 { return crc32.NewIEEE() },
 	}
 	for name, hasher := range hashers {
 		for _, parts := range []int32{1, 3, 4, 8} {
