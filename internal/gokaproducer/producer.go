@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"hash"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -87,4 +88,20 @@ func (p *producer) Close() error {
 		return fmt.Errorf("kafka producer: flush at close: %w", err)
 	}
 	return nil
+}
+
+// Logger sends the kgo client's warnings and errors (failed requests,
+// metadata trouble) to l; Info and Debug stay quiet.
+func Logger(l *slog.Logger) kgo.Opt { return kgo.WithLogger(slogLogger{l}) }
+
+type slogLogger struct{ l *slog.Logger }
+
+func (slogLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (s slogLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelWarn
+	if level == kgo.LogLevelError {
+		lv = slog.LevelError
+	}
+	s.l.Log(context.Background(), lv, "kafka producer: "+msg, keyvals...)
 }

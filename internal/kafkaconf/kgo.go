@@ -38,6 +38,11 @@ func (c Config) Kgo() []kgo.Opt {
 		// and loop and table topics take less disk.
 		kgo.ProducerBatchCompression(kgo.SnappyCompression(), kgo.NoCompression()),
 		kgo.RecordDeliveryTimeout(retryFor),
+		// kgo fails a record after four "unknown topic" answers by default.
+		// Our topics exist before anything is written to them, and a broker
+		// that has just restarted can give that answer for a while: retry
+		// for RetryFor instead, as sarama's clients do.
+		kgo.UnknownTopicRetries(-1),
 		kgo.RetryTimeout(retryFor),
 		kgo.MetadataMaxAge(30 * time.Second),
 	}

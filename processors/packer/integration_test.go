@@ -119,7 +119,14 @@ func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (pk *packer.Pa
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- pk.Run(ctx) }()
+	go func() {
+		err := pk.Run(ctx)
+		if err != nil && ctx.Err() == nil {
+			// WaitQuiet does not watch Run: say why the lag stops moving.
+			slog.Error("packer stopped early", "err", err)
+		}
+		done <- err
+	}()
 	return pk, func() error { cancel(); return <-done }
 }
 

@@ -81,10 +81,20 @@ func readInto[T any](ctx context.Context, kc kafkaconf.Config, topic string, raw
 // over all their inputs (including loops and the tables they read as streams).
 // Zero, twice in a row after the elves stopped, means quiescence.
 func (p *Packer) Lag(ctx context.Context) (int64, error) {
+	lags, err := p.groupLags(ctx)
+	var total int64
+	for _, l := range lags {
+		total += l
+	}
+	return total, err
+}
+
+// groupLags is Lag per group, in pipeline order.
+func (p *Packer) groupLags(ctx context.Context) ([]int64, error) {
 	c := p.cfg
 	client, err := sarama.NewClient(c.Kafka.Brokers, c.Kafka.Sarama())
 	if err != nil {
-		return 0, fmt.Errorf("connect to kafka: %w", err)
+		return nil, fmt.Errorf("connect to kafka: %w", err)
 	}
 	defer client.Close()
 	inputs := map[string][]string{
@@ -92,15 +102,15 @@ func (p *Packer) Lag(ctx context.Context) (int64, error) {
 		c.clockGroup():  {c.dedupeGroup() + "-table", c.clockGroup() + "-loop"},
 		c.slotsGroup():  {c.clockGroup() + "-table", c.slotsGroup() + "-loop"},
 	}
-	var total int64
+	var lags []int64
 	for _, group := range c.Groups() {
 		lag, err := kafkaconf.GroupLag(ctx, client, group, inputs[group]...)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		total += lag
+		lags = append(lags, lag)
 	}
-	return total, nil
+	return lags, nil
 }
 
 // WaitQuiet returns once the packer has consumed everything: Lag is zero on
@@ -110,18 +120,25 @@ func (p *Packer) Lag(ctx context.Context) (int64, error) {
 func (p *Packer) WaitQuiet(ctx context.Context, every time.Duration, stopped <-chan error) error {
 	zero := 0
 	var lastErr error
+	var lastLags []int64
 	for zero < 2 {
 		select {
 		case <-ctx.Done():
 			if lastErr != nil {
 				return fmt.Errorf("waiting for the packer to finish: %w (last error: %v)", ctx.Err(), lastErr)
 			}
-			return fmt.Errorf("waiting for the packer to finish: %w", ctx.Err())
+			// Which stage stalled tells where to look.
+			return fmt.Errorf("waiting for the packer to finish: %w (records not yet committed by groups %v: %v)",
+				ctx.Err(), p.cfg.Groups(), lastLags)
 		case err := <-stopped:
 			return fmt.Errorf("packer stopped before finishing: %v", err)
 		case <-time.After(every):
 		}
-		lag, err := p.Lag(ctx)
+		lags, err := p.groupLags(ctx)
+		var lag int64
+		for _, l := range lags {
+			lag += l
+		}
 		switch {
 		case err != nil:
 			lastErr, zero = err, 0
@@ -129,7 +146,7 @@ func (p *Packer) WaitQuiet(ctx context.Context, every time.Duration, stopped <-c
 		case lag == 0:
 			zero++
 		default:
-			zero = 0
+			lastErr, lastLags, zero = nil, lags, 0
 		}
 	}
 	return nil

@@ -90,7 +90,7 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	seq := newSequencer()
 	kc := p.cfg.Kafka
 	kc.ClientID = "northpole-" + group
-	producer := gokaproducer.Builder(kc.Kgo())
+	producer := gokaproducer.Builder(append(kc.Kgo(), gokaproducer.Logger(p.log.With("group", group))))
 	opts := []goka.ProcessorOption{
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(p.gokaSarama(group))),
 		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
