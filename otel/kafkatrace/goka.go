@@ -3,6 +3,7 @@ package kafkatrace
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/lovoo/goka"
 	"go.opentelemetry.io/otel/codes"
@@ -24,6 +25,10 @@ type GokaConfig struct {
 	// with the value emitted, before the span ends: a processor sets the
 	// status of its dead letters there.
 	OnSend func(span trace.Span, topic string, value any)
+	// Internal names the output topics that are hops inside the service
+	// (another stage of it reads them, with Relay): an Emit to one of them
+	// carries the context as it is, like a Loopback, without a span.
+	Internal []string
 }
 
 // Goka instruments the callbacks of one goka group. A nil *Goka does nothing:
@@ -153,6 +158,10 @@ func (c *tracedContext) headers(ctx context.Context) goka.ContextOption {
 // emits asynchronously and keeps the delivery to itself (it fails the
 // processor on errors), so the span covers handing the record over.
 func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
+	if slices.Contains(c.g.cfg.Internal, string(topic)) {
+		c.gokaContext.Emit(topic, key, value, append(options, c.headers(c.ctx))...)
+		return
+	}
 	ctx, span := c.g.tracer.Start(c.ctx, OpSend+" "+string(topic),
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(producerAttrs(string(topic), c.g.cfg.ClientID, key, -1)...))

@@ -15,8 +15,11 @@ import (
 // fraction of JSON's CPU (docs/PERFORMANCE.md). Output topics stay JSON: they
 // are the public format. A value that starts with '{' is decoded as JSON, so
 // tables and loops written by an earlier version of the packer still read.
-
-const binVersion = 1
+//
+// The version byte says which layout follows. Version 2 changed only
+// DedupeState (it no longer carries the event); every other type reads the
+// same under both.
+const binVersion = 2
 
 // binMsg is a message with a binary form.
 type binMsg interface {
@@ -63,10 +66,10 @@ func (binCodec[T, PT]) Decode(b []byte) (any, error) {
 		}
 		return &v, nil
 	}
-	if len(b) == 0 || b[0] != binVersion {
+	if len(b) == 0 || b[0] < 1 || b[0] > binVersion {
 		return nil, fmt.Errorf("decode %T: unknown encoding (%d bytes)", v, len(b))
 	}
-	r := binReader{b: b[1:]}
+	r := binReader{b: b[1:], version: b[0]}
 	PT(&v).readBin(&r)
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
@@ -80,8 +83,9 @@ func (binCodec[T, PT]) Decode(b []byte) (any, error) {
 var errShort = errors.New("truncated value")
 
 type binReader struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte // of the value being read
 }
 
 func (r *binReader) varint() int64 {
@@ -199,16 +203,26 @@ func (o *Observed) readBin(r *binReader) {
 
 func (d *DedupeState) appendBin(b []byte) []byte {
 	b = binary.AppendVarint(b, d.First)
+	b = binary.AppendVarint(b, int64(d.FirstPart))
 	b = binary.AppendVarint(b, d.Last)
-	b = d.Ev.appendBin(b)
-	// Last, so that values of earlier packers (which end with Ev) still read.
-	return binary.AppendVarint(b, int64(d.FirstPart))
+	return binary.AppendVarint(b, int64(d.LastPart))
 }
 
 func (d *DedupeState) readBin(r *binReader) {
+	if r.version >= 2 {
+		d.First = r.varint()
+		d.FirstPart = int32(r.varint())
+		d.Last = r.varint()
+		d.LastPart = int32(r.varint())
+		return
+	}
+	// Version 1: First, Last, the event, and (from the second layout of
+	// version 1 on) FirstPart.
 	d.First = r.varint()
 	d.Last = r.varint()
-	d.Ev.readBin(r)
+	var ev Observed
+	ev.readBin(r)
+	d.LastPart = ev.Partition
 	d.FirstPart = -1
 	if r.err == nil && len(r.b) > 0 {
 		d.FirstPart = int32(r.varint())

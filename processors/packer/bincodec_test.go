@@ -21,7 +21,8 @@ func TestBinCodecRoundTrip(t *testing.T) {
 	}{
 		{binCodec[Observed, *Observed]{}, &obs},
 		{binCodec[Observed, *Observed]{}, &Observed{}},
-		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: 1, FirstPart: 3, Last: 99, Ev: obs}},
+		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: 1, FirstPart: 3, Last: 99, LastPart: 2}},
+		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: -1, FirstPart: -1, Last: 7}},
 		{binCodec[ClockEvent, *ClockEvent]{}, &ev},
 		{binCodec[ClockState, *ClockState]{}, &ClockState{Toys: StreamClock{Seen: true, Lasts: []PartOffset{{Partition: 2, Offset: 4}, {Partition: 0, Offset: 9}}, Max: 1e12}, Boxes: StreamClock{Max: -1},
 			Open: []OpenWindow{{Start: 1, Toys: 2, Boxes: 3}}, Ev: ev}},
@@ -50,26 +51,42 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, c.v) {
 			t.Errorf("%T: from JSON\n got %+v\nwant %+v", c.v, got, c.v)
 		}
-		legacy := -1 // a prefix that is a complete value of an earlier packer
-		if d, ok := c.v.(*DedupeState); ok {
-			legacy = len(b) - len(binary.AppendVarint(nil, int64(d.FirstPart)))
-			old, err := c.codec.Decode(b[:legacy])
-			if err != nil {
-				t.Fatalf("DedupeState of an earlier packer (without FirstPart): %v", err)
-			}
-			want := *d
-			want.FirstPart = -1
-			if !reflect.DeepEqual(old, &want) {
-				t.Errorf("DedupeState of an earlier packer\n got %+v\nwant %+v", old, &want)
-			}
-		}
 		for n := 0; n < len(b); n++ {
-			if _, err := c.codec.Decode(b[:n]); err == nil && n != legacy {
+			if _, err := c.codec.Decode(b[:n]); err == nil {
 				t.Errorf("%T: %d of %d bytes decoded without error", c.v, n, len(b))
 			}
 		}
 		if _, err := c.codec.Decode(append(b, 0)); err == nil {
 			t.Errorf("%T: trailing byte accepted", c.v)
+		}
+	}
+}
+
+// TestDedupeStateOfEarlierPackers: dedupe values written before version 2
+// carried the event; the partition of Last was the event's.
+func TestDedupeStateOfEarlierPackers(t *testing.T) {
+	ev := Observed{Stream: record.Toys, Partition: 2, Offset: 99, Size: "M", ID: "a", MadeUS: 5, MadeAt: "x"}
+	v1 := binary.AppendVarint([]byte{1}, 10) // version 1: First,
+	v1 = binary.AppendVarint(v1, 99)         // Last,
+	v1 = ev.appendBin(v1)                    // the event,
+	withPart := binary.AppendVarint(v1, 3)   // and, in its later values, FirstPart
+	codec := binCodec[DedupeState, *DedupeState]{}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want DedupeState
+	}{
+		{"binary without FirstPart", v1, DedupeState{First: 10, FirstPart: -1, Last: 99, LastPart: 2}},
+		{"binary with FirstPart", withPart, DedupeState{First: 10, FirstPart: 3, Last: 99, LastPart: 2}},
+		{"JSON", []byte(`{"first":10,"first_part":3,"last":99,"ev":{"x":"toys","p":2,"o":99,"s":"M","id":"a","t":5,"ts":"x"}}`),
+			DedupeState{First: 10, FirstPart: 3, Last: 99, LastPart: 2}},
+	} {
+		got, err := codec.Decode(c.b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !reflect.DeepEqual(got, &c.want) {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, &c.want)
 		}
 	}
 }

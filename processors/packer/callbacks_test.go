@@ -15,8 +15,8 @@ package packer
 //     therefore not exercised, and a record cannot be delivered twice at the
 //     same offset through tt.Consume. Redeliveries are simulated by consuming
 //     a crafted message into a stage's input: an *Observed (with the offset of
-//     an earlier record) into "packer-dedupe-loop", a *DedupeState into
-//     "packer-dedupe-table", a *ClockState into "packer-clock-table".
+//     an earlier record) into "packer-dedupe-loop", an event (*Observed) into
+//     "packer-dedupe-events", a *ClockState into "packer-clock-table".
 //   - No crash, rebalance or table recovery with partial state can be
 //     simulated; those are for the integration tests against a broker.
 //   - tt.Consume(topic, key, nil) delivers a null value, as Kafka does for a
@@ -53,7 +53,7 @@ type testerPipeline struct {
 	cfg Config
 	// trackers of every topic the tests look at
 	dead, packed, unpacked, spare, late          *tester.QueueTracker
-	dedupeLoop, dedupeTable, clockLoop, clockTab *tester.QueueTracker
+	dedupeLoop, dedupeTable, events, clockTab *tester.QueueTracker
 	slotsLoop                                    *tester.QueueTracker
 }
 
@@ -96,7 +96,7 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 	p.late = tt.NewQueueTracker(tp.Late)
 	p.dedupeLoop = tt.NewQueueTracker(cfg.dedupeGroup() + "-loop")
 	p.dedupeTable = tt.NewQueueTracker(string(goka.GroupTable(goka.Group(cfg.dedupeGroup()))))
-	p.clockLoop = tt.NewQueueTracker(cfg.clockGroup() + "-loop")
+	p.events = tt.NewQueueTracker(cfg.dedupeEvents())
 	p.clockTab = tt.NewQueueTracker(string(goka.GroupTable(goka.Group(cfg.clockGroup()))))
 	p.slotsLoop = tt.NewQueueTracker(cfg.slotsGroup() + "-loop")
 	return p
@@ -214,7 +214,7 @@ func TestCallbackInvalidRecordsAreDeadLetters(t *testing.T) {
 		} else if dl.Value == nil || *dl.Value != c.value || dl.ValueBase64 != nil {
 			t.Errorf("case %d: dead letter value %v, want %q", i, dl.Value, c.value)
 		}
-		p.expectNone(fmt.Sprintf("case %d", i), p.dedupeLoop, p.dedupeTable, p.clockTab, p.packed, p.late)
+		p.expectNone(fmt.Sprintf("case %d", i), p.dedupeLoop, p.dedupeTable, p.events, p.clockTab, p.packed, p.late)
 	}
 }
 
@@ -257,7 +257,7 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 		t.Errorf("duplicate dead letter %+v", dl)
 	}
 	st := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.dedupeGroup())), "M|toys|i|a").(*DedupeState)
-	if st.First != 0 || st.Last != off || !st.Ev.Dup || st.Ev.Raw != nil {
+	if st.First != 0 || st.Last != off || st.LastPart != 0 {
 		t.Errorf("dedupe state of a: %+v", st)
 	}
 	// The clock saw it as a duplicate: no rank.
@@ -439,21 +439,28 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	}
 	drain(p.dedupeTable)
 	lastClock := drain(p.clockTab)
-	drain(p.clockLoop)
+	events := drain(p.events)
 	drain(p.slotsLoop)
+	wantEv := *wantObs
+	wantEv.Raw, wantEv.Key = nil, nil
+	if len(events) != 2 || events[0].key != "M" || !reflect.DeepEqual(events[0].val, &wantEv) {
+		t.Fatalf("dedupe events %s, want the toy's first: %+v", show(events), wantEv)
+	}
 
 	// 1. The input callback ran again for toys offset 0 (the group restarted
-	// before committing it): the dedupe stage recognises the offset.
+	// before committing it): the dedupe stage recognises the offset, writes no
+	// state, and sends the same event again (the first one may have been lost
+	// in the crash), which the clock skips.
 	p.tt.Consume(p.cfg.dedupeGroup()+"-loop", "M|toys|i|t1", observed)
 	drain(p.dedupeLoop) // the crafted message itself
-	p.expectNone("redelivered observation", p.dedupeTable, p.clockLoop, p.clockTab, p.slotsLoop, p.dead, p.packed)
-
-	// 2. The dedupe table event is consumed again by the clock stage.
-	dedupeState := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.dedupeGroup())), "M|toys|i|t1").(*DedupeState)
-	p.tt.Consume(string(goka.GroupTable(goka.Group(p.cfg.dedupeGroup()))), "M|toys|i|t1", dedupeState)
-	if got := drain(p.clockLoop); len(got) != 1 {
-		t.Errorf("clock loop after replay: %s", show(got))
+	if again := drain(p.events); len(again) != 1 || again[0].key != "M" || !reflect.DeepEqual(again[0].val, &wantEv) {
+		t.Errorf("event of the redelivered observation: %s, want %+v", show(again), wantEv)
 	}
+	p.expectNone("redelivered observation", p.dedupeTable, p.clockTab, p.slotsLoop, p.dead, p.packed)
+
+	// 2. The event is consumed again by the clock stage: skipped.
+	p.tt.Consume(p.cfg.dedupeEvents(), "M", &wantEv)
+	drain(p.events) // the crafted message itself
 	p.expectNone("redelivered dedupe event", p.clockTab, p.slotsLoop, p.dead, p.packed)
 
 	// 3. The clock table event that packed t1 is consumed again by the slots
@@ -472,7 +479,12 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	dupObs := drain(p.dedupeLoop)[0].val.(*Observed)
 	drain(p.dedupeTable)
 	drain(p.clockTab)
+	drain(p.events)
 	p.tt.Consume(p.cfg.dedupeGroup()+"-loop", "M|toys|i|t1", dupObs)
+	if ev := drain(p.events); len(ev) != 1 || !ev[0].val.(*Observed).Dup {
+		t.Errorf("event of the replayed duplicate: %s", show(ev))
+	}
+	p.expectNone("duplicate replayed", p.clockTab)
 	dup2 := p.expectOne("duplicate replayed", p.dead)
 	if dup2.key != dup.key || dup.key != fmt.Sprintf("toys/0/%d", offDup) || !reflect.DeepEqual(dup2.val, dup.val) {
 		t.Errorf("replayed duplicate %s, first %s", show([]kv{dup2}), show([]kv{dup}))

@@ -104,11 +104,9 @@ func (c Config) Validate() error {
 	}
 	// A role topic named like one of the packer's own loop or table topics
 	// would feed one stage's rows into another as if they were its events.
-	for _, g := range c.Groups() {
-		for _, internal := range []string{g + "-loop", g + "-table"} {
-			if role, clash := names[internal]; clash {
-				errs = append(errs, fmt.Errorf("topic %q for %s is one of the packer's internal topics (group %q)", internal, role, c.Group))
-			}
+	for _, internal := range c.internalTopics() {
+		if role, clash := names[internal.name]; clash {
+			errs = append(errs, fmt.Errorf("topic %q for %s is one of the packer's internal topics (group %q)", internal.name, role, c.Group))
 		}
 	}
 	if c.MinCompactionLag < 0 {
@@ -124,6 +122,33 @@ func (c Config) params() Params {
 func (c Config) dedupeGroup() string { return c.Group + "-dedupe" }
 func (c Config) clockGroup() string  { return c.Group + "-clock" }
 func (c Config) slotsGroup() string  { return c.Group + "-slots" }
+
+// dedupeEvents is the topic on which the dedupe stage sends each record's
+// event, keyed by size: the clock stage's input.
+func (c Config) dedupeEvents() string { return c.dedupeGroup() + "-events" }
+
+type internalKind int
+
+const (
+	loopTopic  internalKind = iota // a stream between stages: deleted after loopRetention
+	tableTopic                     // a goka group table: compacted
+)
+
+type internalTopic struct {
+	name string
+	kind internalKind
+}
+
+// internalTopics are the topics only the packer reads and writes: the loops,
+// the dedupe stage's events and the group tables.
+func (c Config) internalTopics() []internalTopic {
+	table := func(g string) internalTopic { return internalTopic{g + "-table", tableTopic} }
+	return []internalTopic{
+		{c.dedupeGroup() + "-loop", loopTopic}, table(c.dedupeGroup()), {c.dedupeEvents(), loopTopic},
+		table(c.clockGroup()),
+		{c.slotsGroup() + "-loop", loopTopic}, table(c.slotsGroup()),
+	}
+}
 
 // Groups are the goka groups of the packer, in pipeline order.
 func (c Config) Groups() []string {

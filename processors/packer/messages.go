@@ -8,8 +8,8 @@ import (
 )
 
 // Observed is one valid record on its way through the pipeline. It leaves the
-// input callback towards its dedupe key, and (without Raw) is the event that the
-// dedupe stage records for the clock stage.
+// input callback towards its dedupe key, and (without Raw and Key, with Dup
+// decided) is the event that the dedupe stage sends to the clock stage.
 type Observed struct {
 	Stream    record.Stream `json:"x"`
 	Partition int32         `json:"p"`
@@ -27,17 +27,36 @@ type Observed struct {
 }
 
 // DedupeState is the dedupe stage's value for one (size, stream, id) key, or
-// for the (size, stream) heartbeat key. Ev is the event of the last record
-// handled there: the dedupe table's changelog is the clock stage's input, so a
-// state write and the event it carries are one Kafka record and can never be
-// half-written.
+// for the (size, stream) heartbeat key. It holds offsets only: the event the
+// stage decides is sent to the clock stage on its own topic, and is a
+// function of the record and of First, which never changes once written, so
+// a redelivered record re-sends exactly the event it sent the first time.
 type DedupeState struct {
 	First int64 `json:"first"` // offset of the first record with this id (items only)
 	// FirstPart is the partition of First; -1 in values written before it
 	// was kept (then First is compared by offset alone, as it was).
-	FirstPart int32    `json:"first_part"`
-	Last      int64    `json:"last"` // offset of the last record handled here, in partition Ev.Partition
-	Ev        Observed `json:"ev"`
+	FirstPart int32 `json:"first_part"`
+	Last      int64 `json:"last"`      // offset of the last record handled here, in partition LastPart
+	LastPart  int32 `json:"last_part"` // values of earlier packers kept it in ev.p
+}
+
+// UnmarshalJSON reads the JSON values of earlier packers, which carried the
+// event (and so the partition of Last) in "ev".
+func (d *DedupeState) UnmarshalJSON(b []byte) error {
+	type plain DedupeState
+	v := struct {
+		*plain
+		Ev *struct {
+			Partition int32 `json:"p"`
+		} `json:"ev"`
+	}{plain: (*plain)(d)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Ev != nil {
+		d.LastPart = v.Ev.Partition
+	}
+	return nil
 }
 
 // isFirst reports whether obs is the record that first had this id.

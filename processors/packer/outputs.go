@@ -99,7 +99,7 @@ func (p *Packer) groupLags(ctx context.Context) ([]int64, error) {
 	defer client.Close()
 	inputs := map[string][]string{
 		c.dedupeGroup(): {c.Topics.Toys, c.Topics.Boxes, c.dedupeGroup() + "-loop"},
-		c.clockGroup():  {c.dedupeGroup() + "-table", c.clockGroup() + "-loop"},
+		c.clockGroup():  {c.dedupeEvents()},
 		c.slotsGroup():  {c.clockGroup() + "-table", c.slotsGroup() + "-loop"},
 	}
 	var lags []int64

@@ -1,14 +1,16 @@
 // Package packer is the Goka implementation of the packing contract
 // (docs/SEMANTICS.md). Three goka groups form a pipeline:
 //
-//	toys, boxes --> dedupe --(dedupe table)--> clock --(clock table)--> slots --> packed, unpacked, spare
+//	toys, boxes --> dedupe --(dedupe events)--> clock --(clock table)--> slots --> packed, unpacked, spare
 //	                  |                           |
 //	                  +--> dead-letters           +--> late (via slots)
 //
-// Each stateful stage writes only its group table, and the table's changelog
-// is the next stage's input: a state change and the event it produced are one
-// Kafka record, so a crash can never keep one and lose the other. See
-// docs/ARCHITECTURE.md for the reasoning and the replay rules.
+// The clock stage writes only its group table, and the table's changelog is
+// the next stage's input: a state change and the event it produced are one
+// Kafka record, so a crash can never keep one and lose the other. The dedupe
+// stage's state is write-once, so it can afford two records: a redelivery
+// recomputes and re-sends the same event. See docs/ARCHITECTURE.md for the
+// reasoning and the replay rules.
 package packer
 
 import (
@@ -64,11 +66,11 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Boxes))),
 		goka.Loop(binCodec[Observed, *Observed]{}, p.trace.dedupe.Relay()(p.dedupe)),
 		goka.Persist(binCodec[DedupeState, *DedupeState]{}),
+		goka.Output(goka.Stream(p.cfg.dedupeEvents()), binCodec[Observed, *Observed]{}),
 		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
 	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
-		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.dedupeGroup()))), binCodec[DedupeState, *DedupeState]{}, p.trace.clock.Relay()(forwardToClock)),
-		goka.Loop(binCodec[Observed, *Observed]{}, p.trace.clock.Relay()(p.clock)),
+		goka.Input(goka.Stream(p.cfg.dedupeEvents()), binCodec[Observed, *Observed]{}, p.trace.clock.Relay()(p.clock)),
 		goka.Persist(binCodec[ClockState, *ClockState]{}),
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
@@ -126,58 +128,59 @@ func (p *Packer) emitDead(ctx goka.Context, stream record.Stream, partition int3
 }
 
 // dedupe keeps, per (size, stream, id), the offset of the first record with
-// that id. "First" never changes once written, so whether a record is a
-// duplicate can be recomputed on any redelivery, and its dead letter re-sent.
+// that id, and sends each record's event to the clock stage, keyed by size.
+// "First" never changes once written, so whether a record is a duplicate can
+// be recomputed on any redelivery: the event and the dead letter are re-sent,
+// identical, even when the state already holds the record. That is what makes
+// two records (the state and the event) safe here: a crash that kept the
+// state and lost the event is repaired by the redelivery, which goka
+// guarantees because the input's offset is committed only once both are
+// written. The clock stage skips events it has applied.
 func (p *Packer) dedupe(ctx goka.Context, msg any) {
 	obs := msg.(*Observed)
 	var st *DedupeState
 	if v := ctx.Value(); v != nil {
 		st = v.(*DedupeState)
 	}
-	next, dup := dedupeStep(st, obs)
-	if dup {
+	next, ev := dedupeStep(st, obs)
+	if ev.Dup {
 		p.emitDup(ctx, obs)
 	}
 	if next != nil {
 		ctx.SetValue(next)
 	}
+	ctx.Emit(goka.Stream(p.cfg.dedupeEvents()), ev.Size, &ev)
 }
 
 // dedupeStep is the dedupe decision for one record: the state to write (nil
-// when the record was already applied: its event is in the table) and whether
-// the record is a duplicate (then its dead letter is sent, again on a
-// redelivery).
-func dedupeStep(st *DedupeState, obs *Observed) (next *DedupeState, dup bool) {
-	if st != nil && obs.Partition == st.Ev.Partition && obs.Offset <= st.Last {
-		return nil, !obs.Heartbeat && !st.isFirst(obs)
+// when the record was already applied) and the event for the clock stage,
+// which says whether the record is a duplicate and is the same on every
+// delivery of the record.
+func dedupeStep(st *DedupeState, obs *Observed) (next *DedupeState, ev Observed) {
+	ev = *obs
+	ev.Raw, ev.Key = nil, nil
+	if st != nil && obs.Partition == st.LastPart && obs.Offset <= st.Last {
+		ev.Dup = !obs.Heartbeat && !st.isFirst(obs)
+		return nil, ev
 	}
 	// A new record, or (only when one id arrives from two partitions, which
-	// the contract rules out) possibly a replayed one: its event is then
-	// written again, which the clock recognizes and skips.
-	ev := *obs
-	ev.Raw, ev.Key = nil, nil
-	next = &DedupeState{First: -1, FirstPart: -1, Last: obs.Offset, Ev: ev}
+	// the contract rules out) possibly a replayed one: the state is written
+	// again, and the clock recognizes the event and skips it.
+	next = &DedupeState{First: -1, FirstPart: -1, Last: obs.Offset, LastPart: obs.Partition}
 	if !obs.Heartbeat {
 		if st == nil {
 			next.First, next.FirstPart = obs.Offset, obs.Partition
 		} else {
 			next.First, next.FirstPart = st.First, st.FirstPart
-			dup = !st.isFirst(obs)
-			next.Ev.Dup = dup
+			ev.Dup = !st.isFirst(obs)
 		}
 	}
-	return next, dup
+	return next, ev
 }
 
 func (p *Packer) emitDup(ctx goka.Context, obs *Observed) {
 	p.emitDead(ctx, obs.Stream, obs.Partition, obs.Offset, record.ReasonDuplicate,
 		"an earlier record of this stream and size has id "+strconv.Quote(obs.ID), obs.Key, obs.Raw)
-}
-
-// forwardToClock re-keys the dedupe table's events to their size, in order.
-func forwardToClock(ctx goka.Context, msg any) {
-	st := msg.(*DedupeState)
-	ctx.Loopback(st.Ev.Size, &st.Ev)
 }
 
 // clock applies one event to the clock of its size (lateness, ranks, window

@@ -2,6 +2,7 @@ package packer
 
 import (
 	"encoding/binary"
+	"reflect"
 	"testing"
 
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -19,7 +20,7 @@ func TestDedupeStepAcrossPartitions(t *testing.T) {
 	}
 	type step struct {
 		obs       *Observed
-		write     bool // a state (and so an event for the clock) is written
+		write     bool // a state is written
 		dup       bool
 		wantFirst [2]int64 // partition, offset of First after the step
 	}
@@ -51,13 +52,20 @@ func TestDedupeStepAcrossPartitions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var st *DedupeState
 			for i, s := range tc.steps {
-				next, dup := dedupeStep(st, s.obs)
-				if (next != nil) != s.write || dup != s.dup {
-					t.Fatalf("step %d (%d@%d): write %v dup %v, want write %v dup %v", i, s.obs.Partition, s.obs.Offset, next != nil, dup, s.write, s.dup)
+				next, ev := dedupeStep(st, s.obs)
+				if (next != nil) != s.write || ev.Dup != s.dup {
+					t.Fatalf("step %d (%d@%d): write %v dup %v, want write %v dup %v", i, s.obs.Partition, s.obs.Offset, next != nil, ev.Dup, s.write, s.dup)
+				}
+				// Every delivery sends the record's event, replays included:
+				// the record itself, without its raw bytes.
+				want := *s.obs
+				want.Dup = s.dup
+				if !reflect.DeepEqual(ev, want) {
+					t.Fatalf("step %d: event %+v, want %+v", i, ev, want)
 				}
 				if next != nil {
-					if next.Ev.Dup != dup || next.Ev.Offset != s.obs.Offset || next.Ev.Partition != s.obs.Partition {
-						t.Fatalf("step %d: event %+v", i, next.Ev)
+					if next.Last != s.obs.Offset || next.LastPart != s.obs.Partition {
+						t.Fatalf("step %d: state %+v", i, next)
 					}
 					st = next
 				}

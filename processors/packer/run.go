@@ -33,16 +33,16 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 	plain := func(name string) kafkaconf.Topic {
 		return kafkaconf.Topic{Name: name, Partitions: c.Partitions, Replication: c.Replication}
 	}
-	loop := func(group string) kafkaconf.Topic {
-		t := plain(group + "-loop")
+	loop := func(name string) kafkaconf.Topic {
+		t := plain(name)
 		t.Configs = map[string]string{
 			"cleanup.policy": "delete",
 			"retention.ms":   strconv.FormatInt(loopRetention.Milliseconds(), 10),
 		}
 		return t
 	}
-	table := func(group string) kafkaconf.Topic {
-		t := plain(string(goka.GroupTable(goka.Group(group))))
+	table := func(name string) kafkaconf.Topic {
+		t := plain(name)
 		t.Configs = map[string]string{
 			"cleanup.policy":        "compact",
 			"min.compaction.lag.ms": strconv.FormatInt(c.MinCompactionLag.Milliseconds(), 10),
@@ -53,8 +53,12 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 		plain(c.Topics.Toys), plain(c.Topics.Boxes),
 		plain(c.Topics.Packed), plain(c.Topics.Unpacked), plain(c.Topics.Spare), plain(c.Topics.Late), plain(c.Topics.Dead),
 	}
-	for _, g := range c.Groups() {
-		topics = append(topics, loop(g), table(g))
+	for _, it := range c.internalTopics() {
+		if it.kind == tableTopic {
+			topics = append(topics, table(it.name))
+		} else {
+			topics = append(topics, loop(it.name))
+		}
 	}
 	return kafkaconf.EnsureTopics(ctx, c.Kafka, topics...)
 }

@@ -17,7 +17,7 @@ type Option func(*Packer)
 // off, at no cost). Each input record gets a CONSUMER span "process toys" or
 // "process boxes", child of the elves' "send" span found in its headers. Its
 // context then travels in the headers of every record the stages write (loop
-// topics and table changelogs included) and is remembered by the slot of its
+// topics, the dedupe events and the clock's changelog included) and is remembered by the slot of its
 // rank, so that each pair gets a "pack" span, child of the record that
 // completed it and linked to both items, and every output a PRODUCER span
 // "send <topic>". Dead letters set the status of their spans to Error.
@@ -26,10 +26,11 @@ type Option func(*Packer)
 // different results.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(p *Packer) {
-		g := func(group string) *kafkatrace.Goka {
-			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: "northpole-" + group, OnSend: onSend})
-		}
 		c := p.cfg
+		g := func(group string) *kafkatrace.Goka {
+			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: "northpole-" + group, OnSend: onSend,
+				Internal: []string{c.dedupeEvents()}})
+		}
 		p.trace = stageTracing{dedupe: g(c.dedupeGroup()), clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
 	}
 }
