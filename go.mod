@@ -6,6 +6,7 @@ require (
 	github.com/IBM/sarama v1.61.1
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/distribution/reference v0.5.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lovoo/goka v1.1.17
 	github.com/sirupsen/logrus v1.10.1

@@ -136,12 +136,31 @@ func FormatMicros(us int64) string { return FormatTime(time.UnixMicro(us)) }
 // first rule that failed, in the order: malformed json, bad made_at, bad size,
 // size not key, no id.
 func Parse(stream Stream, key, value []byte) (Record, error) {
-	fields, why := Object(value)
-	if fields == nil {
+	// The members the rule reads, the last of duplicates winning (copied:
+	// readObject's slices do not outlive the call).
+	var madeAtRaw, sizeRaw, elfRaw, kindRaw, idRaw, hbRaw json.RawMessage
+	idField := stream.IDField()
+	why := readObject(value, func(name, raw []byte) {
+		switch string(name) {
+		case "made_at":
+			madeAtRaw = append(madeAtRaw[:0], raw...)
+		case "size":
+			sizeRaw = append(sizeRaw[:0], raw...)
+		case "elf":
+			elfRaw = append(elfRaw[:0], raw...)
+		case "kind":
+			kindRaw = append(kindRaw[:0], raw...)
+		case idField:
+			idRaw = append(idRaw[:0], raw...)
+		case "heartbeat":
+			hbRaw = append(hbRaw[:0], raw...)
+		}
+	})
+	if why != "" {
 		return Record{}, &InvalidError{ReasonMalformedJSON, why}
 	}
 
-	madeAtStr, ok := JSONString(fields["made_at"])
+	madeAtStr, ok := JSONString(madeAtRaw)
 	if !ok {
 		return Record{}, &InvalidError{ReasonBadMadeAt, "made_at is missing or not a string"}
 	}
@@ -150,24 +169,24 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 		return Record{}, &InvalidError{ReasonBadMadeAt, err.Error()}
 	}
 
-	size, ok := JSONString(fields["size"])
+	size, ok := JSONString(sizeRaw)
 	if !ok || !ValidSize(size) {
-		return Record{}, &InvalidError{ReasonBadSize, fmt.Sprintf("size %s is not one of S, M, L, XL", rawOrMissing(fields["size"]))}
+		return Record{}, &InvalidError{ReasonBadSize, fmt.Sprintf("size %s is not one of S, M, L, XL", rawOrMissing(sizeRaw))}
 	}
 	if size != string(key) {
 		return Record{}, &InvalidError{ReasonSizeNotKey, fmt.Sprintf("size %q but key %q", size, key)}
 	}
 
 	r := Record{Stream: stream, Size: size, MadeAt: madeAt}
-	r.Elf, _ = JSONString(fields["elf"])
-	r.Kind, _ = JSONString(fields["kind"])
-	r.ID, _ = JSONString(fields[stream.IDField()])
-	if isTrue(fields["heartbeat"]) {
+	r.Elf, _ = JSONString(elfRaw)
+	r.Kind, _ = JSONString(kindRaw)
+	r.ID, _ = JSONString(idRaw)
+	if isTrue(hbRaw) {
 		r.Heartbeat = true
 		return r, nil
 	}
 	if r.ID == "" {
-		return Record{}, &InvalidError{ReasonNoID, fmt.Sprintf("%s is missing, empty or not a string, and heartbeat is not true", stream.IDField())}
+		return Record{}, &InvalidError{ReasonNoID, fmt.Sprintf("%s is missing, empty or not a string, and heartbeat is not true", idField)}
 	}
 	return r, nil
 }
@@ -175,25 +194,14 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 // Object reads value as the contract's "UTF-8 text holding one JSON object"
 // and returns its members (the last of duplicate members winning, as in
 // encoding/json). When value is not such a text it returns nil and says why.
-// Every Go reader of records (Parse, the SQL engines' loader) starts here, so
-// that JSON details are read one way.
+// Every Go reader of records (Parse, the SQL engines' loader) reads through
+// readObject, so that JSON details are read one way.
 func Object(value []byte) (map[string]json.RawMessage, string) {
-	if !utf8.Valid(value) {
-		return nil, "value is not valid UTF-8"
-	}
-	// The first non-space byte tells whether the value can be an object;
-	// json.Unmarshal then checks that the whole value is exactly one JSON
-	// value (it validates before decoding), so no separate json.Valid pass.
-	trimmed := bytes.TrimLeft(value, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, "value is not one JSON object"
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(value, &fields); err != nil {
-		return nil, "value is not one JSON object"
-	}
-	if fields == nil { // cannot happen for an object; keep nil meaning "not one"
-		fields = map[string]json.RawMessage{}
+	fields := map[string]json.RawMessage{}
+	if why := readObject(value, func(name, raw []byte) {
+		fields[string(name)] = bytes.Clone(raw)
+	}); why != "" {
+		return nil, why
 	}
 	return fields, ""
 }
