@@ -42,7 +42,6 @@ func FuzzJSONString(f *testing.F) {
 	})
 }
 
-
 // FuzzObject: Object accepts exactly the texts that encoding/json decodes
 // into a map (one JSON object, UTF-8), with the same members: names
 // unescaped as encoding/json does, the last duplicate winning, each value's

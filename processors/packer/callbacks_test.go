@@ -52,9 +52,9 @@ type testerPipeline struct {
 	pk  *Packer
 	cfg Config
 	// trackers of every topic the tests look at
-	dead, packed, unpacked, spare, late          *tester.QueueTracker
+	dead, packed, unpacked, spare, late       *tester.QueueTracker
 	dedupeLoop, dedupeTable, events, clockTab *tester.QueueTracker
-	slotsLoop                                    *tester.QueueTracker
+	slotsLoop                                 *tester.QueueTracker
 }
 
 func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
