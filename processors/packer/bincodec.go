@@ -17,11 +17,12 @@ import (
 // tables and loops written by an earlier version of the packer still read.
 //
 // The version byte says which layout follows. Version 2 changed only
-// DedupeState (it no longer carries the event); version 3 only the open
-// windows of ClockState (starts in 8 fixed bytes instead of a varint, which
-// takes 8 bytes too for this century's microseconds but a loop to read).
-// Every other type reads the same under all three.
-const binVersion = 3
+// DedupeState (it no longer carried the event), version 4 too (it keeps
+// only the first offset); version 3 only the open windows of ClockState
+// (starts in 8 fixed bytes instead of a varint, which takes 8 bytes too for
+// this century's microseconds but a loop to read). Every other type reads the
+// same under all of them.
+const binVersion = 4
 
 // binMsg is a message with a binary form.
 type binMsg interface {
@@ -239,29 +240,30 @@ func (o *Observed) readBin(r *binReader) {
 
 func (d *DedupeState) appendBin(b []byte) []byte {
 	b = binary.AppendVarint(b, d.First)
-	b = binary.AppendVarint(b, int64(d.FirstPart))
-	b = binary.AppendVarint(b, d.Last)
-	return binary.AppendVarint(b, int64(d.LastPart))
+	return binary.AppendVarint(b, int64(d.FirstPart))
 }
 
 func (d *DedupeState) readBin(r *binReader) {
-	if r.version >= 2 {
+	switch {
+	case r.version >= 4:
 		d.First = r.varint()
 		d.FirstPart = int32(r.varint())
-		d.Last = r.varint()
-		d.LastPart = int32(r.varint())
-		return
-	}
-	// Version 1: First, Last, the event, and (from the second layout of
-	// version 1 on) FirstPart.
-	d.First = r.varint()
-	d.Last = r.varint()
-	var ev Observed
-	ev.readBin(r)
-	d.LastPart = ev.Partition
-	d.FirstPart = -1
-	if r.err == nil && r.off < len(r.b) {
+	case r.version >= 2: // First, FirstPart, Last, LastPart
+		d.First = r.varint()
 		d.FirstPart = int32(r.varint())
+		r.varint()
+		r.varint()
+	default:
+		// Version 1: First, Last, the event, and (from the second layout of
+		// version 1 on) FirstPart.
+		d.First = r.varint()
+		r.varint()
+		var ev Observed
+		ev.readBin(r)
+		d.FirstPart = -1
+		if r.err == nil && r.off < len(r.b) {
+			d.FirstPart = int32(r.varint())
+		}
 	}
 }
 

@@ -22,8 +22,8 @@ func TestBinCodecRoundTrip(t *testing.T) {
 	}{
 		{binCodec[Observed, *Observed]{}, &obs},
 		{binCodec[Observed, *Observed]{}, &Observed{}},
-		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: 1, FirstPart: 3, Last: 99, LastPart: 2}},
-		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: -1, FirstPart: -1, Last: 7}},
+		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: 1, FirstPart: 3}},
+		{binCodec[DedupeState, *DedupeState]{}, &DedupeState{First: 1 << 40, FirstPart: -1}},
 		{binCodec[ClockEvent, *ClockEvent]{}, &ev},
 		{binCodec[ClockState, *ClockState]{}, &ClockState{Toys: StreamClock{Seen: true, Lasts: []PartOffset{{Partition: 2, Offset: 4}, {Partition: 0, Offset: 9}}, Max: 1e12}, Boxes: StreamClock{Max: -1},
 			Open: []OpenWindow{{Start: 1, Toys: 2, Boxes: 3}}, Ev: ev}},
@@ -63,24 +63,32 @@ func TestBinCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// TestDedupeStateOfEarlierPackers: dedupe values written before version 2
-// carried the event; the partition of Last was the event's.
+// TestDedupeStateOfEarlierPackers: dedupe values of earlier packers carried
+// the event (version 1) or the last offset handled (versions 2 and 3); only
+// the first offset is read from them.
 func TestDedupeStateOfEarlierPackers(t *testing.T) {
 	ev := Observed{Stream: record.Toys, Partition: 2, Offset: 99, Size: "M", ID: "a", MadeUS: 5, MadeAt: "x"}
 	v1 := binary.AppendVarint([]byte{1}, 10) // version 1: First,
 	v1 = binary.AppendVarint(v1, 99)         // Last,
 	v1 = ev.appendBin(v1)                    // the event,
 	withPart := binary.AppendVarint(v1, 3)   // and, in its later values, FirstPart
+	v2 := binary.AppendVarint([]byte{2}, 10) // version 2: First,
+	v2 = binary.AppendVarint(v2, 3)          // FirstPart,
+	v2 = binary.AppendVarint(v2, 99)         // Last,
+	v2 = binary.AppendVarint(v2, 2)          // LastPart
+	v3 := append([]byte{3}, v2[1:]...)
 	codec := binCodec[DedupeState, *DedupeState]{}
 	for _, c := range []struct {
 		name string
 		b    []byte
 		want DedupeState
 	}{
-		{"binary without FirstPart", v1, DedupeState{First: 10, FirstPart: -1, Last: 99, LastPart: 2}},
-		{"binary with FirstPart", withPart, DedupeState{First: 10, FirstPart: 3, Last: 99, LastPart: 2}},
+		{"version 1 without FirstPart", v1, DedupeState{First: 10, FirstPart: -1}},
+		{"version 1 with FirstPart", withPart, DedupeState{First: 10, FirstPart: 3}},
+		{"version 2", v2, DedupeState{First: 10, FirstPart: 3}},
+		{"version 3", v3, DedupeState{First: 10, FirstPart: 3}},
 		{"JSON", []byte(`{"first":10,"first_part":3,"last":99,"ev":{"x":"toys","p":2,"o":99,"s":"M","id":"a","t":5,"ts":"x"}}`),
-			DedupeState{First: 10, FirstPart: 3, Last: 99, LastPart: 2}},
+			DedupeState{First: 10, FirstPart: 3}},
 	} {
 		got, err := codec.Decode(c.b)
 		if err != nil {
@@ -125,7 +133,7 @@ func FuzzBinCodec(f *testing.F) {
 		binCodec[ClockState, *ClockState]{}, binCodec[SlotMsg, *SlotMsg]{}, binCodec[SlotState, *SlotState]{}}
 	st := ClockState{Toys: StreamClock{Seen: true, Lasts: []PartOffset{{Partition: 1, Offset: 7}}, Max: 5},
 		Open: []OpenWindow{{Start: 1_798_070_390_000_000, Toys: 2}}, Ev: ClockEvent{Class: ClassItem, Closed: []Closed{{Start: 1, Toys: 1}}}}
-	for i, v := range []any{&Observed{Stream: record.Toys, ID: "a", Raw: []byte("{}")}, &DedupeState{First: 1, Last: 2, LastPart: 3},
+	for i, v := range []any{&Observed{Stream: record.Toys, ID: "a", Raw: []byte("{}")}, &DedupeState{First: 1, FirstPart: 3},
 		&st, &SlotMsg{ID: "x", Window: 9}, &SlotState{Toy: "t", Box: "b", Closed: true}} {
 		b, err := codecs[i].Encode(v)
 		if err != nil {

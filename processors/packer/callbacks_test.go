@@ -257,7 +257,7 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 		t.Errorf("duplicate dead letter %+v", dl)
 	}
 	st := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.dedupeGroup())), "M|toys|i|a").(*DedupeState)
-	if st.First != 0 || st.Last != off || st.LastPart != 0 {
+	if st.First != 0 || st.FirstPart != 0 {
 		t.Errorf("dedupe state of a: %+v", st)
 	}
 	// The clock saw it as a duplicate: no rank.

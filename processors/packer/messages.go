@@ -26,37 +26,18 @@ type Observed struct {
 	Key []byte `json:"key,omitempty"`
 }
 
-// DedupeState is the dedupe stage's value for one (size, stream, id) key, or
-// for the (size, stream) heartbeat key. It holds offsets only: the event the
-// stage decides is sent to the clock stage on its own topic, and is a
-// function of the record and of First, which never changes once written, so
-// a redelivered record re-sends exactly the event it sent the first time.
+// DedupeState is the dedupe stage's value for one (size, stream, id) key:
+// where the first record with that id is. It is written once, by that
+// record, and never changes; heartbeats keep none. So the stage's decision
+// (a duplicate or not) is a function of the record and this value, the same
+// on every delivery, and the event it sends to the clock stage can always be
+// sent again. Values of earlier packers also held the last offset handled
+// and the event; they are read, and those parts ignored.
 type DedupeState struct {
-	First int64 `json:"first"` // offset of the first record with this id (items only)
+	First int64 `json:"first"` // offset of the first record with this id
 	// FirstPart is the partition of First; -1 in values written before it
 	// was kept (then First is compared by offset alone, as it was).
 	FirstPart int32 `json:"first_part"`
-	Last      int64 `json:"last"`      // offset of the last record handled here, in partition LastPart
-	LastPart  int32 `json:"last_part"` // values of earlier packers kept it in ev.p
-}
-
-// UnmarshalJSON reads the JSON values of earlier packers, which carried the
-// event (and so the partition of Last) in "ev".
-func (d *DedupeState) UnmarshalJSON(b []byte) error {
-	type plain DedupeState
-	v := struct {
-		*plain
-		Ev *struct {
-			Partition int32 `json:"p"`
-		} `json:"ev"`
-	}{plain: (*plain)(d)}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	if v.Ev != nil {
-		d.LastPart = v.Ev.Partition
-	}
-	return nil
 }
 
 // isFirst reports whether obs is the record that first had this id.

@@ -129,18 +129,20 @@ func (p *Packer) emitDead(ctx goka.Context, stream record.Stream, partition int3
 
 // dedupe keeps, per (size, stream, id), the offset of the first record with
 // that id, and sends each record's event to the clock stage, keyed by size.
-// "First" never changes once written, so whether a record is a duplicate can
-// be recomputed on any redelivery: the event and the dead letter are re-sent,
-// identical, even when the state already holds the record. That is what makes
-// two records (the state and the event) safe here: a crash that kept the
-// state and lost the event is repaired by the redelivery, which goka
-// guarantees because the input's offset is committed only once both are
-// written. The clock stage skips events it has applied.
+// That offset is written once and never changes, so whether a record is a
+// duplicate is decided the same way on every delivery: the event and the dead
+// letter are re-sent, identical, on a redelivery. That is what makes two
+// records (the state and the event) safe here: a crash that kept the state
+// and lost the event is repaired by the redelivery, which goka guarantees
+// because the input's offset is committed only once both are written. The
+// clock stage skips events it has applied.
 func (p *Packer) dedupe(ctx goka.Context, msg any) {
 	obs := msg.(*Observed)
 	var st *DedupeState
-	if v := ctx.Value(); v != nil {
-		st = v.(*DedupeState)
+	if !obs.Heartbeat {
+		if v := ctx.Value(); v != nil {
+			st = v.(*DedupeState)
+		}
 	}
 	next, ev := dedupeStep(st, obs)
 	if ev.Dup {
@@ -153,27 +155,18 @@ func (p *Packer) dedupe(ctx goka.Context, msg any) {
 }
 
 // dedupeStep is the dedupe decision for one record: the state to write (nil
-// when the record was already applied) and the event for the clock stage,
-// which says whether the record is a duplicate and is the same on every
-// delivery of the record.
+// unless the record is the first with its id and no state exists yet) and
+// the event for the clock stage, which says whether the record is a
+// duplicate. Heartbeats have no state and are never duplicates.
 func dedupeStep(st *DedupeState, obs *Observed) (next *DedupeState, ev Observed) {
 	ev = *obs
 	ev.Raw, ev.Key = nil, nil
-	if st != nil && obs.Partition == st.LastPart && obs.Offset <= st.Last {
-		ev.Dup = !obs.Heartbeat && !st.isFirst(obs)
-		return nil, ev
-	}
-	// A new record, or (only when one id arrives from two partitions, which
-	// the contract rules out) possibly a replayed one: the state is written
-	// again, and the clock recognizes the event and skips it.
-	next = &DedupeState{First: -1, FirstPart: -1, Last: obs.Offset, LastPart: obs.Partition}
-	if !obs.Heartbeat {
-		if st == nil {
-			next.First, next.FirstPart = obs.Offset, obs.Partition
-		} else {
-			next.First, next.FirstPart = st.First, st.FirstPart
-			ev.Dup = !st.isFirst(obs)
-		}
+	switch {
+	case obs.Heartbeat:
+	case st == nil:
+		next = &DedupeState{First: obs.Offset, FirstPart: obs.Partition}
+	default:
+		ev.Dup = !st.isFirst(obs)
 	}
 	return next, ev
 }
