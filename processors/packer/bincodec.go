@@ -57,8 +57,8 @@ func (binCodec[T, PT]) Encode(v any) ([]byte, error) {
 // far: sizing it once saves the copies of growing it.
 type sizeHinter interface{ sizeHint() int }
 
-// sizeHint: a clock value is mostly its open windows (a start of up to ten
-// bytes and two small counts each); on a backlog there can be dozens.
+// sizeHint: a clock value is mostly its open windows (an 8-byte start
+// and two small counts each); on a backlog there can be dozens.
 func (s *ClockState) sizeHint() int { return 96 + 12*len(s.Open) + 12*len(s.Ev.Closed) }
 
 func (binCodec[T, PT]) Decode(b []byte) (any, error) {

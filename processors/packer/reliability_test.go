@@ -87,8 +87,6 @@ func (p *packerProcess) kill() {
 	p.log.Close()
 }
 
-func (p *packerProcess) exited() bool { return p.cmd.ProcessState != nil }
-
 // checkRawPacked reads the raw packed topic (before deduplication) and fails
 // if any toy went into two different boxes or any box held two toys.
 func (pl pipeline) checkRawPacked(t *testing.T, ctx context.Context) {
