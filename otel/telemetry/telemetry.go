@@ -7,6 +7,14 @@
 // returns a no-op provider, and the instrumented packages treat a no-op (or
 // nil) provider as "tracing off" and skip all their tracing work.
 //
+// No span is lost silently. Each exporter sits behind the SDK's batch span
+// processor and an admission gate (delivery.go): while exports succeed, a
+// span's End waits for room in the queue instead of dropping the span;
+// while they fail, spans beyond the queue are dropped. Every span is
+// counted as exported, dropped, failed or unflushed at Shutdown
+// (SpanStats), and losses are logged at warning level while the process
+// runs and at Shutdown.
+//
 // The environment read here:
 //
 //	OTEL_SDK_DISABLED=true                     everything off
@@ -18,6 +26,7 @@
 //	OTEL_EXPORTER_OTLP_TRACES_PROTOCOL         (and _METRICS_) per signal
 //	OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 //	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG (read by the SDK itself)
+//	OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE (read here too: the gate holds the queue to its size)
 //	OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS, _INSECURE, _TIMEOUT ... (read by the SDK and exporters)
 package telemetry
 
@@ -31,6 +40,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
@@ -64,6 +74,15 @@ type Options struct {
 	// Exporter replaces the OTLP span exporter the environment would build
 	// (benchmarks use a discarding one). It turns tracing on.
 	Exporter sdktrace.SpanExporter
+	// Exporters receive every span as well, each through its own batch
+	// processor with the same delivery and accounting as the OTLP exporter
+	// (the demo's in-process service map is one). They turn tracing on.
+	Exporters []NamedExporter
+	// Log receives the warnings about lost spans; nil discards them.
+	Log *slog.Logger
+	// ReportEvery is how often lost spans are logged while the process
+	// runs (Shutdown logs the totals); zero means every 10 s.
+	ReportEvery time.Duration
 	// Sampler replaces OTEL_TRACES_SAMPLER.
 	Sampler sdktrace.Sampler
 	// Getenv reads the environment; nil means os.Getenv. Only the variables
@@ -85,6 +104,12 @@ type Telemetry struct {
 	// a parent in one service with its child in another (see docs).
 	processors []sdktrace.SpanProcessor
 	shared     []sdktrace.SpanProcessor
+	// exporters are the processors in front of each exporter, whose counts
+	// SpanStats reports and the reporter logs.
+	exporters []*deliveryProcessor
+	log       *slog.Logger
+	stopLog   chan struct{}
+	logDone   chan struct{}
 
 	mu      sync.Mutex
 	closed  bool
@@ -128,14 +153,36 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 			return nil, fmt.Errorf("telemetry: OTLP %s span exporter: %w", proto, err)
 		}
 	}
+	named := o.Exporters
 	if exporter != nil {
-		t.processors = append(t.processors, sdktrace.NewBatchSpanProcessor(exporter))
+		name := "otlp"
+		if o.Exporter != nil {
+			name = "exporter"
+		}
+		named = append([]NamedExporter{{Name: name, SpanExporter: exporter}}, named...)
+	}
+	for _, e := range named {
+		p := newDeliveryProcessor(e.Name, e.SpanExporter, getenv)
+		t.exporters = append(t.exporters, p)
+		t.processors = append(t.processors, p)
 	}
 	t.processors = append(t.processors, o.SpanProcessors...)
 	for _, p := range t.processors {
-		t.shared = append(t.shared, flushOnShutdown{p})
+		t.shared = append(t.shared, stopOnce{p})
 	}
 	t.tracesOn = len(t.processors) > 0
+	t.log = o.Log
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if len(t.exporters) > 0 {
+		every := o.ReportEvery
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		t.stopLog, t.logDone = make(chan struct{}), make(chan struct{})
+		go t.reportLosses(every)
+	}
 	if metricsExp {
 		proto, err := t.protocol("METRICS")
 		if err != nil {
@@ -290,6 +337,10 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.closed = true
 	tracers, meters := t.tracers, t.meters
 	t.mu.Unlock()
+	if t.stopLog != nil {
+		close(t.stopLog)
+		<-t.logDone
+	}
 	var errs []error
 	for name, tp := range tracers {
 		if err := tp.Shutdown(ctx); err != nil {
@@ -301,6 +352,14 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("telemetry: stop span processor: %w", err))
 		}
 	}
+	for _, p := range t.exporters {
+		s := p.Stats()
+		if s.Lost() > 0 {
+			t.log.Warn("telemetry: spans lost", statsAttrs(s)...)
+		} else {
+			t.log.Info("telemetry: every span exported", statsAttrs(s)...)
+		}
+	}
 	for name, mp := range meters {
 		if err := mp.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("telemetry: flush metrics of %s: %w", name, err))
@@ -309,12 +368,57 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// flushOnShutdown lets several tracer providers share one span processor: a
-// provider's Shutdown only flushes it, and Telemetry.Shutdown stops it once
-// every provider is done.
-type flushOnShutdown struct{ sdktrace.SpanProcessor }
+// stopOnce lets several tracer providers share one span processor: a
+// provider's Shutdown leaves it alone, and Telemetry.Shutdown stops it (which
+// flushes it) once every provider is done. A flush per provider would only
+// repeat that flush, and wait on a failing backend once per provider.
+type stopOnce struct{ sdktrace.SpanProcessor }
 
-func (f flushOnShutdown) Shutdown(ctx context.Context) error { return f.ForceFlush(ctx) }
+func (stopOnce) Shutdown(context.Context) error { return nil }
+
+// SpanStats are the counts of each exporter, the OTLP one first: final
+// after Shutdown, so far before it. Nil when no exporter is configured.
+func (t *Telemetry) SpanStats() []SpanStats {
+	if t == nil {
+		return nil
+	}
+	out := make([]SpanStats, len(t.exporters))
+	for i, p := range t.exporters {
+		out[i] = p.Stats()
+	}
+	return out
+}
+
+// reportLosses warns, every interval until Shutdown, about the spans each
+// exporter lost since the last warning: a long-running packer whose backend
+// is down keeps saying so.
+func (t *Telemetry) reportLosses(every time.Duration) {
+	defer close(t.logDone)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	reported := make([]int64, len(t.exporters))
+	for {
+		select {
+		case <-t.stopLog:
+			return
+		case <-tick.C:
+		}
+		for i, p := range t.exporters {
+			s := p.Stats()
+			if lost := s.Lost(); lost > reported[i] {
+				t.log.Warn("telemetry: spans lost, the exporter is failing",
+					append([]any{"lost_since_last_report", lost - reported[i]}, statsAttrs(s)...)...)
+				reported[i] = lost
+			}
+		}
+	}
+}
+
+func statsAttrs(s SpanStats) []any {
+	return []any{"exporter", s.Exporter, "lost", s.Lost(), "ended", s.Ended, "exported", s.Exported,
+		"dropped_queue_full", s.Dropped, "failed_exports", s.Failed, "unflushed", s.Unflushed,
+		"waited_for_queue", s.Waited, "queue", s.Queue}
+}
 
 // LogErrors sends the SDK's internal errors (failed exports, bad
 // environment) to log instead of the standard logger.
