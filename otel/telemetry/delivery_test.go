@@ -3,8 +3,10 @@ package telemetry_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,23 +136,38 @@ func (s *syncBuffer) String() string {
 // TestDeadBackendDropsCountsAndWarns: with nothing listening at the
 // endpoint, ending spans does not wait for the backend beyond the first
 // failed export, every span is counted as lost, and the loss is logged at
-// warning level while running and at Shutdown.
+// warning level while running and at Shutdown, to Options.Log or, without
+// one, through the OpenTelemetry error handler that LogErrors sets.
 func TestDeadBackendDropsCountsAndWarns(t *testing.T) {
 	const spans = 10_000
-	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTPProtobuf} {
-		t.Run(proto, func(t *testing.T) {
+	for _, c := range []struct {
+		proto        string
+		errorHandler bool
+	}{
+		{telemetry.ProtocolGRPC, false},
+		{telemetry.ProtocolHTTPProtobuf, false},
+		{telemetry.ProtocolHTTPProtobuf, true},
+	} {
+		t.Run(fmt.Sprintf("%s/error handler %v", c.proto, c.errorHandler), func(t *testing.T) {
 			lis, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			addr := lis.Addr().String()
 			lis.Close() // connections are refused from now on
-			otlpEnv(t, proto, addr)
+			otlpEnv(t, c.proto, addr)
 			// gRPC retries a refused connection until its timeout.
 			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
 			var logs syncBuffer
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			tel, err := telemetry.New(context.Background(), telemetry.Options{Log: log, ReportEvery: 20 * time.Millisecond})
+			opts := telemetry.Options{Log: log, ReportEvery: 20 * time.Millisecond}
+			telemetry.LogErrors(slog.New(slog.DiscardHandler)) // the failed exports themselves
+			if c.errorHandler {
+				opts.Log = nil
+				telemetry.LogErrors(log)
+			}
+			t.Cleanup(func() { telemetry.LogErrors(slog.New(slog.DiscardHandler)) })
+			tel, err := telemetry.New(context.Background(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +190,8 @@ func TestDeadBackendDropsCountsAndWarns(t *testing.T) {
 				t.Errorf("stats %+v, want %d ended, all lost, some dropped at the queue", s, spans)
 			}
 			out := logs.String()
-			if !strings.Contains(out, `level=WARN msg="telemetry: spans lost" exporter=otlp lost=10000 ended=10000 exported=0`) {
+			final := regexp.MustCompile(`level=WARN msg=(opentelemetry err=")?"?telemetry: spans lost"? exporter=otlp lost=10000 ended=10000 exported=0 `)
+			if !final.MatchString(out) {
 				t.Errorf("no final warning with the count; log:\n%s", out)
 			}
 		})

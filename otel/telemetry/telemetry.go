@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,7 +79,10 @@ type Options struct {
 	// processor with the same delivery and accounting as the OTLP exporter
 	// (the demo's in-process service map is one). They turn tracing on.
 	Exporters []NamedExporter
-	// Log receives the warnings about lost spans; nil discards them.
+	// Log receives the warnings about lost spans (and, at info level, the
+	// totals at Shutdown). Nil sends the warnings to the OpenTelemetry error
+	// handler, which LogErrors points at a logger: a command that sets
+	// nothing up still says when it loses spans.
 	Log *slog.Logger
 	// ReportEvery is how often lost spans are logged while the process
 	// runs (Shutdown logs the totals); zero means every 10 s.
@@ -173,7 +177,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	t.tracesOn = len(t.processors) > 0
 	t.log = o.Log
 	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
+		t.log = slog.New(errorHandlerLog{})
 	}
 	if len(t.exporters) > 0 {
 		every := o.ReportEvery
@@ -420,8 +424,38 @@ func statsAttrs(s SpanStats) []any {
 		"waited_for_queue", s.Waited, "queue", s.Queue}
 }
 
+// errorHandlerLog hands warnings to the OpenTelemetry error handler, one
+// error per record, its attributes in the text.
+type errorHandlerLog struct{ attrs []slog.Attr }
+
+func (errorHandlerLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h errorHandlerLog) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	add := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	otel.Handle(errors.New(b.String()))
+	return nil
+}
+
+func (h errorHandlerLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return errorHandlerLog{attrs: append(slices.Clip(h.attrs), as...)}
+}
+
+// WithGroup is not needed by the few warnings sent here: a group's
+// attributes are printed without its name.
+func (h errorHandlerLog) WithGroup(string) slog.Handler { return h }
+
 // LogErrors sends the SDK's internal errors (failed exports, bad
-// environment) to log instead of the standard logger.
+// environment), and the lost-span warnings of a Telemetry made without
+// Options.Log, to log at warning level instead of the standard logger.
 func LogErrors(log *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("opentelemetry", "err", err)
