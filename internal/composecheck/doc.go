@@ -1,7 +1,11 @@
 // Package composecheck holds the checks of docker-compose.yml and Dockerfile
 // that run without a Docker engine (its tests): the compose file loads and
 // validates with compose-go, images are pinned, ports stay on loopback, the
-// services that trace are pointed at SigNoz's collector, every
+// services that trace are pointed at SigNoz's collector, which runs its
+// static config (no OpAMP manager) and whose healthcheck is an OTLP export to
+// its HTTP receiver (run here with bash against a stand-in receiver) with a
+// start period for the first migrations; the packer and the sleigh only need
+// the collector started, the elves wait for it without requiring it; every
 // service_healthy dependency has a healthcheck, the RisingWave job applies
 // the SQL the tests check, and the Dockerfile's go build succeeds.
 //
