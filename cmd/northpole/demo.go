@@ -281,7 +281,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintf(stdout, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", o.out, o.out)
 	}
-	if err := dt.finish(ctx, stdout, len(got.Packed), o.out); err != nil {
+	if err := dt.finish(ctx, stdout, demoCounts{toys: len(toys), boxes: len(boxes), packed: len(got.Packed)}, o.out); err != nil {
 		return err
 	}
 	if len(diffs) > 0 {

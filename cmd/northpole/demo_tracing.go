@@ -6,10 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -44,10 +44,12 @@ type demoTracing struct {
 
 func startDemoTracing(ctx context.Context, o demoTraceOptions) (*demoTracing, error) {
 	d := &demoTracing{}
-	var opts telemetry.Options
+	opts := telemetry.Options{Log: slog.Default()}
 	if o.serviceMap {
+		// The map gets the same delivery as the OTLP exporter: it must count
+		// every span, or its edges contradict the records read back.
 		d.b = servicemap.NewBuilder(servicemap.Options{})
-		opts.SpanProcessors = []sdktrace.SpanProcessor{sdktrace.NewBatchSpanProcessor(servicemap.Exporter{B: d.b})}
+		opts.Exporters = []telemetry.NamedExporter{{Name: "servicemap", SpanExporter: servicemap.Exporter{B: d.b}}}
 	}
 	tel, stop, err := startTelemetry(ctx, opts)
 	if err != nil {
@@ -80,18 +82,24 @@ func (d *demoTracing) startSleigh(ctx context.Context, kc kafkaconf.Config, pack
 	return nil
 }
 
+// demoCounts are what the demo read back from Kafka, which the map's
+// edges must equal.
+type demoCounts struct {
+	toys, boxes, packed int
+}
+
 // finish waits until the sleigh's manifest holds every packed pair, stops
-// the sleigh, flushes the spans and prints the service map (also written as
-// Mermaid and SVG under outDir, when given).
-func (d *demoTracing) finish(ctx context.Context, w io.Writer, packed int, outDir string) error {
+// the sleigh, flushes the spans, prints what became of them and the service
+// map (also written as Mermaid and SVG under outDir, when given).
+func (d *demoTracing) finish(ctx context.Context, w io.Writer, n demoCounts, outDir string) error {
 	var errs error
 	if d.sleigh != nil {
-		m, err := d.waitManifest(ctx, packed)
+		m, err := d.waitManifest(ctx, n.packed)
 		switch {
 		case err != nil:
 			errs = err
-		case m.Pairs != packed:
-			errs = fmt.Errorf("sleigh: the manifest holds %d pairs, the packed topic %d", m.Pairs, packed)
+		case m.Pairs != n.packed:
+			errs = fmt.Errorf("sleigh: the manifest holds %d pairs, the packed topic %d", m.Pairs, n.packed)
 		default:
 			c := d.sleigh.Counts()
 			fmt.Fprintf(w, "sleigh manifest: %d pairs in %d size classes, one per packed key (%d re-sent records skipped, %d conflicts)\n",
@@ -104,6 +112,10 @@ func (d *demoTracing) finish(ctx context.Context, w io.Writer, packed int, outDi
 		d.drained = true
 	}
 	d.close()
+	if stats := d.tel.SpanStats(); len(stats) > 0 {
+		fmt.Fprintln(w)
+		printSpanStats(w, stats)
+	}
 	if d.b == nil {
 		return errs
 	}
@@ -112,6 +124,7 @@ func (d *demoTracing) finish(ctx context.Context, w io.Writer, packed int, outDi
 	if err := g.WriteText(w); err != nil {
 		return err
 	}
+	printMapCheck(w, g, n)
 	if outDir != "" {
 		if err := writeServicemap(g, filepath.Join(outDir, "servicemap.mmd"), filepath.Join(outDir, "servicemap.svg"), false, io.Discard); err != nil {
 			return err
@@ -160,4 +173,48 @@ func (d *demoTracing) close() {
 		}
 	}
 	d.stop()
+}
+
+// printSpanStats says what became of the spans, per exporter: a lost span
+// is never silent.
+func printSpanStats(w io.Writer, stats []telemetry.SpanStats) {
+	fmt.Fprintf(w, "spans: %d ended (sampled, every service)\n", stats[0].Ended)
+	for _, s := range stats {
+		fmt.Fprintf(w, "  %-10s %d exported, %d dropped", s.Exporter, s.Exported, s.Lost())
+		if s.Lost() > 0 {
+			fmt.Fprintf(w, " (%d with the queue full while the exporter failed, %d in failed exports, %d not flushed at exit)",
+				s.Dropped, s.Failed, s.Unflushed)
+		}
+		if s.Waited > 0 {
+			fmt.Fprintf(w, "; %d waited for room in its %d-span queue", s.Waited, s.Queue)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// printMapCheck compares the map's edges into the packer and the sleigh with
+// the records read back: one process span per input record, one per packed
+// pair.
+func printMapCheck(w io.Writer, g servicemap.Graph, n demoCounts) {
+	checks := []struct {
+		from, to string
+		want     int
+		what     string
+	}{
+		{serviceToyElves, servicePacker, n.toys, "toys read back"},
+		{serviceBoxElves, servicePacker, n.boxes, "boxes read back"},
+		{servicePacker, serviceSleigh, n.packed, "pairs packed"},
+	}
+	equal := true
+	parts := make([]string, len(checks))
+	for i, c := range checks {
+		e, _ := g.Edge(c.from, c.to)
+		parts[i] = fmt.Sprintf("%s -> %s %d calls for %d %s", c.from, c.to, e.Calls, c.want, c.what)
+		equal = equal && e.Calls == c.want
+	}
+	verdict := "equal"
+	if !equal {
+		verdict = "DIFFERENT (spans lost, or records redelivered)"
+	}
+	fmt.Fprintf(w, "map check: %s: %s\n", strings.Join(parts, ", "), verdict)
 }
