@@ -71,6 +71,9 @@ packed pair in its manifest. Every component is traced under its own
 service.name (toy-elves, box-elves, packer, sleigh) into an in-process service
 map, printed at the end (--servicemap=false: no tracing unless OTEL_* asks);
 with OTEL_EXPORTER_OTLP_ENDPOINT set the spans also go there (SigNoz, Jaeger).
+The demo then says how many spans each got and how many were dropped (a span
+waits for room in the export queue rather than being dropped, unless that
+exporter is failing), and checks the map's edges against the records read back.
 
 Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 1 on error, 2 on bad flags.`,

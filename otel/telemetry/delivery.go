@@ -62,10 +62,11 @@ type NamedExporter struct {
 // the queue's spans (queued, batched or in an export) to the queue's size:
 // while the exporter succeeds, End waits for room (back-pressure, nothing
 // lost); while it fails (backend down), End drops and counts instead, so a
-// dead backend stalls the caller for one export at most (the exporter's
-// timeout, OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default). The batch
-// processor itself blocks rather than drops, which the gate makes
-// momentary.
+// dead backend stalls the caller for one failing export at most: at once
+// for a refused connection, else the OTLP exporters' retries until
+// OTEL_EXPORTER_OTLP_TIMEOUT (gRPC, 10 s) or OTEL_BSP_EXPORT_TIMEOUT (HTTP,
+// 30 s). The batch processor itself blocks rather than drops, which the
+// gate makes momentary.
 type deliveryProcessor struct {
 	name     string
 	capacity int64
