@@ -103,8 +103,8 @@ func newDeliveryProcessor(name string, exp sdktrace.SpanExporter, getenv func(st
 	return p
 }
 
-// envInt reads a positive integer, as the SDK does: anything else is the
-// default.
+// envInt reads a positive integer; anything else is the default (the SDK
+// would take zero, an unbuffered queue, and panic on a negative size).
 func envInt(getenv func(string) string, key string, def int) int {
 	n, err := strconv.Atoi(strings.TrimSpace(getenv(key)))
 	if err != nil || n <= 0 {
