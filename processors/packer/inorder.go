@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/IBM/sarama"
@@ -16,11 +17,20 @@ import (
 // a group is released to goka in the order it was issued, and every callback
 // holds a commit barrier registered before its first emit, so a message
 // commits only after every earlier message's emits are acknowledged.
+//
+// Order alone is not enough when a write fails: goka fails the message whose
+// emit failed, but the barriers of later messages, released after it, would
+// still commit, and their offsets cover the failed one (sarama commits the
+// greatest offset marked). So the first failure poisons the sequencer: every
+// item released after it fails too, nothing commits any more, and the
+// processor stops with the failed record still uncommitted. It is processed
+// again after a restart.
 type sequencer struct {
-	mu    sync.Mutex
-	head  uint64    // sequence number of buf[start], the lowest not yet released
-	start int       // buf[start:] are the items not yet released
-	buf   []seqItem // buf[start+i] has sequence number head+i
+	mu     sync.Mutex
+	head   uint64    // sequence number of buf[start], the lowest not yet released
+	start  int       // buf[start:] are the items not yet released
+	buf    []seqItem // buf[start+i] has sequence number head+i
+	failed error     // the first write that failed; nil while all succeed
 }
 
 // seqItem is one emit or one commit barrier. Exactly one of finish and commit
@@ -35,6 +45,13 @@ type seqItem struct {
 }
 
 func newSequencer() *sequencer { return &sequencer{} }
+
+// firstFailure is the write that poisoned the sequencer, if any.
+func (s *sequencer) firstFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
 
 func (s *sequencer) add(it seqItem) uint64 {
 	s.mu.Lock()
@@ -64,6 +81,12 @@ func (s *sequencer) complete(seq uint64, msg *sarama.ProducerMessage, err error)
 		s.buf[s.start] = seqItem{} // drop references for the GC
 		s.start++
 		s.head++
+		switch {
+		case head.err != nil && s.failed == nil:
+			s.failed = head.err
+		case head.err == nil && s.failed != nil:
+			head.err = fmt.Errorf("not committed, an earlier write failed: %w", s.failed)
+		}
 		if head.commit != nil {
 			head.commit(head.err)
 		} else {

@@ -12,7 +12,8 @@ import (
 // TestSequencerReleasesInIssueOrder completes items in random order, with
 // barriers and emits interleaved and items added while others are pending,
 // and checks that they are released in the order they were added, each once,
-// with its own message and error.
+// with its own message and error; and that once one write failed, every item
+// released after it fails too (no later commit may pass the failed record).
 func TestSequencerReleasesInIssueOrder(t *testing.T) {
 	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -23,11 +24,32 @@ func TestSequencerReleasesInIssueOrder(t *testing.T) {
 		msgs := map[int]*sarama.ProducerMessage{}
 		errBoom := errors.New("boom")
 		barrier := map[int]bool{}
+		failAt := -1 // the one emit that fails; none in the even seeds
+		if seed%2 == 1 {
+			failAt = rng.IntN(1000)
+		}
 		errFor := func(id int) error {
-			if id%7 == 0 && !barrier[id] {
+			if id == failAt && !barrier[id] {
 				return errBoom
 			}
 			return nil
+		}
+		failed := false // an item that failed was released
+		check := func(id int, err error) {
+			switch {
+			case errFor(id) != nil:
+				if !errors.Is(err, errBoom) {
+					t.Errorf("seed %d: item %d released with error %v, want its own", seed, id, err)
+				}
+				failed = true
+			case failed:
+				if !errors.Is(err, errBoom) {
+					t.Errorf("seed %d: item %d released after a failed write with error %v, want one that wraps it", seed, id, err)
+				}
+			case err != nil:
+				t.Errorf("seed %d: item %d released with error %v", seed, id, err)
+			}
+			released = append(released, id)
 		}
 		n := 0
 		for step := 0; step < 2000; step++ {
@@ -37,21 +59,13 @@ func TestSequencerReleasesInIssueOrder(t *testing.T) {
 				var seq uint64
 				if rng.IntN(4) == 0 {
 					barrier[id] = true
-					seq = s.add(seqItem{commit: func(err error) {
-						if err != nil {
-							t.Errorf("barrier %d got error %v", id, err)
-						}
-						released = append(released, id)
-					}})
+					seq = s.add(seqItem{commit: func(err error) { check(id, err) }})
 				} else {
 					seq = s.add(seqItem{finish: func(m *sarama.ProducerMessage, err error) *goka.Promise {
 						if m != msgs[id] {
 							t.Errorf("item %d released with another item's message", id)
 						}
-						if !errors.Is(err, errFor(id)) || (err == nil) != (errFor(id) == nil) {
-							t.Errorf("item %d released with error %v", id, err)
-						}
-						released = append(released, id)
+						check(id, err)
 						return nil
 					}})
 				}
@@ -77,6 +91,9 @@ func TestSequencerReleasesInIssueOrder(t *testing.T) {
 		}
 		if len(released) != n {
 			t.Fatalf("seed %d: %d of %d items released", seed, len(released), n)
+		}
+		if failAt >= 0 && failAt < n && !failed && !barrier[failAt] {
+			t.Fatalf("seed %d: the failing item %d was never released", seed, failAt)
 		}
 		for i, id := range released {
 			if id != i {
