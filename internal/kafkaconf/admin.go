@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -72,6 +73,43 @@ func waitPartitions(ctx context.Context, admin sarama.ClusterAdmin, topic string
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// MaxMessageBytes returns, for each topic, the largest record batch its
+// brokers accept (the topic's max.message.bytes, which defaults to the
+// broker's message.max.bytes).
+func MaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[string]int, error) {
+	admin, err := sarama.NewClusterAdmin(c.Brokers, c.failFast())
+	if err != nil {
+		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
+	}
+	defer admin.Close()
+	out := make(map[string]int, len(topics))
+	for _, t := range topics {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		entries, err := admin.DescribeConfig(sarama.ConfigResource{
+			Type: sarama.TopicResource, Name: t, ConfigNames: []string{"max.message.bytes"},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("describe config of topic %q: %w", t, err)
+		}
+		for _, e := range entries {
+			if e.Name != "max.message.bytes" {
+				continue
+			}
+			n, err := strconv.Atoi(e.Value)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("topic %q: max.message.bytes is %q, not a positive number", t, e.Value)
+			}
+			out[t] = n
+		}
+		if _, ok := out[t]; !ok {
+			return nil, fmt.Errorf("topic %q: the broker did not say its max.message.bytes", t)
+		}
+	}
+	return out, nil
 }
 
 // Partitions returns the partition count of topic, or an error that names the

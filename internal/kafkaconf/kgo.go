@@ -10,6 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
+// ProducerMaxBytes is the largest record batch, and so the largest record,
+// that the producers Kgo configures will send; a record that does not fit in
+// it alone fails with MESSAGE_TOO_LARGE before it reaches a broker. Writers
+// whose records grow with their input size them with it (and with each
+// topic's max.message.bytes, see MaxMessageBytes).
+const ProducerMaxBytes = 1 << 20
+
 // Kgo returns options for a franz-go client that produces as a Sarama()
 // config does: the same client id and security, idempotent writes with
 // acks=all, records batched for at most FlushFrequency, and retried for
@@ -31,7 +38,7 @@ func (c Config) Kgo() []kgo.Opt {
 		kgo.ClientID(id),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
-		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.ProducerBatchMaxBytes(ProducerMaxBytes),
 		// kgo's default, said out loud: sarama's producers send uncompressed,
 		// these send snappy when it makes a batch smaller. Against none, the
 		// packer's CPU per event did not differ beyond noise (PERFORMANCE.md),

@@ -10,11 +10,16 @@ import (
 )
 
 // Packed: the toy of rank k went into the box of rank k of window (size, window_start).
+// The *Cut fields are set only when an id was too long for the row to fit in
+// one Kafka record (see Cut); engines that are not bound by Kafka's record
+// size leave them zero.
 type Packed struct {
 	ToyID       string `json:"toy_id"`
 	BoxID       string `json:"box_id"`
 	Size        string `json:"size"`
 	WindowStart string `json:"window_start"`
+	ToyIDCut    Cut    `json:"toy_id_cut,omitzero"`
+	BoxIDCut    Cut    `json:"box_id_cut,omitzero"`
 }
 
 // Unpacked: a toy whose window closed with fewer boxes than its rank.
@@ -22,6 +27,7 @@ type Unpacked struct {
 	ToyID       string `json:"toy_id"`
 	Size        string `json:"size"`
 	WindowStart string `json:"window_start"`
+	ToyIDCut    Cut    `json:"toy_id_cut,omitzero"`
 }
 
 // Spare: a box whose window closed with fewer toys than its rank.
@@ -29,6 +35,7 @@ type Spare struct {
 	BoxID       string `json:"box_id"`
 	Size        string `json:"size"`
 	WindowStart string `json:"window_start"`
+	BoxIDCut    Cut    `json:"box_id_cut,omitzero"`
 }
 
 // Late: a toy or box that arrived after its window had passed the lateness bound.
@@ -37,6 +44,7 @@ type Late struct {
 	ID     string `json:"id"`
 	Size   string `json:"size"`
 	MadeAt string `json:"made_at"`
+	IDCut  Cut    `json:"id_cut,omitzero"`
 }
 
 // Dead: a dead letter or a duplicate. Engines are compared on
@@ -120,8 +128,12 @@ type Diff struct {
 	OnlyB []string
 }
 
-// Compare returns the differences between a and b; none means equal.
+// Compare returns the differences between a and b; none means equal. An id
+// that one side had to cut (see Cut) equals the other side's whole id when
+// its length and digest match.
 func Compare(a, b Set) []Diff {
+	resolveCuts(a, &b)
+	resolveCuts(b, &a)
 	var out []Diff
 	add := func(name string, x, y map[string]int) {
 		oa, ob := minus(x, y), minus(y, x)

@@ -2,7 +2,6 @@ package packer
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,16 +12,12 @@ import (
 // the packer reads them. They are encoded in a compact binary form (a version
 // byte, then varints and length-prefixed strings in field order), which cost a
 // fraction of JSON's CPU (docs/PERFORMANCE.md). Output topics stay JSON: they
-// are the public format. A value that starts with '{' is decoded as JSON, so
-// tables and loops written by an earlier version of the packer still read.
+// are the public format.
 //
-// The version byte says which layout follows. Version 2 changed only
-// DedupeState (it no longer carried the event), version 4 too (it keeps
-// only the first offset); version 3 only the open windows of ClockState
-// (starts in 8 fixed bytes instead of a varint, which takes 8 bytes too for
-// this century's microseconds but a loop to read). Every other type reads the
-// same under all of them.
-const binVersion = 4
+// One layout is read: the version byte's. A packer whose layout differs runs
+// under a new group name (and so new internal topics); a value of another
+// version is refused, never guessed at.
+const binVersion = 5
 
 // binMsg is a message with a binary form.
 type binMsg interface {
@@ -63,16 +58,11 @@ func (s *ClockState) sizeHint() int { return 96 + 12*len(s.Open) + 12*len(s.Ev.C
 
 func (binCodec[T, PT]) Decode(b []byte) (any, error) {
 	var v T
-	if len(b) > 0 && b[0] == '{' {
-		if err := json.Unmarshal(b, &v); err != nil {
-			return nil, fmt.Errorf("decode %T: %w", v, err)
-		}
-		return &v, nil
+	if len(b) == 0 || b[0] != binVersion {
+		return nil, fmt.Errorf("decode %T: not this packer's encoding (version %d; %d bytes): "+
+			"a packer of another version wrote it, run this one under a new group name", v, binVersion, len(b))
 	}
-	if len(b) == 0 || b[0] < 1 || b[0] > binVersion {
-		return nil, fmt.Errorf("decode %T: unknown encoding (%d bytes)", v, len(b))
-	}
-	r := binReader{b: b[1:], version: b[0]}
+	r := binReader{b: b[1:]}
 	PT(&v).readBin(&r)
 	if r.err == nil && r.off != len(r.b) {
 		r.err = fmt.Errorf("%d trailing bytes", len(r.b)-r.off)
@@ -91,10 +81,9 @@ var errShort = errors.New("truncated value")
 // write with a GC write barrier, which the profile of the clock's decode
 // showed.
 type binReader struct {
-	b       []byte
-	off     int
-	err     error
-	version byte // of the value being read
+	b   []byte
+	off int
+	err error
 }
 
 // left is what has not been read yet.
@@ -221,7 +210,9 @@ func (o *Observed) appendBin(b []byte) []byte {
 	b = binary.AppendVarint(b, o.MadeUS)
 	b = appendStr(b, o.MadeAt)
 	b = appendBytes(b, o.Raw)
-	return appendBytes(b, o.Key)
+	b = appendBytes(b, o.Key)
+	b = binary.AppendVarint(b, int64(o.RawCut.Bytes))
+	return appendStr(b, o.RawCut.SHA256)
 }
 
 func (o *Observed) readBin(r *binReader) {
@@ -236,6 +227,8 @@ func (o *Observed) readBin(r *binReader) {
 	o.MadeAt = r.str()
 	o.Raw = r.bytes()
 	o.Key = r.bytes()
+	o.RawCut.Bytes = int(r.varint())
+	o.RawCut.SHA256 = r.str()
 }
 
 func (d *DedupeState) appendBin(b []byte) []byte {
@@ -244,27 +237,8 @@ func (d *DedupeState) appendBin(b []byte) []byte {
 }
 
 func (d *DedupeState) readBin(r *binReader) {
-	switch {
-	case r.version >= 4:
-		d.First = r.varint()
-		d.FirstPart = int32(r.varint())
-	case r.version >= 2: // First, FirstPart, Last, LastPart
-		d.First = r.varint()
-		d.FirstPart = int32(r.varint())
-		r.varint()
-		r.varint()
-	default:
-		// Version 1: First, Last, the event, and (from the second layout of
-		// version 1 on) FirstPart.
-		d.First = r.varint()
-		r.varint()
-		var ev Observed
-		ev.readBin(r)
-		d.FirstPart = -1
-		if r.err == nil && r.off < len(r.b) {
-			d.FirstPart = int32(r.varint())
-		}
-	}
+	d.First = r.varint()
+	d.FirstPart = int32(r.varint())
 }
 
 func (e *ClockEvent) appendBin(b []byte) []byte {
@@ -296,13 +270,8 @@ func (e *ClockEvent) readBin(r *binReader) {
 	}
 }
 
-// A StreamClock's flag byte: bit 1 Seen, bit 2 "offsets per partition
-// follow". Values without bit 2 (earlier packers) hold one offset, read as
-// partition -1 (any).
-const clockPerPartition = 2
-
 func (c *StreamClock) appendBin(b []byte) []byte {
-	b = append(b, flag(c.Seen, 1)|clockPerPartition)
+	b = append(b, flag(c.Seen, 1))
 	b = binary.AppendUvarint(b, uint64(len(c.Lasts)))
 	for _, l := range c.Lasts {
 		b = binary.AppendVarint(b, int64(l.Partition))
@@ -312,21 +281,14 @@ func (c *StreamClock) appendBin(b []byte) []byte {
 }
 
 func (c *StreamClock) readBin(r *binReader) {
-	f := r.byte1()
-	c.Seen = f&1 != 0
-	if f&clockPerPartition == 0 {
-		if last := r.varint(); c.Seen {
-			c.Lasts = []PartOffset{{Partition: -1, Offset: last}}
-		}
-	} else {
-		n := r.uvarint()
-		if n > uint64(len(r.b)-r.off) { // each entry takes at least 2 bytes
-			r.err = errShort
-			return
-		}
-		for i := uint64(0); i < n && r.err == nil; i++ {
-			c.Lasts = append(c.Lasts, PartOffset{Partition: int32(r.varint()), Offset: r.varint()})
-		}
+	c.Seen = r.byte1()&1 != 0
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) { // each entry takes at least 2 bytes
+		r.err = errShort
+		return
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		c.Lasts = append(c.Lasts, PartOffset{Partition: int32(r.varint()), Offset: r.varint()})
 	}
 	c.Max = r.varint()
 }
@@ -355,13 +317,7 @@ func (s *ClockState) readBin(r *binReader) {
 		s.Open = make([]OpenWindow, 0, n)
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		var start int64
-		if r.version >= 3 {
-			start = r.fixed64()
-		} else {
-			start = r.varint()
-		}
-		s.Open = append(s.Open, OpenWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())})
+		s.Open = append(s.Open, OpenWindow{Start: r.fixed64(), Toys: int(r.varint()), Boxes: int(r.varint())})
 	}
 	s.Ev.readBin(r)
 }

@@ -2,8 +2,6 @@ package packer
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -43,14 +41,10 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, c.v) {
 			t.Errorf("%T: round trip\n got %+v\nwant %+v", c.v, got, c.v)
 		}
-		// The value of an earlier (JSON) packer decodes to the same.
-		j, _ := json.Marshal(c.v)
-		got, err = c.codec.Decode(j)
-		if err != nil {
-			t.Fatalf("%T from JSON: %v", c.v, err)
-		}
-		if !reflect.DeepEqual(got, c.v) {
-			t.Errorf("%T: from JSON\n got %+v\nwant %+v", c.v, got, c.v)
+		// A value of another version is refused, not guessed at.
+		other := append([]byte{binVersion - 1}, b[1:]...)
+		if _, err := c.codec.Decode(other); err == nil {
+			t.Errorf("%T: a value of version %d decoded", c.v, binVersion-1)
 		}
 		for n := 0; n < len(b); n++ {
 			if _, err := c.codec.Decode(b[:n]); err == nil {
@@ -59,69 +53,6 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		}
 		if _, err := c.codec.Decode(append(b, 0)); err == nil {
 			t.Errorf("%T: trailing byte accepted", c.v)
-		}
-	}
-}
-
-// TestDedupeStateOfEarlierPackers: dedupe values of earlier packers carried
-// the event (version 1) or the last offset handled (versions 2 and 3); only
-// the first offset is read from them.
-func TestDedupeStateOfEarlierPackers(t *testing.T) {
-	ev := Observed{Stream: record.Toys, Partition: 2, Offset: 99, Size: "M", ID: "a", MadeUS: 5, MadeAt: "x"}
-	v1 := binary.AppendVarint([]byte{1}, 10) // version 1: First,
-	v1 = binary.AppendVarint(v1, 99)         // Last,
-	v1 = ev.appendBin(v1)                    // the event,
-	withPart := binary.AppendVarint(v1, 3)   // and, in its later values, FirstPart
-	v2 := binary.AppendVarint([]byte{2}, 10) // version 2: First,
-	v2 = binary.AppendVarint(v2, 3)          // FirstPart,
-	v2 = binary.AppendVarint(v2, 99)         // Last,
-	v2 = binary.AppendVarint(v2, 2)          // LastPart
-	v3 := append([]byte{3}, v2[1:]...)
-	codec := binCodec[DedupeState, *DedupeState]{}
-	for _, c := range []struct {
-		name string
-		b    []byte
-		want DedupeState
-	}{
-		{"version 1 without FirstPart", v1, DedupeState{First: 10, FirstPart: -1}},
-		{"version 1 with FirstPart", withPart, DedupeState{First: 10, FirstPart: 3}},
-		{"version 2", v2, DedupeState{First: 10, FirstPart: 3}},
-		{"version 3", v3, DedupeState{First: 10, FirstPart: 3}},
-		{"JSON", []byte(`{"first":10,"first_part":3,"last":99,"ev":{"x":"toys","p":2,"o":99,"s":"M","id":"a","t":5,"ts":"x"}}`),
-			DedupeState{First: 10, FirstPart: 3}},
-	} {
-		got, err := codec.Decode(c.b)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if !reflect.DeepEqual(got, &c.want) {
-			t.Errorf("%s: got %+v, want %+v", c.name, got, &c.want)
-		}
-	}
-}
-
-// TestClockStateOfEarlierPackers: before version 3, window starts were
-// varints.
-func TestClockStateOfEarlierPackers(t *testing.T) {
-	want := ClockState{Toys: StreamClock{Seen: true, Lasts: []PartOffset{{Partition: 1, Offset: 7}}, Max: 1_798_070_400_000_000},
-		Open: []OpenWindow{{Start: 1_798_070_390_000_000, Toys: 2, Boxes: 0}, {Start: 1_798_070_400_000_000, Toys: 1, Boxes: 3}},
-		Ev:   ClockEvent{Rec: Observed{Stream: record.Toys, Partition: 1, Offset: 7, Size: "M", ID: "t"}, Class: ClassItem, Window: 1_798_070_400_000_000, Rank: 1}}
-	for _, version := range []byte{1, 2} {
-		b := want.Toys.appendBin([]byte{version})
-		b = want.Boxes.appendBin(b)
-		b = binary.AppendUvarint(b, uint64(len(want.Open)))
-		for _, w := range want.Open {
-			b = binary.AppendVarint(b, w.Start)
-			b = binary.AppendVarint(b, int64(w.Toys))
-			b = binary.AppendVarint(b, int64(w.Boxes))
-		}
-		b = want.Ev.appendBin(b)
-		got, err := binCodec[ClockState, *ClockState]{}.Decode(b)
-		if err != nil {
-			t.Fatalf("version %d: %v", version, err)
-		}
-		if !reflect.DeepEqual(got, &want) {
-			t.Errorf("version %d:\n got %+v\nwant %+v", version, got, &want)
 		}
 	}
 }
@@ -141,7 +72,6 @@ func FuzzBinCodec(f *testing.F) {
 		}
 		f.Add(uint8(i), b)
 	}
-	f.Add(uint8(2), []byte(`{"toys":{"seen":true,"last":3}}`))
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		c := codecs[int(which)%len(codecs)]
 		v, err := c.Decode(b)

@@ -99,6 +99,12 @@ func runClockSteps(t *testing.T, p Params, st *ClockState, steps []clockStep) {
 	}
 }
 
+// seenClock is a clock whose last record applied is at offset last of
+// partition 0, where every record of TestClockApplyTable is.
+func seenClock(last, maxMade int64) StreamClock {
+	return StreamClock{Seen: true, Lasts: []PartOffset{{Partition: 0, Offset: last}}, Max: maxMade}
+}
+
 func TestClockApplyTable(t *testing.T) {
 	type tc struct {
 		name  string
@@ -122,8 +128,8 @@ func TestClockApplyTable(t *testing.T) {
 				{cBox(3, 10, "b3"), item(10, 2)},
 			},
 			open: []OpenWindow{{Start: 0, Toys: 3, Boxes: 2}, {Start: 10, Toys: 1, Boxes: 2}},
-			toys: StreamClock{Seen: true, Last: 3, Max: 12},
-			boxs: StreamClock{Seen: true, Last: 3, Max: 19},
+			toys: seenClock(3, 12),
+			boxs: seenClock(3, 19),
 		},
 		{
 			name: "late exactly when prior_max - L == window_end",
@@ -135,7 +141,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(2, 10, "c"), item(10, 2)},
 			},
 			open: []OpenWindow{{Start: 10, Toys: 2}},
-			toys: StreamClock{Seen: true, Last: 2, Max: 15},
+			toys: seenClock(2, 15),
 		},
 		{
 			name: "not late 1µs before the bound",
@@ -146,7 +152,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(2, 0, "c"), item(0, 2)},
 			},
 			open: []OpenWindow{{Start: 0, Toys: 2}, {Start: 10, Toys: 1}},
-			toys: StreamClock{Seen: true, Last: 2, Max: 14},
+			toys: seenClock(2, 14),
 		},
 		{
 			name: "lateness is per stream",
@@ -156,8 +162,8 @@ func TestClockApplyTable(t *testing.T) {
 				{cBox(0, 1, "x"), item(0, 1)},
 			},
 			open: []OpenWindow{{Start: 0, Boxes: 1}, {Start: 100, Toys: 1}},
-			toys: StreamClock{Seen: true, Last: 0, Max: 100},
-			boxs: StreamClock{Seen: true, Last: 0, Max: 1},
+			toys: seenClock(0, 100),
+			boxs: seenClock(0, 1),
 		},
 		{
 			name: "late records get no rank",
@@ -167,7 +173,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(2, 24, "c"), item(20, 1)},
 			},
 			open: []OpenWindow{{Start: 20, Toys: 1}, {Start: 30, Toys: 1}},
-			toys: StreamClock{Seen: true, Last: 2, Max: 30},
+			toys: seenClock(2, 30),
 		},
 		{
 			name: "heartbeats advance the clock without a rank",
@@ -180,7 +186,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(4, 27, "c"), item(20, 2)},
 			},
 			open: []OpenWindow{{Start: 20, Toys: 2}},
-			toys: StreamClock{Seen: true, Last: 4, Max: 31},
+			toys: seenClock(4, 31),
 		},
 		{
 			name: "a heartbeat behind the clock does not move it back",
@@ -191,7 +197,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cBox(3, 39, "c"), late(30)},
 			},
 			open: []OpenWindow{{Start: 40, Boxes: 1}},
-			boxs: StreamClock{Seen: true, Last: 3, Max: 50},
+			boxs: seenClock(3, 50),
 		},
 		{
 			name: "duplicates get no rank but advance the clock",
@@ -205,7 +211,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(4, 49, "c"), item(40, 1)},
 			},
 			open: []OpenWindow{{Start: 0, Toys: 1}, {Start: 40, Toys: 1}},
-			toys: StreamClock{Seen: true, Last: 4, Max: 50},
+			toys: seenClock(4, 50),
 		},
 		{
 			name: "a heartbeat that is a duplicate or late is a heartbeat",
@@ -214,7 +220,7 @@ func TestClockApplyTable(t *testing.T) {
 				{Observed{Stream: record.Toys, Size: "M", Offset: 1, MadeUS: 1, Heartbeat: true, Dup: true, ID: "z"}, hbW(0)},
 				{cHB(record.Toys, 2, 2), hbW(0)},
 			},
-			toys: StreamClock{Seen: true, Last: 2, Max: 100},
+			toys: seenClock(2, 100),
 		},
 		{
 			name: "redelivery returns false and changes nothing",
@@ -237,8 +243,8 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(3, 41, "c"), item(40, 1)},
 			},
 			open: []OpenWindow{{Start: 40, Toys: 1}, {Start: 60, Boxes: 1}},
-			toys: StreamClock{Seen: true, Last: 3, Max: 41},
-			boxs: StreamClock{Seen: true, Last: 1, Max: 60},
+			toys: seenClock(3, 41),
+			boxs: seenClock(1, 60),
 		},
 		{
 			name: "windows close only when both watermarks reach the end",
@@ -254,8 +260,8 @@ func TestClockApplyTable(t *testing.T) {
 				// and never again.
 				{cHB(record.Boxes, 3, 100), hbW(100)},
 			},
-			toys: StreamClock{Seen: true, Last: 1, Max: 15},
-			boxs: StreamClock{Seen: true, Last: 3, Max: 100},
+			toys: seenClock(1, 15),
+			boxs: seenClock(3, 100),
 		},
 		{
 			name: "the lagging stream closes, whichever it is",
@@ -266,8 +272,8 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(2, 15, "v"), item(10, 2, Closed{Start: 0, Toys: 1})},
 			},
 			open: []OpenWindow{{Start: 10, Toys: 2}},
-			toys: StreamClock{Seen: true, Last: 2, Max: 15},
-			boxs: StreamClock{Seen: true, Last: 0, Max: 100},
+			toys: seenClock(2, 15),
+			boxs: seenClock(0, 100),
 		},
 		{
 			name: "a big jump closes several windows at once, in start order",
@@ -288,8 +294,8 @@ func TestClockApplyTable(t *testing.T) {
 					Closed{Start: 10, Toys: 1, Boxes: 1}, Closed{Start: 20, Toys: 1},
 					Closed{Start: 30, Boxes: 2}, Closed{Start: 40, Boxes: 1})},
 			},
-			toys: StreamClock{Seen: true, Last: 3, Max: 1000},
-			boxs: StreamClock{Seen: true, Last: 4, Max: 100},
+			toys: seenClock(3, 1000),
+			boxs: seenClock(4, 100),
 		},
 		{
 			name: "a stream with no records keeps every window open",
@@ -300,7 +306,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cHB(record.Toys, 3, 1_000_000), hbW(1_000_000)},
 			},
 			open: []OpenWindow{{Start: 0, Toys: 1}, {Start: 10, Toys: 2}},
-			toys: StreamClock{Seen: true, Last: 3, Max: 1_000_000},
+			toys: seenClock(3, 1_000_000),
 		},
 		{
 			name: "negative times floor",
@@ -322,8 +328,8 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(8, -6, "i"), item(-10, 3)},
 			},
 			open: []OpenWindow{{Start: -10, Toys: 3, Boxes: 1}, {Start: 0, Toys: 1, Boxes: 1}},
-			toys: StreamClock{Seen: true, Last: 8, Max: 0},
-			boxs: StreamClock{Seen: true, Last: 1, Max: 6},
+			toys: seenClock(8, 0),
+			boxs: seenClock(1, 6),
 		},
 		{
 			name: "negative times with a window that does not divide them",
@@ -341,8 +347,8 @@ func TestClockApplyTable(t *testing.T) {
 				{cHB(record.Boxes, 0, 30), hbW(28, Closed{Start: -21, Toys: 1})},
 			},
 			open: []OpenWindow{{Start: -14, Toys: 2}, {Start: -7, Toys: 2}},
-			toys: StreamClock{Seen: true, Last: 6, Max: 6},
-			boxs: StreamClock{Seen: true, Last: 0, Max: 30},
+			toys: seenClock(6, 6),
+			boxs: seenClock(0, 30),
 		},
 		{
 			name: "real units before 1970",
@@ -362,8 +368,8 @@ func TestClockApplyTable(t *testing.T) {
 				{Start: time.Date(1969, 12, 31, 23, 59, 40, 0, time.UTC).UnixMicro(), Boxes: 1},
 				{Start: time.Date(1969, 12, 31, 23, 59, 50, 0, time.UTC).UnixMicro(), Toys: 2},
 			},
-			toys: StreamClock{Seen: true, Last: 2, Max: time.Date(1969, 12, 31, 23, 59, 55, 500_000_000, time.UTC).UnixMicro()},
-			boxs: StreamClock{Seen: true, Last: 0, Max: time.Date(1969, 12, 31, 23, 59, 49, 999_999_000, time.UTC).UnixMicro()},
+			toys: seenClock(2, time.Date(1969, 12, 31, 23, 59, 55, 500_000_000, time.UTC).UnixMicro()),
+			boxs: seenClock(0, time.Date(1969, 12, 31, 23, 59, 49, 999_999_000, time.UTC).UnixMicro()),
 		},
 	}
 	for _, c := range cases {
@@ -380,18 +386,11 @@ func TestClockApplyTable(t *testing.T) {
 			if !slices.Equal(st.Open, c.open) {
 				t.Errorf("Open = %+v, want %+v", st.Open, c.open)
 			}
-			// The table gives Last; every record here is in partition 0.
-			onePartition := func(c StreamClock) StreamClock {
-				if c.Seen {
-					c.Lasts, c.Last = []PartOffset{{Partition: 0, Offset: c.Last}}, 0
-				}
-				return c
+			if !reflect.DeepEqual(st.Toys, c.toys) {
+				t.Errorf("Toys clock = %+v, want %+v", st.Toys, c.toys)
 			}
-			if want := onePartition(c.toys); !reflect.DeepEqual(st.Toys, want) {
-				t.Errorf("Toys clock = %+v, want %+v", st.Toys, want)
-			}
-			if want := onePartition(c.boxs); !reflect.DeepEqual(st.Boxes, want) {
-				t.Errorf("Boxes clock = %+v, want %+v", st.Boxes, want)
+			if !reflect.DeepEqual(st.Boxes, c.boxs) {
+				t.Errorf("Boxes clock = %+v, want %+v", st.Boxes, c.boxs)
 			}
 		})
 	}

@@ -38,9 +38,15 @@ func (h *prefixHash) Write(p []byte) (int, error) {
 
 func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
 
+// Keys that hold an id hold it whole when it is short and its digest
+// otherwise (keyID), behind a different separator: an id can never pose as
+// another id's digest.
 func dedupeKey(o *Observed) string {
 	if o.Heartbeat {
 		return o.Size + "|" + string(o.Stream) + "|h"
+	}
+	if k, whole := keyID(o.ID); !whole {
+		return o.Size + "|" + string(o.Stream) + "|d|" + k
 	}
 	return o.Size + "|" + string(o.Stream) + "|i|" + o.ID
 }
@@ -52,9 +58,19 @@ func slotKey(size string, window int64, rank int) string {
 // Output keys let a consumer deduplicate: the same result always has the same
 // key. Ids are unique per (stream, size), not globally, so the size is part of
 // the key.
-func itemKey(size, id string) string { return size + "|" + id }
+func itemKey(size, id string) string {
+	if k, whole := keyID(id); !whole {
+		return size + "#" + k
+	}
+	return size + "|" + id
+}
 
-func lateKey(x record.Stream, size, id string) string { return string(x) + "|" + size + "|" + id }
+func lateKey(x record.Stream, size, id string) string {
+	if k, whole := keyID(id); !whole {
+		return string(x) + "|" + size + "#" + k
+	}
+	return string(x) + "|" + size + "|" + id
+}
 
 func deadKey(topic string, partition int32, offset int64) string {
 	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)

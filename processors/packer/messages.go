@@ -3,8 +3,10 @@ package packer
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
 )
 
 // Observed is one valid record on its way through the pipeline. It leaves the
@@ -21,9 +23,11 @@ type Observed struct {
 	MadeAt    string        `json:"ts"` // made_at as record.FormatTime, for late rows
 	Dup       bool          `json:"dup,omitempty"`
 	// Raw value and key travel only to the dedupe stage, which may have to
-	// report the record as a duplicate dead letter.
-	Raw []byte `json:"raw,omitempty"`
-	Key []byte `json:"key,omitempty"`
+	// report the record as a duplicate dead letter. A raw value too long for
+	// the loop record is cut, and RawCut describes the whole one (fit.go).
+	Raw    []byte      `json:"raw,omitempty"`
+	Key    []byte      `json:"key,omitempty"`
+	RawCut results.Cut `json:"raw_cut,omitzero"`
 }
 
 // DedupeState is the dedupe stage's value for one (size, stream, id) key:
@@ -31,18 +35,15 @@ type Observed struct {
 // record, and never changes; heartbeats keep none. So the stage's decision
 // (a duplicate or not) is a function of the record and this value, the same
 // on every delivery, and the event it sends to the clock stage can always be
-// sent again. Values of earlier packers also held the last offset handled
-// and the event; they are read, and those parts ignored.
+// sent again.
 type DedupeState struct {
-	First int64 `json:"first"` // offset of the first record with this id
-	// FirstPart is the partition of First; -1 in values written before it
-	// was kept (then First is compared by offset alone, as it was).
-	FirstPart int32 `json:"first_part"`
+	First     int64 `json:"first"`      // offset of the first record with this id
+	FirstPart int32 `json:"first_part"` // and its partition
 }
 
 // isFirst reports whether obs is the record that first had this id.
 func (d *DedupeState) isFirst(obs *Observed) bool {
-	return obs.Offset == d.First && (d.FirstPart < 0 || obs.Partition == d.FirstPart)
+	return obs.Offset == d.First && obs.Partition == d.FirstPart
 }
 
 // Class is what the contract made of a valid record.
@@ -84,11 +85,8 @@ type StreamClock struct {
 	// holds one entry; a producer that breaks that (another partitioner, a
 	// changed partition count) adds one per partition, and its records are
 	// then applied in arrival order instead of being mistaken for replays.
-	// Partition -1 stands for any partition: a value written before
-	// partitions were kept.
 	Lasts []PartOffset `json:"lasts,omitempty"`
-	Last  int64        `json:"last,omitempty"` // in JSON values of earlier packers only: read into Lasts
-	Max   int64        `json:"max"`            // greatest made_at seen, µs
+	Max   int64        `json:"max"` // greatest made_at seen, µs
 }
 
 // PartOffset is an offset in one source partition.
@@ -102,11 +100,8 @@ func (c *StreamClock) applied(part int32, off int64) bool {
 	if !c.Seen {
 		return false
 	}
-	if len(c.Lasts) == 0 { // a JSON value of an earlier packer
-		return off <= c.Last
-	}
 	for _, l := range c.Lasts {
-		if l.Partition == part || l.Partition == -1 {
+		if l.Partition == part {
 			return off <= l.Offset
 		}
 	}
@@ -116,14 +111,9 @@ func (c *StreamClock) applied(part int32, off int64) bool {
 // markApplied records (part, off) as the last record applied from part. It
 // reports whether part is a partition this (stream, size) had not come from.
 func (c *StreamClock) markApplied(part int32, off int64) (newPartition bool) {
-	if len(c.Lasts) == 0 && c.Seen { // a JSON value of an earlier packer
-		c.Lasts = []PartOffset{{Partition: -1, Offset: c.Last}}
-	}
-	c.Last = 0
 	for i := range c.Lasts {
-		if l := &c.Lasts[i]; l.Partition == part || l.Partition == -1 {
-			// The first record after an upgrade tells the partition.
-			l.Partition, l.Offset = part, off
+		if l := &c.Lasts[i]; l.Partition == part {
+			l.Offset = off
 			return false
 		}
 	}
@@ -191,10 +181,48 @@ type DeadLetter struct {
 	Offset    int64         `json:"offset"`
 	Reason    record.Reason `json:"reason"`
 	Detail    string        `json:"detail,omitempty"`
-	Key       string        `json:"key"`
+	// Key is the record's key when it is UTF-8; otherwise KeyBase64 holds it.
+	Key       string `json:"key"`
+	KeyBase64 []byte `json:"key_base64,omitempty"`
 	// Value is the raw value when it is UTF-8; otherwise ValueBase64 holds it.
 	Value       *string `json:"value,omitempty"`
 	ValueBase64 []byte  `json:"value_base64,omitempty"`
+	// KeyCut and ValueCut describe the whole key and value when the dead
+	// letter holds only their start: a record near the input topic's size
+	// limit does not fit in one once escaped or in base64 (fit.go).
+	KeyCut   results.Cut `json:"key_cut,omitzero"`
+	ValueCut results.Cut `json:"value_cut,omitzero"`
+}
+
+// newDeadLetter holds key and value whole; fitDead bounds it.
+func newDeadLetter(stream record.Stream, topic string, partition int32, offset int64, key, raw []byte) *DeadLetter {
+	dl := &DeadLetter{Stream: stream, Topic: topic, Partition: partition, Offset: offset}
+	if utf8.Valid(key) {
+		dl.Key = string(key)
+	} else {
+		dl.KeyBase64 = key
+	}
+	if utf8.Valid(raw) {
+		s := string(raw)
+		dl.Value = &s
+	} else {
+		dl.ValueBase64 = raw
+	}
+	return dl
+}
+
+func (dl *DeadLetter) rawKey() []byte {
+	if dl.KeyBase64 != nil {
+		return dl.KeyBase64
+	}
+	return []byte(dl.Key)
+}
+
+func (dl *DeadLetter) rawValue() []byte {
+	if dl.Value != nil {
+		return []byte(*dl.Value)
+	}
+	return dl.ValueBase64
 }
 
 // jsonCodec is a goka.Codec for one message type.

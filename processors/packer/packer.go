@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
@@ -32,6 +31,8 @@ import (
 type Packer struct {
 	cfg    Config
 	params Params
+	lim    limits       // what every record written must fit in (fit.go)
+	seqs   []*sequencer // one per group (inorder.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
 }
@@ -44,7 +45,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), log: log}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log}
 	for _, o := range opts {
 		o(p)
 	}
@@ -98,33 +99,33 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			if ie := (*record.InvalidError)(nil); errors.As(err, &ie) {
 				detail = ie.Detail
 			}
-			p.emitDead(ctx, stream, ctx.Partition(), ctx.Offset(), record.ReasonOf(err), detail, []byte(key), raw)
+			p.emitDead(ctx, newDeadLetter(stream, p.topicOf(stream), ctx.Partition(), ctx.Offset(), []byte(key), raw), record.ReasonOf(err), detail)
 			return
 		}
 		obs := &Observed{
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
-			Size: r.Size, ID: r.ID, Heartbeat: r.Heartbeat,
+			Size: r.Size, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
 		}
 		if !r.Heartbeat {
-			// Only the dedupe stage may need them, to report a duplicate.
+			// Only the dedupe stage may need them, to report a duplicate;
+			// the loop record must fit beside the id.
 			obs.Raw, obs.Key = raw, []byte(key)
+			if room := p.lim.room() - 2*len(obs.ID) - len(key) - 512; len(raw) > room {
+				obs.RawCut = results.CutOf(raw)
+				obs.Raw = prefixUTF8(raw, room)
+			}
 		}
 		ctx.Loopback(dedupeKey(obs), obs)
 	}
 }
 
-func (p *Packer) emitDead(ctx goka.Context, stream record.Stream, partition int32, offset int64, reason record.Reason, detail string, key, raw []byte) {
-	topic := p.topicOf(stream)
-	dl := &DeadLetter{Stream: stream, Topic: topic, Partition: partition, Offset: offset, Reason: reason, Detail: detail, Key: string(key)}
+func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason, detail string) {
+	dl.Reason, dl.Detail = reason, detail
+	key := deadKey(dl.Topic, dl.Partition, dl.Offset)
+	p.fitDead(dl, key)
 	markDead(ctx, reason)
-	if utf8.Valid(raw) {
-		s := string(raw)
-		dl.Value = &s
-	} else {
-		dl.ValueBase64 = raw
-	}
-	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), deadKey(topic, partition, offset), dl)
+	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), key, dl)
 }
 
 // dedupe keeps, per (size, stream, id), the offset of the first record with
@@ -172,8 +173,10 @@ func dedupeStep(st *DedupeState, obs *Observed) (next *DedupeState, ev Observed)
 }
 
 func (p *Packer) emitDup(ctx goka.Context, obs *Observed) {
-	p.emitDead(ctx, obs.Stream, obs.Partition, obs.Offset, record.ReasonDuplicate,
-		"an earlier record of this stream and size has id "+strconv.Quote(obs.ID), obs.Key, obs.Raw)
+	dl := newDeadLetter(obs.Stream, p.topicOf(obs.Stream), obs.Partition, obs.Offset, obs.Key, obs.Raw)
+	dl.ValueCut = obs.RawCut
+	id, _ := splitID(obs.ID)
+	p.emitDead(ctx, dl, record.ReasonDuplicate, "an earlier record of this stream and size has id "+strconv.Quote(prefixUTF8(id, detailMax)))
 }
 
 // clock applies one event to the clock of its size (lateness, ranks, window
@@ -203,8 +206,8 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	r := ev.Rec
 	switch ev.Class {
 	case ClassLate:
-		ctx.Emit(goka.Stream(p.cfg.Topics.Late), lateKey(r.Stream, r.Size, r.ID),
-			&results.Late{Stream: string(r.Stream), ID: r.ID, Size: r.Size, MadeAt: r.MadeAt})
+		key := lateKey(r.Stream, r.Size, r.ID)
+		ctx.Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
 	case ClassItem:
 		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &SlotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window})
 	}
@@ -254,10 +257,10 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 			ctx, end = p.startPack(ctx, st)
 			defer end()
 		}
-		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), &results.Packed{ToyID: st.Toy, BoxID: st.Box, Size: st.Size, WindowStart: ws})
+		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), p.packedRow(st, ws))
 	case st.Closed && st.Toy != "":
-		ctx.Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), &results.Unpacked{ToyID: st.Toy, Size: st.Size, WindowStart: ws})
+		ctx.Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
 	case st.Closed && st.Box != "":
-		ctx.Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), &results.Spare{BoxID: st.Box, Size: st.Size, WindowStart: ws})
+		ctx.Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
 	}
 }

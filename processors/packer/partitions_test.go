@@ -1,7 +1,6 @@
 package packer
 
 import (
-	"encoding/binary"
 	"reflect"
 	"testing"
 
@@ -102,38 +101,6 @@ func TestClockAppliesEachPartitionOnce(t *testing.T) {
 	}
 	if len(st.Open) != 1 || st.Open[0].Toys != 5 {
 		t.Fatalf("open windows %+v, want one with the 5 applied toys", st.Open)
-	}
-}
-
-// A clock written before partitions were kept (one offset, any partition)
-// keeps skipping replays, and learns its partition from the next record.
-func TestClockOfAnEarlierPacker(t *testing.T) {
-	c := StreamClock{Seen: true, Lasts: []PartOffset{{Partition: -1, Offset: 5}}, Max: 1}
-	if !c.applied(2, 5) || c.applied(2, 6) {
-		t.Fatalf("applied(2, 5) = %v, applied(2, 6) = %v; want true, false", c.applied(2, 5), c.applied(2, 6))
-	}
-	if c.markApplied(2, 6) {
-		t.Fatal("the first record after an upgrade was taken for a second partition")
-	}
-	if len(c.Lasts) != 1 || c.Lasts[0] != (PartOffset{Partition: 2, Offset: 6}) {
-		t.Fatalf("Lasts = %+v", c.Lasts)
-	}
-	// Its binary form without per-partition offsets still reads.
-	legacy := []byte{binVersion}
-	for _, sc := range []StreamClock{{Seen: true, Max: 7}, {}} {
-		legacy = append(legacy, flag(sc.Seen, 1))
-		legacy = binary.AppendVarint(legacy, 5)
-		legacy = binary.AppendVarint(legacy, sc.Max)
-	}
-	legacy = binary.AppendUvarint(legacy, 0)   // no open windows
-	legacy = (&ClockEvent{}).appendBin(legacy) // the last event
-	v, err := binCodec[ClockState, *ClockState]{}.Decode(legacy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := v.(*ClockState)
-	if len(got.Toys.Lasts) != 1 || got.Toys.Lasts[0] != (PartOffset{Partition: -1, Offset: 5}) || got.Toys.Max != 7 || len(got.Boxes.Lasts) != 0 {
-		t.Fatalf("legacy clock decoded as %+v", got)
 	}
 }
 

@@ -92,6 +92,7 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 		sb = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
 	}
 	seq := newSequencer()
+	p.seqs = append(p.seqs, seq)
 	kc := p.cfg.Kafka
 	kc.ClientID = "northpole-" + group
 	producer := gokaproducer.Builder(append(kc.Kgo(), gokaproducer.Logger(p.log.With("group", group))))
@@ -132,6 +133,14 @@ func (p *Packer) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	lim, err := p.readLimits(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	p.lim, p.seqs = lim, nil
 	graphs := p.Graphs()
 	// The slots stage does not need the size hasher: slot logic does not depend
 	// on order, so its keys spread over all partitions.
@@ -151,9 +160,17 @@ func (p *Packer) Run(ctx context.Context) error {
 			return nil
 		})
 	}
-	err := g.Wait()
+	err = g.Wait()
 	if ctx.Err() != nil {
 		return nil
+	}
+	// goka reports every message that could not commit after a failed
+	// write; the first failure is the one that matters.
+	for _, s := range p.seqs {
+		if f := s.firstFailure(); f != nil {
+			return fmt.Errorf("a write failed, so the packer stopped before committing the record it was for "+
+				"(it is processed again when the packer restarts): %w", f)
+		}
 	}
 	return err
 }
