@@ -83,10 +83,8 @@ func parseCases() []parseCase {
 			want: Record{Stream: Toys, Size: "M", MadeAt: at, ID: "🧸-ünï"}},
 		{name: "a blank id is not empty", key: "M", value: `{"toy_id": " ", "size": "M", "made_at": "` + ok + `"}`,
 			want: Record{Stream: Toys, Size: "M", MadeAt: at, ID: " "}},
-		// A lone surrogate escape is valid JSON text; encoding/json turns it into
-		// U+FFFD. (PostgreSQL's jsonb refuses it: see docs/SEMANTICS.md.)
-		{name: "lone surrogate escape becomes U+FFFD", key: "M", value: `{"toy_id": "\ud800", "size": "M", "made_at": "` + ok + `"}`,
-			want: Record{Stream: Toys, Size: "M", MadeAt: at, ID: "\ufffd"}},
+		{name: "surrogate pair escape", key: "M", value: `{"toy_id": "\ud83e\uddf8", "size": "M", "made_at": "` + ok + `"}`,
+			want: Record{Stream: Toys, Size: "M", MadeAt: at, ID: "🧸"}},
 		{name: "NUL escape is kept", key: "M", value: `{"toy_id": "a\u0000b", "size": "M", "made_at": "` + ok + `"}`,
 			want: Record{Stream: Toys, Size: "M", MadeAt: at, ID: "a\x00b"}},
 		{name: "box with both ids uses box_id", stream: Boxes, key: "M", value: `{"toy_id": "t", "box_id": "b", "size": "M", "made_at": "` + ok + `"}`,
@@ -136,6 +134,10 @@ func parseCases() []parseCase {
 		{name: "UTF-8 encoded surrogate", key: "M", value: "{\"toy_id\": \"\xed\xa0\x80\", \"size\": \"M\", \"made_at\": \"" + ok + "\"}", reason: ReasonMalformedJSON},
 		{name: "byte order mark", key: "M", value: "\ufeff" + toyJSON(ok), reason: ReasonMalformedJSON},
 		{name: "NUL byte after the object", key: "M", value: toyJSON(ok) + "\x00", reason: ReasonMalformedJSON},
+		// The contract's strict JSON: object_test.go has every boundary.
+		{name: "lone surrogate escape", key: "M", value: `{"toy_id": "\ud800", "size": "M", "made_at": "` + ok + `"}`, reason: ReasonMalformedJSON},
+		{name: "number beyond the doubles", key: "M", value: `{"toy_id": "a", "weight": 1e400, "size": "M", "made_at": "` + ok + `"}`, reason: ReasonMalformedJSON},
+		{name: "NaN", key: "M", value: `{"toy_id": "a", "weight": NaN, "size": "M", "made_at": "` + ok + `"}`, reason: ReasonMalformedJSON},
 		{name: "unescaped control character", key: "M", value: "{\"toy_id\": \"a\tb\", \"size\": \"M\", \"made_at\": \"" + ok + "\"}", reason: ReasonMalformedJSON},
 
 		// bad made_at: missing, not a string, or not RFC 3339.
