@@ -3,6 +3,7 @@ package sqlengine_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +137,22 @@ func edgeCases() []edgeCase {
 		{name: "byte order mark", recs: []rec{T("M", "\ufeff"+toyV("x", "M", at("10:00:00")))}, want: deadOne(mal)},
 		{name: "whitespace around the object is fine", recs: []rec{T("M", " \t\r\n"+toyV("x", "M", at("10:00:00"))+"\n ")}, want: validOne},
 		{name: "NUL byte outside strings", recs: []rec{raw(record.Toys, []byte("M"), append([]byte(toyV("x", "M", at("10:00:00"))), 0))}, want: deadOne(mal)},
+		// --- malformed json: the contract's strict JSON, at each boundary
+		{name: "127 levels of nesting", recs: []rec{T("M", withX(nest(126)))}, want: validOne},
+		{name: "128 levels of nesting", recs: []rec{T("M", withX(nest(127)))}, want: deadOne(mal)},
+		{name: "128 levels of objects", recs: []rec{T("M", withX(strings.Repeat(`{"a":`, 127)+"0"+strings.Repeat("}", 127)))}, want: deadOne(mal)},
+		{name: "the largest double", recs: []rec{T("M", withX("1.7976931348623157e308"))}, want: validOne},
+		{name: "the next decimal, 1.8e308", recs: []rec{T("M", withX("1.8e308"))}, want: deadOne(mal)},
+		{name: "1e400 (PostgreSQL's numeric takes it)", recs: []rec{T("M", withX("[1, -1e400]"))}, want: deadOne(mal)},
+		{name: "an integer of 400 digits", recs: []rec{T("M", withX("1"+strings.Repeat("0", 399)))}, want: deadOne(mal)},
+		{name: "1e-400 underflows to 0", recs: []rec{T("M", withX("1e-400"))}, want: validOne},
+		{name: "a lone high surrogate", recs: []rec{T("M", toyEsc(`\ud800`, at("10:00:00")))}, want: deadOne(mal)},
+		{name: "a lone low surrogate", recs: []rec{T("M", toyEsc(`\udfff`, at("10:00:00")))}, want: deadOne(mal)},
+		{name: "a high surrogate then a letter escape", recs: []rec{T("M", withX(`"\ud800\u0041"`))}, want: deadOne(mal)},
+		{name: "a lone surrogate in a name", recs: []rec{T("M", `{"\udc00":1,"toy_id":"x","size":"M","made_at":"`+at("10:00:00")+`"}`)}, want: deadOne(mal)},
+		{name: "NaN", recs: []rec{T("M", withX("NaN"))}, want: deadOne(mal)},
+		{name: "Infinity", recs: []rec{T("M", withX("[Infinity]"))}, want: deadOne(mal)},
+		{name: "-Infinity", recs: []rec{T("M", withX("-Infinity"))}, want: deadOne(mal)},
 		// --- bad made_at
 		{name: "made_at missing", recs: []rec{T("M", `{"toy_id":"x","size":"M"}`)}, want: deadOne(badAt)},
 		{name: "made_at number", recs: []rec{T("M", m(`1798106400`))}, want: deadOne(badAt)},
@@ -244,8 +261,8 @@ func edgeCases() []edgeCase {
 		},
 		// --- escapes in ids
 		{
-			name: "two lone surrogates are the same id (U+FFFD)",
-			recs: []rec{T("M", toyEsc(`\ud800`, at("10:00:01"))), T("M", toyEsc(`\udfff`, at("10:00:02")))},
+			name: "a surrogate pair is one character",
+			recs: []rec{T("M", toyEsc(`\ud83c\udf81`, at("10:00:01"))), T("M", toyV("🎁", "M", at("10:00:02")))},
 			want: map[string][]string{"dead": {"toys/1@1 duplicate"}},
 		},
 		{
@@ -464,6 +481,15 @@ func edgeCases() []edgeCase {
 	}
 	return cases
 }
+
+// withX is a valid toy of size M with one more member, x, whose value is the
+// JSON text x.
+func withX(x string) string {
+	return `{"toy_id":"t","size":"M","x":` + x + `,"made_at":"` + at("10:00:00") + `"}`
+}
+
+// nest is n levels of arrays around 0.
+func nest(n int) string { return strings.Repeat("[", n) + "0" + strings.Repeat("]", n) }
 
 // toyEsc is a toy of size M whose toy_id is the raw JSON string body esc
 // (escapes kept as written).

@@ -28,8 +28,9 @@ type Row struct {
 	// text refuses). No such key can equal a size class, so the rule "size
 	// equals the key" decides the same either way.
 	Key *string
-	// Object: the value is UTF-8 text holding exactly one JSON object. When it
-	// is false every member below is empty.
+	// Object: the value is UTF-8 text holding exactly one JSON object, in the
+	// contract's strict JSON (record.Object decides). When it is false every
+	// member below is empty.
 	Object bool
 	// MadeAt and Size are the members when they are JSON strings (decoded,
 	// the last of duplicate members winning, as in encoding/json); nil
@@ -48,8 +49,12 @@ type Row struct {
 
 // Normalize builds the np_input row of one Kafka record. It reads the value
 // with record.Object and record.JSONString, as record.Parse does, so that JSON
-// details (escapes, lone surrogates, duplicate members) are read exactly as Go
-// reads them; the rules applied to what it reads are in the shared SQL.
+// details (the contract's strict JSON, escapes, duplicate members) are read
+// exactly as Go reads them; the rules applied to what it reads are in the
+// shared SQL. The engines' own JSON readers decide otherwise: PostgreSQL's
+// jsonb takes 1e400 (as numeric) and nesting as deep as its stack allows but
+// refuses "\u0000"; SQLite's takes 1e400 (as infinity), lone surrogate
+// escapes and, outside json_valid, NaN, and nests 1000 levels.
 func Normalize(in record.Input) Row {
 	r := Row{Stream: string(in.Stream), Partition: int64(in.Partition), Offset: in.Offset}
 	if in.Key != nil && utf8.Valid(in.Key) && bytes.IndexByte(in.Key, 0) < 0 {
