@@ -58,17 +58,25 @@ func (l limits) room() int { return l.record - recordOverhead - headerReserve }
 func (l limits) idMax() int { return (l.room() - 4<<10) / 2 }
 
 // readLimits asks the brokers for the limits of every topic the packer writes.
+// A broker that will not say (no DescribeConfigs permission) leaves the
+// producer's limit, with a warning: a record then too large for its topic
+// stops the packer, but is not lost.
 func (p *Packer) readLimits(ctx context.Context) (limits, error) {
 	c := p.cfg
 	topics := []string{c.Topics.Packed, c.Topics.Unpacked, c.Topics.Spare, c.Topics.Late, c.Topics.Dead}
 	for _, it := range c.internalTopics() {
 		topics = append(topics, it.name)
 	}
+	l := defaultLimits()
 	maxes, err := kafkaconf.MaxMessageBytes(ctx, c.Kafka, topics...)
 	if err != nil {
-		return limits{}, fmt.Errorf("read the topics' record size limits: %w", err)
+		if ctx.Err() != nil {
+			return limits{}, err
+		}
+		p.log.Warn("cannot read the record size limits of the topics the packer writes; assuming the producer's",
+			"bytes", l.record, "err", err)
+		return l, nil
 	}
-	l := defaultLimits()
 	smallest := ""
 	for _, t := range topics {
 		if n := maxes[t]; n < l.record {
