@@ -1,5 +1,5 @@
-// Package telemetry builds OpenTelemetry tracer and meter providers from the
-// standard OTEL_* environment, one pair per service name, so that one process
+// Package telemetry builds OpenTelemetry tracer providers from the standard
+// OTEL_* environment, one per service name, so that one process
 // (the embedded demo) can run elves, packer and sleigh each under its own
 // service.name while sharing exporters and batches.
 //
@@ -19,11 +19,10 @@
 //
 //	OTEL_SDK_DISABLED=true                     everything off
 //	OTEL_TRACES_EXPORTER=otlp|none             default otlp when an endpoint is set
-//	OTEL_METRICS_EXPORTER=otlp|none            default otlp when an endpoint is set
 //	OTEL_EXPORTER_OTLP_ENDPOINT                e.g. http://localhost:4317 (grpc) or http://localhost:4318
-//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT         (and _METRICS_) per signal
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT         for traces only
 //	OTEL_EXPORTER_OTLP_PROTOCOL                grpc | http/protobuf (default http/protobuf)
-//	OTEL_EXPORTER_OTLP_TRACES_PROTOCOL         (and _METRICS_) per signal
+//	OTEL_EXPORTER_OTLP_TRACES_PROTOCOL         for traces only
 //	OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 //	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG (read by the SDK itself)
 //	OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE (read here too: the gate holds the queue to its size)
@@ -44,14 +43,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -100,9 +93,7 @@ type Options struct {
 type Telemetry struct {
 	opts         Options
 	getenv       func(string) string
-	tracesOn     bool
-	metricsOn    bool
-	metricsProto string
+	tracesOn bool
 	// processors are shared by every tracer provider: one batch can carry
 	// spans of several services, which is what lets a SigNoz collector join
 	// a parent in one service with its child in another (see docs).
@@ -118,26 +109,21 @@ type Telemetry struct {
 	mu      sync.Mutex
 	closed  bool
 	tracers map[string]*sdktrace.TracerProvider
-	meters  map[string]*sdkmetric.MeterProvider
 }
 
 // New reads the environment and builds the span exporter it asks for (if
-// any). Providers are made lazily, one per service, by TracerProvider and
-// MeterProvider. Shutdown flushes and stops them all.
+// any). Providers are made lazily, one per service, by TracerProvider.
+// Shutdown flushes and stops them all.
 func New(ctx context.Context, o Options) (*Telemetry, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	t := &Telemetry{opts: o, getenv: getenv, tracers: map[string]*sdktrace.TracerProvider{}, meters: map[string]*sdkmetric.MeterProvider{}}
+	t := &Telemetry{opts: o, getenv: getenv, tracers: map[string]*sdktrace.TracerProvider{}}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return t, nil
 	}
 	tracesExp, err := t.exporterChoice("TRACES")
-	if err != nil {
-		return nil, err
-	}
-	metricsExp, err := t.exporterChoice("METRICS")
 	if err != nil {
 		return nil, err
 	}
@@ -186,13 +172,6 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		}
 		t.stopLog, t.logDone = make(chan struct{}), make(chan struct{})
 		go t.reportLosses(every)
-	}
-	if metricsExp {
-		proto, err := t.protocol("METRICS")
-		if err != nil {
-			return nil, err
-		}
-		t.metricsOn, t.metricsProto = true, proto
 	}
 	return t, nil
 }
@@ -264,43 +243,6 @@ func (t *Telemetry) TracerProvider(service string) trace.TracerProvider {
 	return tp
 }
 
-// MeterProvider returns the meter provider of one service: OTLP metrics every
-// OTEL_METRIC_EXPORT_INTERVAL when configured, a no-op provider otherwise.
-func (t *Telemetry) MeterProvider(service string) metric.MeterProvider {
-	if t == nil || !t.metricsOn {
-		return metricnoop.NewMeterProvider()
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return metricnoop.NewMeterProvider()
-	}
-	if mp, ok := t.meters[service]; ok {
-		return mp
-	}
-	var exp sdkmetric.Exporter
-	var err error
-	ctx := context.Background()
-	if t.metricsProto == ProtocolGRPC {
-		exp, err = otlpmetricgrpc.New(ctx)
-	} else {
-		exp, err = otlpmetrichttp.New(ctx)
-	}
-	if err != nil {
-		otel.Handle(fmt.Errorf("telemetry: OTLP metric exporter for %s: %w", service, err))
-		return metricnoop.NewMeterProvider()
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(t.resource(service)), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
-	t.meters[service] = mp
-	return mp
-}
-
-// Propagator is the W3C trace context (traceparent, tracestate) plus baggage,
-// the format the OTel Java agent and every other OTel client read in Kafka
-// record headers.
-func Propagator() propagation.TextMapPropagator {
-	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-}
 
 // resource is the environment's resource (OTEL_RESOURCE_ATTRIBUTES) with this
 // service's name and a fresh instance id: SigNoz's Kafka pages group
@@ -339,7 +281,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	t.closed = true
-	tracers, meters := t.tracers, t.meters
+	tracers := t.tracers
 	t.mu.Unlock()
 	if t.stopLog != nil {
 		close(t.stopLog)
@@ -362,11 +304,6 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 			t.log.Warn("telemetry: spans lost", statsAttrs(s)...)
 		} else {
 			t.log.Info("telemetry: every span exported", statsAttrs(s)...)
-		}
-	}
-	for name, mp := range meters {
-		if err := mp.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("telemetry: flush metrics of %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
