@@ -1,6 +1,7 @@
 package kafkatrace
 
 import (
+	"net"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -26,14 +27,15 @@ const (
 
 // producerAttrs are the attributes of a "send <topic>" span known before the
 // broker answers.
-func producerAttrs(topic, clientID, key string, bodySize int) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 10)
+func producerAttrs(topic, clientID, key string, bodySize int, server []attribute.KeyValue) []attribute.KeyValue {
+	a := make([]attribute.KeyValue, 0, 12)
 	a = append(a,
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationName(OpSend),
 		semconv.MessagingOperationTypeSend,
 		semconv.MessagingDestinationName(topic),
 	)
+	a = append(a, server...)
 	if clientID != "" {
 		a = append(a, semconv.MessagingClientID(clientID), LegacyClientIDKey.String(clientID))
 	}
@@ -47,8 +49,8 @@ func producerAttrs(topic, clientID, key string, bodySize int) []attribute.KeyVal
 }
 
 // consumerAttrs are the attributes of a "process <topic>" span.
-func consumerAttrs(topic string, partition int32, offset int64, group, clientID, key string, bodySize int, tombstone bool) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 14)
+func consumerAttrs(topic string, partition int32, offset int64, group, clientID, key string, bodySize int, tombstone bool, server []attribute.KeyValue) []attribute.KeyValue {
+	a := make([]attribute.KeyValue, 0, 16)
 	a = append(a,
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationName(OpProcess),
@@ -57,6 +59,7 @@ func consumerAttrs(topic string, partition int32, offset int64, group, clientID,
 		semconv.MessagingDestinationPartitionID(strconv.Itoa(int(partition))),
 		semconv.MessagingKafkaOffset(int(offset)),
 	)
+	a = append(a, server...)
 	if group != "" {
 		a = append(a, semconv.MessagingConsumerGroupName(group), LegacyConsumerGroupKey.String(group))
 	}
@@ -71,6 +74,28 @@ func consumerAttrs(topic string, partition int32, offset int64, group, clientID,
 	}
 	if tombstone {
 		a = append(a, semconv.MessagingKafkaMessageTombstone(true))
+	}
+	return a
+}
+
+// serverAttrs are server.address and server.port for a client of brokers,
+// its bootstrap list (host:port each): the first of them. The conventions
+// ask for the broker's address at span creation, but the broker that serves
+// a record is its partition's leader, which only the client's routing knows
+// (goka hides it, sarama's answer has no broker): the first bootstrap
+// address is what is known then, the same for every span of the client,
+// and it names the cluster. An address without a port gives no server.port.
+func serverAttrs(brokers []string) []attribute.KeyValue {
+	if len(brokers) == 0 || brokers[0] == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(brokers[0])
+	if err != nil {
+		return []attribute.KeyValue{semconv.ServerAddress(brokers[0])}
+	}
+	a := []attribute.KeyValue{semconv.ServerAddress(host)}
+	if p, err := strconv.Atoi(port); err == nil {
+		a = append(a, semconv.ServerPort(p))
 	}
 	return a
 }

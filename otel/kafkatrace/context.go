@@ -2,10 +2,8 @@ package kafkatrace
 
 import (
 	"context"
-	"errors"
 	"strings"
 
-	"github.com/IBM/sarama"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -13,8 +11,6 @@ import (
 func propagator() propagation.TextMapPropagator {
 	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
-
-func asKError(err error, target *sarama.KError) bool { return errors.As(err, target) }
 
 // traceContext alone serializes one span context for storage in a state
 // value (the packer's slots remember their items this way).

@@ -6,8 +6,10 @@ import (
 	"slices"
 
 	"github.com/lovoo/goka"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -21,6 +23,9 @@ type GokaConfig struct {
 	Group string
 	// ClientID is the Kafka client id (messaging.client.id).
 	ClientID string
+	// Brokers is the group's bootstrap list: its first address becomes
+	// server.address and server.port of every span (none when empty).
+	Brokers []string
 	// OnSend, when set, sees every "send <topic>" span that an Emit makes,
 	// with the value emitted, before the span ends: a processor sets the
 	// status of its dead letters there.
@@ -37,6 +42,7 @@ type Goka struct {
 	cfg    GokaConfig
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
+	server []attribute.KeyValue
 }
 
 // NewGoka returns nil when tp is nil or a no-op provider.
@@ -44,7 +50,7 @@ func NewGoka(tp trace.TracerProvider, cfg GokaConfig) *Goka {
 	if !Enabled(tp) {
 		return nil
 	}
-	return &Goka{cfg: cfg, tracer: tp.Tracer(ScopeName), prop: propagator()}
+	return &Goka{cfg: cfg, tracer: tp.Tracer(ScopeName), prop: propagator(), server: serverAttrs(cfg.Brokers)}
 }
 
 // Tracer is the tracer of the group's spans (nil on a nil *Goka), for spans
@@ -78,7 +84,7 @@ func (g *Goka) Process() Middleware {
 			topic := string(gctx.Topic())
 			opts := []trace.SpanStartOption{
 				trace.WithSpanKind(trace.SpanKindConsumer),
-				trace.WithAttributes(consumerAttrs(topic, gctx.Partition(), gctx.Offset(), g.cfg.Group, g.cfg.ClientID, gctx.Key(), size, tombstone)...),
+				trace.WithAttributes(consumerAttrs(topic, gctx.Partition(), gctx.Offset(), g.cfg.Group, g.cfg.ClientID, gctx.Key(), size, tombstone, g.server)...),
 			}
 			if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
 				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
@@ -87,6 +93,7 @@ func (g *Goka) Process() Middleware {
 			defer func() {
 				if r := recover(); r != nil {
 					span.SetStatus(codes.Error, fmt.Sprint(r))
+					span.SetAttributes(semconv.ErrorTypeKey.String(panicType(r)))
 					span.End()
 					panic(r)
 				}
@@ -95,6 +102,15 @@ func (g *Goka) Process() Middleware {
 			next(&tracedContext{gokaContext: gctx, ctx: ctx, g: g}, msg)
 		}
 	}
+}
+
+// panicType is the error.type of a callback that panicked: goka's ctx.Fail
+// panics with the error it is given; any other value is "_OTHER".
+func panicType(r any) string {
+	if err, ok := r.(error); ok {
+		return errorType(err)
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
 }
 
 // Relay is the middleware of a hop inside one service (a loop topic, or a
@@ -119,7 +135,17 @@ func (g *Goka) Relay() Middleware {
 // Process or Relay middleware it returns gctx unchanged.
 func WithContext(gctx goka.Context, ctx context.Context) goka.Context {
 	if tc, ok := gctx.(*tracedContext); ok {
-		return &tracedContext{gokaContext: tc.gokaContext, ctx: ctx, g: tc.g}
+		return &tracedContext{gokaContext: tc.gokaContext, ctx: ctx, g: tc.g, links: tc.links}
+	}
+	return gctx
+}
+
+// WithLinks returns gctx whose "send" spans also link to links: a record
+// caused by more than the one being processed (its parent) can point at the
+// others. Outside a Process or Relay middleware it returns gctx unchanged.
+func WithLinks(gctx goka.Context, links ...trace.Link) goka.Context {
+	if tc, ok := gctx.(*tracedContext); ok {
+		return &tracedContext{gokaContext: tc.gokaContext, ctx: tc.ctx, g: tc.g, links: append(slices.Clip(tc.links), links...)}
 	}
 	return gctx
 }
@@ -142,8 +168,9 @@ type gokaContext = goka.Context
 // tracedContext is a goka.Context whose writes carry a trace context.
 type tracedContext struct {
 	gokaContext
-	ctx context.Context
-	g   *Goka
+	ctx   context.Context
+	g     *Goka
+	links []trace.Link // of every send span
 }
 
 func (c *tracedContext) Context() context.Context { return c.ctx }
@@ -164,7 +191,8 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 	}
 	ctx, span := c.g.tracer.Start(c.ctx, OpSend+" "+string(topic),
 		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(producerAttrs(string(topic), c.g.cfg.ClientID, key, -1)...))
+		trace.WithLinks(c.links...),
+		trace.WithAttributes(producerAttrs(string(topic), c.g.cfg.ClientID, key, -1, c.g.server)...))
 	defer span.End()
 	if c.g.cfg.OnSend != nil {
 		c.g.cfg.OnSend(span, string(topic), value)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/IBM/sarama"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -17,14 +18,17 @@ type Producer struct {
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
 	clientID string
+	server   []attribute.KeyValue
 }
 
-// NewProducer returns nil when tp is nil or a no-op provider.
-func NewProducer(tp trace.TracerProvider, clientID string) *Producer {
+// NewProducer returns nil when tp is nil or a no-op provider. brokers is the
+// client's bootstrap list: its first address becomes server.address and
+// server.port of every span (none without brokers).
+func NewProducer(tp trace.TracerProvider, clientID string, brokers ...string) *Producer {
 	if !Enabled(tp) {
 		return nil
 	}
-	return &Producer{tracer: tp.Tracer(ScopeName), prop: propagator(), clientID: clientID}
+	return &Producer{tracer: tp.Tracer(ScopeName), prop: propagator(), clientID: clientID, server: serverAttrs(brokers)}
 }
 
 // Start begins the PRODUCER span of msg, a child of ctx, and writes its
@@ -38,7 +42,7 @@ func (p *Producer) Start(ctx context.Context, msg *sarama.ProducerMessage) trace
 	key, size := encoderString(msg.Key), encoderLen(msg.Value)
 	ctx, span := p.tracer.Start(ctx, OpSend+" "+msg.Topic,
 		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(producerAttrs(msg.Topic, p.clientID, key, size)...))
+		trace.WithAttributes(producerAttrs(msg.Topic, p.clientID, key, size, p.server)...))
 	p.prop.Inject(ctx, ProducerMessageCarrier{msg})
 	return span
 }
@@ -73,7 +77,7 @@ func (p *Producer) StartConsume(ctx context.Context, msg *sarama.ConsumerMessage
 	parent := p.prop.Extract(ctx, ConsumerMessageCarrier{msg})
 	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(consumerAttrs(msg.Topic, msg.Partition, msg.Offset, group, p.clientID, string(msg.Key), len(msg.Value), msg.Value == nil)...),
+		trace.WithAttributes(consumerAttrs(msg.Topic, msg.Partition, msg.Offset, group, p.clientID, string(msg.Key), len(msg.Value), msg.Value == nil, p.server)...),
 	}
 	if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
@@ -102,14 +106,4 @@ func encoderLen(e sarama.Encoder) int {
 		return 0
 	}
 	return e.Length()
-}
-
-// errorType is a low-cardinality error.type: Kafka's error name when it is
-// a Kafka error, else "_OTHER" as the conventions ask.
-func errorType(err error) string {
-	var kerr sarama.KError
-	if asKError(err, &kerr) {
-		return kerr.Error()
-	}
-	return "_OTHER"
 }
