@@ -259,8 +259,8 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 		}
 		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), p.packedRow(st, ws))
 	case st.Closed && st.Toy != "":
-		ctx.Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
+		withItem(ctx, "toy", st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
 	case st.Closed && st.Box != "":
-		ctx.Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
+		withItem(ctx, "box", st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
 	}
 }

@@ -20,7 +20,8 @@ type Option func(*Packer)
 // topics, the dedupe events and the clock's changelog included) and is remembered by the slot of its
 // rank, so that each pair gets a "pack" span, child of the record that
 // completed it and linked to both items, and every output a PRODUCER span
-// "send <topic>". Dead letters set the status of their spans to Error.
+// "send <topic>"; an unpacked toy's or a spare box's links to the record that
+// brought the item. Dead letters set the status of their spans to Error.
 //
 // Tracing changes no value, key or decision: replays make extra spans, never
 // different results.
@@ -28,8 +29,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(p *Packer) {
 		c := p.cfg
 		g := func(group string) *kafkatrace.Goka {
-			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: "northpole-" + group, OnSend: onSend,
-				Internal: []string{c.dedupeEvents()}})
+			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: "northpole-" + group, Brokers: c.Kafka.Brokers,
+				OnSend: onSend, Internal: []string{c.dedupeEvents()}})
 		}
 		p.trace = stageTracing{dedupe: g(c.dedupeGroup()), clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
 	}
@@ -74,9 +75,9 @@ func markDead(ctx goka.Context, reason record.Reason) {
 // returned context makes it the parent of the "send packed" span.
 func (p *Packer) startPack(ctx goka.Context, st *SlotState) (goka.Context, func()) {
 	links := make([]trace.Link, 0, 2)
-	for _, it := range []struct{ kind, tp, id string }{{"toy", st.ToyTrace, st.Toy}, {"box", st.BoxTrace, st.Box}} {
-		if sc := kafkatrace.ParseSpanContext(it.tp); sc.IsValid() {
-			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attrItem.String(it.kind)}})
+	for _, it := range []struct{ kind, tp string }{{"toy", st.ToyTrace}, {"box", st.BoxTrace}} {
+		if l, ok := itemLink(it.kind, it.tp); ok {
+			links = append(links, l)
 		}
 	}
 	c, span := p.trace.slots.Tracer().Start(ctx.Context(), "pack",
@@ -84,4 +85,23 @@ func (p *Packer) startPack(ctx goka.Context, st *SlotState) (goka.Context, func(
 		trace.WithLinks(links...),
 		trace.WithAttributes(attrSize.String(st.Size), attrWindow.String(record.FormatMicros(st.Window)), attrToy.String(st.Toy), attrBox.String(st.Box)))
 	return kafkatrace.WithContext(ctx, c), func() { span.End() }
+}
+
+// withItem makes the "send" span of a slot's only item, an unpacked toy or a
+// spare box, link to the record that brought the item. Its parent is the
+// record being processed, the one that closed the window, which is in
+// another trace: without the link the row could not be found from the
+// item's own trace. Nothing to link (tracing off): ctx as it is.
+func withItem(ctx goka.Context, kind, traceparent string) goka.Context {
+	if l, ok := itemLink(kind, traceparent); ok {
+		return kafkatrace.WithLinks(ctx, l)
+	}
+	return ctx
+}
+
+// itemLink is a link to the record that brought a slot's toy or box, from
+// the traceparent the slot remembers; false when it remembers none.
+func itemLink(kind, traceparent string) (trace.Link, bool) {
+	sc := kafkatrace.ParseSpanContext(traceparent)
+	return trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attrItem.String(kind)}}, sc.IsValid()
 }

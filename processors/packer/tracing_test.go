@@ -123,6 +123,7 @@ func TestTracingPairSpans(t *testing.T) {
 			"messaging.consumer.group.name": "packer-dedupe", "messaging.kafka.consumer.group": "packer-dedupe",
 			"messaging.client.id": "northpole-packer-dedupe", "messaging.client_id": "northpole-packer-dedupe",
 			"messaging.kafka.message.key": "M",
+			"server.address":              "unused", "server.port": "9092", // the first of the config's brokers
 		} {
 			if attrs[k] != want {
 				t.Errorf("%s: %s = %q, want %q", c.s.Name(), k, attrs[k], want)
@@ -157,6 +158,64 @@ func TestTracingPairSpans(t *testing.T) {
 	slot := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.slotsGroup())), slotKey("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1)).(*SlotState)
 	if sc := kafkatrace.ParseSpanContext(slot.ToyTrace); sc.SpanID() != procToy.SpanContext().SpanID() {
 		t.Errorf("slot remembers toy context %q, want the toy's process span %v", slot.ToyTrace, procToy.SpanContext().SpanID())
+	}
+}
+
+// TestTracingUnpackedAndSpareLinkTheirItem: a window closes with a toy
+// left over in one slot and a box in another. Each row is sent under a
+// span whose parent is the record that closed the window (another trace)
+// and which links to the process span of the record that brought the
+// item, so the row is reachable from the item's own trace.
+func TestTracingUnpackedAndSpareLinkTheirItem(t *testing.T) {
+	p := newTracedPipeline(t)
+	item := func(x record.Stream, id, made string) trace.SpanContext {
+		return p.sendTraced(x, "M", fmt.Sprintf(`{%q:%q,"size":"M","elf":"e","made_at":%q}`, x.IDField(), id, at(made)))
+	}
+	heartbeat := func(x record.Stream, made string) trace.SpanContext {
+		return p.sendTraced(x, "M", `{"heartbeat":true,"size":"M","elf":"e","made_at":"`+at(made)+`"}`)
+	}
+	// Window 00:00:00: t1+b1 packed, t2 left over. Window 00:00:10: b2+t3
+	// packed, b3 left over.
+	item(record.Toys, "t1", "00:00:01")
+	t2 := item(record.Toys, "t2", "00:00:02")
+	item(record.Boxes, "b1", "00:00:03")
+	item(record.Boxes, "b2", "00:00:11")
+	b3 := item(record.Boxes, "b3", "00:00:12")
+	item(record.Toys, "t3", "00:00:13")
+	heartbeat(record.Toys, "00:00:25")
+	closing := heartbeat(record.Boxes, "00:00:25") // both watermarks past both windows
+
+	process := func(send trace.SpanContext) trace.SpanContext {
+		for _, s := range append(p.spans("process toys"), p.spans("process boxes")...) {
+			if s.Parent().SpanID() == send.SpanID() {
+				return s.SpanContext()
+			}
+		}
+		t.Fatalf("no process span for send span %v", send.SpanID())
+		return trace.SpanContext{}
+	}
+	closer := process(closing)
+	for _, c := range []struct {
+		span string
+		item trace.SpanContext
+		kind string
+	}{{"send unpacked", process(t2), "toy"}, {"send spare", process(b3), "box"}} {
+		s := p.one(c.span)
+		if s.Parent().SpanID() != closer.SpanID() || s.SpanContext().TraceID() != closer.TraceID() {
+			t.Errorf("%s: parent %v, want the process span of the record that closed the window %v", c.span, s.Parent().SpanID(), closer.SpanID())
+		}
+		if len(s.Links()) != 1 || !hasLink(s, c.item) {
+			t.Errorf("%s: links %+v, want one, to the item's process span %v", c.span, s.Links(), c.item.SpanID())
+			continue
+		}
+		if a := s.Links()[0].Attributes; len(a) != 1 || a[0].Key != attrItem || a[0].Value.AsString() != c.kind {
+			t.Errorf("%s: link attributes %v, want %s=%s", c.span, a, attrItem, c.kind)
+		}
+	}
+	for _, s := range p.spans("send packed") {
+		if len(s.Links()) != 0 {
+			t.Errorf("send packed: links %+v, want none (pack links the items)", s.Links())
+		}
 	}
 }
 
