@@ -45,9 +45,22 @@ exporter writes, or one document):
 
   northpole servicemap --file spans.json --mermaid map.mmd
 
-SigNoz joins a child with its parent only when both reach its collector in
-the same batch; --same-batch reproduces that, and shows which edges such a
-join would lose.`,
+By default a child is joined with its parent whenever both were received.
+SigNoz joins them only when both are in one batch as its collector inserts
+it into ClickHouse (its service-map view joins the spans of one insert);
+--same-batch joins that way and counts the spans whose edge is lost:
+
+- received over OTLP, the requests are grouped as the workshop collector's
+  batch processor groups them (deploy/signoz/otel-collector.yaml): across
+  requests, a batch goes once 10,000 spans are pending (at most 11,000 of
+  them, the rest wait), or when its 10 s timer fires (re-armed when it
+  fires and after a send by size); the timer starts with the first
+  request, so its phase is not the real collector's, and joins close to a
+  cut can differ;
+- read from a file, each line (or the one document) is one batch: a
+  collector's file exporter writes one line per export, which behind a
+  batch processor is one batch; the times spans arrived are not in the
+  file, so nothing is regrouped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServicemap(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -59,7 +72,7 @@ join would lose.`,
 	f.StringVar(&o.file, "file", "", "read spans from this OTLP JSON file instead of listening")
 	f.DurationVar(&o.duration, "for", 0, "stop listening after this long (default: until interrupted)")
 	f.DurationVar(&o.every, "print-every", 0, "while listening, print the map this often (default: only at the end)")
-	f.BoolVar(&o.sameBatch, "same-batch", false, "join a child with its parent only within one batch (one request or file line), as SigNoz does")
+	f.BoolVar(&o.sameBatch, "same-batch", false, "join a child with its parent only within one collector batch, as SigNoz does (OTLP: the batch processor's 10,000 spans or 10 s across requests; --file: one line)")
 	f.StringVar(&o.mermaid, "mermaid", "", "write the map as a Mermaid flowchart to this file")
 	f.StringVar(&o.svg, "svg", "", "write the map as SVG to this file")
 	f.BoolVar(&o.names, "spans", false, "also print the span counts per service and span name")
@@ -73,7 +86,11 @@ func runServicemap(ctx context.Context, o servicemapOptions, stdout, stderr io.W
 	if o.every < 0 {
 		return usageErr("--print-every must be >= 0 (0: only at the end), got %v", o.every)
 	}
-	b := servicemap.NewBuilder(servicemap.Options{SameBatch: o.sameBatch})
+	opts := servicemap.Options{SameBatch: o.sameBatch}
+	if o.file == "" {
+		opts.Batch = servicemap.SigNozBatch
+	}
+	b := servicemap.NewBuilder(opts)
 	if o.file != "" {
 		f, err := os.Open(o.file)
 		if err != nil {

@@ -5,9 +5,10 @@
 // A with messaging.system or db.system (SigNoz collapses every broker or
 // database into one node named for its system, "kafka", "postgresql").
 //
-// SigNoz joins parent and child inside one batch of spans as its collector
-// inserts them; Options.SameBatch reproduces that strictness, the default
-// joins across everything received. Spans arrive from an in-process
+// SigNoz joins parent and child only inside one batch of spans as its
+// collector inserts them; Options.SameBatch reproduces that strictness
+// (with Options.Batch, the collector's batch processor across requests), the
+// default joins across everything received. Spans arrive from an in-process
 // exporter (Exporter), an OTLP receiver on loopback (Receiver, gRPC and
 // HTTP), or an OTLP JSON file (ReadJSON).
 package servicemap
@@ -17,6 +18,7 @@ import (
 	"encoding/hex"
 	"math"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 )
@@ -55,21 +57,38 @@ func (s Span) ID() string { return hex.EncodeToString(s.SpanID[:]) }
 
 // Options of a Builder.
 type Options struct {
-	// SameBatch joins a child with its parent only when both came in the
-	// same batch (one export request, one file line), as SigNoz's
-	// ClickHouse materialized view does.
+	// SameBatch joins a child with its parent only when both are in one
+	// batch as SigNoz's collector inserts it: its ClickHouse view joins the
+	// spans of one insert, and the collector inserts each batch its batch
+	// processor sends on. Batch says how the batches form.
 	SameBatch bool
+	// Batch is the collector's batch processor, replayed over the Add calls
+	// in the order and at the time they happen. The zero value is no batch
+	// processor: each Add (one export request, one file line) is a batch.
+	Batch BatchConfig
 	// MaxSpans bounds memory; spans beyond it are counted and dropped.
 	// Zero means 2,000,000.
 	MaxSpans int
 }
 
+// BatchConfig is a collector batch processor's send_batch_size,
+// send_batch_max_size and timeout (0: none).
+type BatchConfig struct {
+	Size, MaxSize int
+	Timeout       time.Duration
+}
+
+// SigNozBatch is the batch processor of the workshop's SigNoz collector
+// (deploy/signoz/otel-collector.yaml).
+var SigNozBatch = BatchConfig{Size: 10_000, MaxSize: 11_000, Timeout: 10 * time.Second}
+
 // Builder accumulates spans; Graph can be called at any time. Safe for
 // concurrent use.
 type Builder struct {
 	opts    Options
+	now     func() time.Time // when an Add happens (a test's clock)
 	mu      sync.Mutex
-	batch   uint64
+	batches batcher
 	spans   map[spanKey]parentRef
 	kept    []child
 	total   int
@@ -82,15 +101,17 @@ type spanKey struct {
 	span  [8]byte
 }
 
+// Spans are numbered in the order they arrive, dropped ones included: the
+// batcher cuts batches at positions.
 type parentRef struct {
 	service string
-	batch   uint64
+	pos     int
 }
 
 type child struct {
 	key      spanKey // the parent's key
 	service  string
-	batch    uint64
+	pos      int
 	duration time.Duration
 	err      bool
 	kind     Kind
@@ -103,27 +124,102 @@ func NewBuilder(o Options) *Builder {
 	if o.MaxSpans <= 0 {
 		o.MaxSpans = 2_000_000
 	}
-	return &Builder{opts: o, spans: map[spanKey]parentRef{}, byName: map[string]int{}}
+	return &Builder{opts: o, now: time.Now, batches: batcher{cfg: o.Batch}, spans: map[spanKey]parentRef{}, byName: map[string]int{}}
 }
 
-// Add takes one batch of spans.
+// Add takes the spans of one request (or file line).
 func (b *Builder) Add(spans []Span) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.batch++
-	for _, s := range spans {
+	now := b.now()
+	b.batches.tick(now)
+	first := b.batches.in
+	for i, s := range spans {
 		if b.total >= b.opts.MaxSpans {
 			b.dropped++
 			continue
 		}
 		b.total++
 		b.byName[s.Service+"\x00"+s.Name]++
-		b.spans[spanKey{s.TraceID, s.SpanID}] = parentRef{service: s.Service, batch: b.batch}
+		b.spans[spanKey{s.TraceID, s.SpanID}] = parentRef{service: s.Service, pos: first + i}
 		b.kept = append(b.kept, child{
-			key: spanKey{s.TraceID, s.ParentSpanID}, service: s.Service, batch: b.batch,
+			key: spanKey{s.TraceID, s.ParentSpanID}, service: s.Service, pos: first + i,
 			duration: s.Duration, err: s.Error, kind: s.Kind, msg: s.Messaging, db: s.DB, root: !s.HasParent(),
 		})
 	}
+	b.batches.receive(now, len(spans))
+}
+
+// batcher replays a collector's batch processor (go.opentelemetry.io/
+// collector/processor/batchprocessor v0.144.0, batch_processor.go: startLoop,
+// processItem, sendItems, and batchTraces.split) over span positions, to
+// know which spans it sends on together. A request joins the pending spans;
+// while Size or more are pending, the first MaxSize (all, without MaxSize)
+// go; a timer, re-armed for Timeout after it fires and after a send by size,
+// sends what is pending. Without a timer (no Size or no Timeout) each
+// request goes at once. The timer's phase is unknown (a collector's starts
+// with the collector): it starts at the first request.
+type batcher struct {
+	cfg      BatchConfig
+	in, out  int       // spans received, spans sent on; the rest are pending
+	cuts     []int     // position of the first span after each batch sent
+	deadline time.Time // the timer's next fire; zero before the first request
+}
+
+func (c *batcher) timed() bool { return c.cfg.Size > 0 && c.cfg.Timeout > 0 }
+
+// tick fires the timer as often as it would have by now. A fire with
+// nothing pending sends nothing, so the fires after the last send are
+// skipped at once.
+func (c *batcher) tick(now time.Time) {
+	if !c.timed() {
+		return
+	}
+	if c.deadline.IsZero() {
+		c.deadline = now.Add(c.cfg.Timeout)
+	}
+	for !now.Before(c.deadline) {
+		if c.in == c.out {
+			c.deadline = c.deadline.Add((now.Sub(c.deadline)/c.cfg.Timeout + 1) * c.cfg.Timeout)
+			return
+		}
+		c.send()
+		c.deadline = c.deadline.Add(c.cfg.Timeout)
+	}
+}
+
+// receive takes a request of n spans at now.
+func (c *batcher) receive(now time.Time, n int) {
+	c.in += n
+	sent := false
+	for c.in > c.out && (!c.timed() || c.in-c.out >= c.cfg.Size) {
+		c.send()
+		sent = true
+	}
+	if sent && c.timed() {
+		c.deadline = now.Add(c.cfg.Timeout)
+	}
+}
+
+// send sends on one batch from the front of the pending spans.
+func (c *batcher) send() {
+	n := c.in - c.out
+	if c.cfg.MaxSize > 0 && n > c.cfg.MaxSize {
+		n = c.cfg.MaxSize
+	}
+	c.out += n
+	c.cuts = append(c.cuts, c.out)
+}
+
+// of is the batch of the span at pos (the pending spans are the last one).
+func (c *batcher) of(pos int) int { return sort.SearchInts(c.cuts, pos+1) }
+
+// count is the number of batches: those sent on, and the pending one.
+func (c *batcher) count() int {
+	if c.in > c.out {
+		return len(c.cuts) + 1
+	}
+	return len(c.cuts)
 }
 
 // Edge is one arrow of the map, with the child spans' statistics.
@@ -150,8 +246,13 @@ type Graph struct {
 	Nodes []Node
 	Edges []Edge
 	// Spans received, Dropped beyond MaxSpans, Orphans whose parent was
-	// never seen (or, with SameBatch, not in their batch).
+	// never seen.
 	Spans, Dropped, Orphans int
+	// SameBatch: joined per batch (Options.SameBatch) into Batches batches;
+	// CrossBatch spans had their parent in another batch, so their edge is
+	// lost.
+	SameBatch           bool
+	Batches, CrossBatch int
 	// Names counts spans by service and span name.
 	Names []NameCount
 }
@@ -208,14 +309,19 @@ func (b *Builder) Graph() Graph {
 		}
 		nodes[name] = n
 	}
-	g := Graph{Spans: b.total, Dropped: b.dropped}
+	g := Graph{Spans: b.total, Dropped: b.dropped, SameBatch: b.opts.SameBatch}
+	if g.SameBatch {
+		g.Batches = b.batches.count()
+	}
 	for _, c := range b.kept {
 		node(c.service, false)
 		if !c.root {
 			p, ok := b.spans[c.key]
 			switch {
-			case !ok || (b.opts.SameBatch && p.batch != c.batch):
+			case !ok:
 				g.Orphans++
+			case b.opts.SameBatch && b.batches.of(p.pos) != b.batches.of(c.pos):
+				g.CrossBatch++
 			case p.service != c.service:
 				add(p.service, c.service, "service", c)
 			}

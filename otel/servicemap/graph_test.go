@@ -2,6 +2,7 @@ package servicemap
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,8 +76,9 @@ func TestGraphEdgesFromParentsInOtherServices(t *testing.T) {
 			t.Errorf("same batch: edge %s -> %s present %v, want %v", k[0], k[1], ok, w.sameBatchEdges)
 		}
 	}
-	if sg.Orphans != 3 { // inner and sleigh (parents in batch 1), and the orphan
-		t.Errorf("same batch: orphans %d, want 3", sg.Orphans)
+	// inner and sleigh have their parent in batch 1; the orphan none at all.
+	if sg.Orphans != 1 || sg.CrossBatch != 2 || sg.Batches != 2 || !sg.SameBatch {
+		t.Errorf("same batch: orphans %d, cross-batch %d, batches %d; want 1, 2, 2", sg.Orphans, sg.CrossBatch, sg.Batches)
 	}
 
 	var text, mer, svg bytes.Buffer
@@ -99,6 +101,73 @@ func TestGraphEdgesFromParentsInOtherServices(t *testing.T) {
 	}
 	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<path d=\"M") < 6 || !strings.Contains(svg.String(), ">sleigh</text>") {
 		t.Errorf("svg:\n%s", svg.String())
+	}
+}
+
+// TestSameBatchReplaysTheCollectorsBatches: with SameBatch and a batch
+// processor, a parent and its child in two requests are joined when the
+// collector would send them on in one batch, by size or by its timer, and
+// not otherwise; the zero BatchConfig makes each request a batch.
+func TestSameBatchReplaysTheCollectorsBatches(t *testing.T) {
+	small := BatchConfig{Size: 4, MaxSize: 5, Timeout: 10 * time.Second}
+	parent := sp(1, 1, 0, "toy-elves", KindProducer, time.Millisecond, false)
+	child := sp(1, 2, 1, "packer", KindConsumer, time.Millisecond, false)
+	fill := func(n int) []Span { // roots of another trace
+		out := make([]Span, n)
+		for i := range out {
+			out[i] = sp(9, 0, 0, "other", KindInternal, time.Millisecond, false)
+		}
+		return out
+	}
+	type req struct {
+		at    time.Duration // since the first request
+		spans []Span
+	}
+	with := func(spans ...[]Span) []Span { return slices.Concat(spans...) }
+	one := func(s Span) []Span { return []Span{s} }
+	for _, c := range []struct {
+		name       string
+		cfg        BatchConfig
+		reqs       []req
+		joined     bool
+		batches    int
+		crossBatch int
+	}{
+		{"two requests 1s apart: one batch", small, []req{{0, one(parent)}, {time.Second, one(child)}}, true, 1, 0},
+		{"the timer fires between them", small, []req{{0, one(parent)}, {11 * time.Second, one(child)}}, false, 2, 1},
+		{"timer phase: 9s and 11s are split", small, []req{{0, fill(1)}, {9 * time.Second, one(parent)}, {11 * time.Second, one(child)}}, false, 2, 1},
+		{"timer phase: 10.5s and 19s are not", small, []req{{0, fill(1)}, {10500 * time.Millisecond, one(parent)}, {19 * time.Second, one(child)}}, true, 2, 0},
+		{"idle gaps: 25s and 29s are not split", small, []req{{0, fill(1)}, {25 * time.Second, one(parent)}, {29 * time.Second, one(child)}}, true, 2, 0},
+		{"the parent's request fills the batch", small, []req{{0, with(fill(3), one(parent))}, {time.Second, one(child)}}, false, 2, 1},
+		{"the child's request fills it", small, []req{{0, with(fill(2), one(parent))}, {time.Second, one(child)}}, true, 1, 0},
+		{"the timer re-arms after a send by size", small, []req{{0, fill(1)}, {5 * time.Second, fill(3)}, {9 * time.Second, one(parent)}, {11 * time.Second, one(child)}}, true, 2, 0},
+		{"split at MaxSize inside one request", small, []req{{0, with(fill(4), one(parent), one(child))}}, false, 2, 1},
+		{"MaxSize leaves both pending", small, []req{{0, with(fill(5), one(parent), one(child))}}, true, 2, 0},
+		{"no batch processor: each request", BatchConfig{}, []req{{0, one(parent)}, {0, one(child)}}, false, 2, 1},
+		{"no batch processor: one request", BatchConfig{}, []req{{0, with(one(parent), one(child))}}, true, 1, 0},
+		{"SigNoz: 10,000 spans go at once", SigNozBatch, []req{{0, with(fill(9_999), one(parent))}, {time.Second, one(child)}}, false, 2, 1},
+		{"SigNoz: the 10,000th span joins", SigNozBatch, []req{{0, with(fill(9_998), one(parent))}, {9 * time.Second, one(child)}}, true, 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := NewBuilder(Options{SameBatch: true, Batch: c.cfg})
+			t0 := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)
+			for _, r := range c.reqs {
+				b.now = func() time.Time { return t0.Add(r.at) }
+				b.Add(r.spans)
+			}
+			g := b.Graph()
+			if _, ok := g.Edge("toy-elves", "packer"); ok != c.joined || g.Batches != c.batches || g.CrossBatch != c.crossBatch {
+				t.Errorf("edge %v, %d batches, %d cross-batch; want %v, %d, %d", ok, g.Batches, g.CrossBatch, c.joined, c.batches, c.crossBatch)
+			}
+			// Without SameBatch, the same spans always join.
+			all := NewBuilder(Options{Batch: c.cfg})
+			for _, r := range c.reqs {
+				all.Add(r.spans)
+			}
+			if _, ok := all.Graph().Edge("toy-elves", "packer"); !ok {
+				t.Errorf("without SameBatch: no edge")
+			}
+		})
 	}
 }
 

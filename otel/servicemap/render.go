@@ -23,6 +23,9 @@ func (g Graph) WriteText(w io.Writer) error {
 	if g.Orphans > 0 {
 		fmt.Fprintf(w, " (%d spans whose parent was not received)", g.Orphans)
 	}
+	if g.SameBatch {
+		fmt.Fprintf(w, " (joined per batch: %d batches, %d spans whose parent was in another)", g.Batches, g.CrossBatch)
+	}
 	if g.Dropped > 0 {
 		fmt.Fprintf(w, " (%d spans dropped over the limit)", g.Dropped)
 	}
