@@ -19,6 +19,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
@@ -43,17 +44,17 @@ func ParseSizeMix(s string) (SizeMix, error) {
 		size, w, ok := strings.Cut(part, "=")
 		size = strings.TrimSpace(size)
 		if !ok {
-			return nil, fmt.Errorf("--sizes: %q is not SIZE=WEIGHT", part)
+			return nil, fmt.Errorf("size mix: %q is not SIZE=WEIGHT", part)
 		}
 		if !record.ValidSize(size) {
-			return nil, fmt.Errorf("--sizes: %q is not one of S, M, L, XL", size)
+			return nil, fmt.Errorf("size mix: %q is not one of S, M, L, XL", size)
 		}
 		if _, dup := m[size]; dup {
-			return nil, fmt.Errorf("--sizes: %s given twice", size)
+			return nil, fmt.Errorf("size mix: %s given twice", size)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(w))
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("--sizes: weight %q of %s is not a whole number >= 0", w, size)
+			return nil, fmt.Errorf("size mix: weight %q of %s is not a whole number >= 0", w, size)
 		}
 		m[size] = n
 	}
@@ -87,18 +88,18 @@ func (m SizeMix) Validate() error {
 	for _, k := range keys {
 		w := m[k]
 		if !record.ValidSize(k) {
-			return fmt.Errorf("--sizes: %q is not one of S, M, L, XL", k)
+			return fmt.Errorf("size mix: %q is not one of S, M, L, XL", k)
 		}
 		if w < 0 {
-			return fmt.Errorf("--sizes: weight of %s must be >= 0, got %d", k, w)
+			return fmt.Errorf("size mix: weight of %s must be >= 0, got %d", k, w)
 		}
 		if w > math.MaxInt32 {
-			return fmt.Errorf("--sizes: weight of %s is too large", k)
+			return fmt.Errorf("size mix: weight of %s is too large", k)
 		}
 		total += w
 	}
 	if total == 0 {
-		return errors.New("--sizes: at least one size needs a weight > 0")
+		return errors.New("size mix: at least one size needs a weight > 0")
 	}
 	return nil
 }
@@ -144,10 +145,9 @@ type Config struct {
 	DupRate float64
 	// BadRate is the fraction of dead letters, cycling through BadKinds.
 	BadRate float64
-	// Window and Lateness are the contract's W and L; they set how late the
-	// late records are and when the final heartbeats are.
-	Window   time.Duration
-	Lateness time.Duration
+	// Params are the contract's W and L; they set how late the late records
+	// are and when the final heartbeats are.
+	contract.Params
 	// HeartbeatEvery is the event-time interval between heartbeats (one per
 	// size each time); 0 = none but the final ones.
 	HeartbeatEvery time.Duration
@@ -171,75 +171,65 @@ func DefaultConfig(stream record.Stream) Config {
 		Seed:           1,
 		Start:          DefaultStart,
 		Spacing:        10 * time.Millisecond,
-		Window:         10 * time.Second,
-		Lateness:       5 * time.Second,
+		Params:         contract.DefaultParams(),
 		HeartbeatEvery: time.Second,
 	}
 }
 
-// MaxElves bounds --elves.
+// MaxElves bounds Config.Elves.
 const MaxElves = 1024
 
-// Validate reports the first configuration error, naming the flag to fix.
+// Validate reports the first configuration error, naming the field to fix.
 func (c Config) Validate() error {
 	if !c.Stream.Valid() {
 		return fmt.Errorf("stream must be %q or %q, got %q", record.Toys, record.Boxes, c.Stream)
 	}
 	if strings.TrimSpace(c.Topic) == "" {
-		return errors.New("--topic must not be empty")
+		return errors.New("topic must not be empty")
 	}
 	if c.Count < 0 {
-		return fmt.Errorf("--count must be >= 0, got %d", c.Count)
+		return fmt.Errorf("count must be >= 0, got %d", c.Count)
 	}
 	if c.Duration < 0 {
-		return fmt.Errorf("--duration must be >= 0, got %v", c.Duration)
+		return fmt.Errorf("duration must be >= 0, got %v", c.Duration)
 	}
 	if (c.Count > 0) == (c.Duration > 0) {
-		return fmt.Errorf("exactly one of --count and --duration must be > 0 (got --count %d, --duration %v)", c.Count, c.Duration)
+		return fmt.Errorf("exactly one of count and duration must be > 0 (got count %d, duration %v)", c.Count, c.Duration)
 	}
 	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
-		return fmt.Errorf("--rate must be >= 0, got %v", c.Rate)
+		return fmt.Errorf("rate must be >= 0, got %v", c.Rate)
 	}
 	if c.Elves < 1 || c.Elves > MaxElves {
-		return fmt.Errorf("--elves must be between 1 and %d, got %d", MaxElves, c.Elves)
+		return fmt.Errorf("elves must be between 1 and %d, got %d", MaxElves, c.Elves)
 	}
 	if err := c.SizeMix.Validate(); err != nil {
 		return err
 	}
 	if c.Start.IsZero() {
-		return errors.New("--start must be set (RFC 3339)")
+		return errors.New("start must be set")
 	}
 	if c.Spacing < 0 {
-		return fmt.Errorf("--spacing must be >= 0, got %v", c.Spacing)
+		return fmt.Errorf("spacing must be >= 0, got %v", c.Spacing)
 	}
 	if c.Disorder < 0 {
-		return fmt.Errorf("--disorder must be >= 0, got %v", c.Disorder)
+		return fmt.Errorf("disorder must be >= 0, got %v", c.Disorder)
 	}
 	for _, r := range []struct {
-		flag string
+		name string
 		v    float64
-	}{{"--late-rate", c.LateRate}, {"--dup-rate", c.DupRate}, {"--bad-rate", c.BadRate}} {
+	}{{"late rate", c.LateRate}, {"dup rate", c.DupRate}, {"bad rate", c.BadRate}} {
 		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
-			return fmt.Errorf("%s must be between 0 and 1, got %v", r.flag, r.v)
+			return fmt.Errorf("%s must be between 0 and 1, got %v", r.name, r.v)
 		}
 	}
 	if sum := c.LateRate + c.DupRate + c.BadRate; sum > 1+1e-9 {
-		return fmt.Errorf("--late-rate + --dup-rate + --bad-rate must be <= 1, got %v", sum)
+		return fmt.Errorf("late rate + dup rate + bad rate must be <= 1, got %v", sum)
 	}
-	if c.Window <= 0 {
-		return fmt.Errorf("--window must be > 0, got %v", c.Window)
-	}
-	if c.Window%time.Microsecond != 0 {
-		return fmt.Errorf("--window must be a whole number of microseconds, got %v", c.Window)
-	}
-	if c.Lateness < 0 {
-		return fmt.Errorf("--lateness must be >= 0, got %v", c.Lateness)
-	}
-	if c.Lateness%time.Microsecond != 0 {
-		return fmt.Errorf("--lateness must be a whole number of microseconds, got %v", c.Lateness)
+	if err := c.Params.Validate(); err != nil {
+		return err
 	}
 	if c.HeartbeatEvery < 0 {
-		return fmt.Errorf("--heartbeat must be >= 0, got %v", c.HeartbeatEvery)
+		return fmt.Errorf("heartbeat interval must be >= 0, got %v", c.HeartbeatEvery)
 	}
 	return nil
 }

@@ -36,32 +36,32 @@ func TestConfigValidate(t *testing.T) {
 		{"no heartbeats", func(c *Config) { c.HeartbeatEvery = 0 }, ""},
 		{"zero spacing", func(c *Config) { c.Spacing = 0 }, ""},
 		{"bad stream", func(c *Config) { c.Stream = "gifts" }, "stream must be"},
-		{"empty topic", func(c *Config) { c.Topic = " " }, "--topic"},
-		{"negative count", func(c *Config) { c.Count = -1 }, "--count must be >= 0"},
-		{"negative duration", func(c *Config) { c.Duration = -time.Second }, "--duration must be >= 0"},
-		{"count and duration", func(c *Config) { c.Duration = time.Second }, "exactly one of --count and --duration"},
-		{"neither count nor duration", func(c *Config) { c.Count = 0 }, "exactly one of --count and --duration"},
-		{"negative rate", func(c *Config) { c.Rate = -1 }, "--rate must be >= 0"},
-		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, "--rate must be >= 0"},
-		{"infinite rate", func(c *Config) { c.Rate = math.Inf(1) }, "--rate must be >= 0"},
-		{"no elves", func(c *Config) { c.Elves = 0 }, "--elves"},
-		{"too many elves", func(c *Config) { c.Elves = MaxElves + 1 }, "--elves"},
-		{"empty size mix", func(c *Config) { c.SizeMix = SizeMix{} }, "--sizes"},
-		{"zero size mix", func(c *Config) { c.SizeMix = SizeMix{"S": 0} }, "--sizes"},
-		{"unknown size", func(c *Config) { c.SizeMix = SizeMix{"XXL": 1} }, "--sizes"},
-		{"negative weight", func(c *Config) { c.SizeMix = SizeMix{"S": 1, "M": -1} }, "--sizes"},
-		{"no start", func(c *Config) { c.Start = time.Time{} }, "--start"},
-		{"negative spacing", func(c *Config) { c.Spacing = -1 }, "--spacing"},
-		{"negative disorder", func(c *Config) { c.Disorder = -1 }, "--disorder"},
-		{"late rate > 1", func(c *Config) { c.LateRate = 1.5 }, "--late-rate must be between 0 and 1"},
-		{"dup rate < 0", func(c *Config) { c.DupRate = -0.1 }, "--dup-rate must be between 0 and 1"},
-		{"bad rate NaN", func(c *Config) { c.BadRate = math.NaN() }, "--bad-rate must be between 0 and 1"},
+		{"empty topic", func(c *Config) { c.Topic = " " }, "topic must not be empty"},
+		{"negative count", func(c *Config) { c.Count = -1 }, "count must be >= 0"},
+		{"negative duration", func(c *Config) { c.Duration = -time.Second }, "duration must be >= 0"},
+		{"count and duration", func(c *Config) { c.Duration = time.Second }, "exactly one of count and duration"},
+		{"neither count nor duration", func(c *Config) { c.Count = 0 }, "exactly one of count and duration"},
+		{"negative rate", func(c *Config) { c.Rate = -1 }, "rate must be >= 0"},
+		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, "rate must be >= 0"},
+		{"infinite rate", func(c *Config) { c.Rate = math.Inf(1) }, "rate must be >= 0"},
+		{"no elves", func(c *Config) { c.Elves = 0 }, "elves must be between 1 and"},
+		{"too many elves", func(c *Config) { c.Elves = MaxElves + 1 }, "elves must be between 1 and"},
+		{"empty size mix", func(c *Config) { c.SizeMix = SizeMix{} }, "size mix"},
+		{"zero size mix", func(c *Config) { c.SizeMix = SizeMix{"S": 0} }, "size mix"},
+		{"unknown size", func(c *Config) { c.SizeMix = SizeMix{"XXL": 1} }, "size mix"},
+		{"negative weight", func(c *Config) { c.SizeMix = SizeMix{"S": 1, "M": -1} }, "size mix"},
+		{"no start", func(c *Config) { c.Start = time.Time{} }, "start must be set"},
+		{"negative spacing", func(c *Config) { c.Spacing = -1 }, "spacing must be >= 0"},
+		{"negative disorder", func(c *Config) { c.Disorder = -1 }, "disorder must be >= 0"},
+		{"late rate > 1", func(c *Config) { c.LateRate = 1.5 }, "late rate must be between 0 and 1"},
+		{"dup rate < 0", func(c *Config) { c.DupRate = -0.1 }, "dup rate must be between 0 and 1"},
+		{"bad rate NaN", func(c *Config) { c.BadRate = math.NaN() }, "bad rate must be between 0 and 1"},
 		{"rates sum > 1", func(c *Config) { c.LateRate, c.DupRate, c.BadRate = 0.5, 0.4, 0.2 }, "must be <= 1"},
-		{"zero window", func(c *Config) { c.Window = 0 }, "--window must be > 0"},
-		{"sub-microsecond window", func(c *Config) { c.Window = time.Second + 1 }, "--window must be a whole number of microseconds"},
-		{"negative lateness", func(c *Config) { c.Lateness = -time.Second }, "--lateness must be >= 0"},
-		{"sub-microsecond lateness", func(c *Config) { c.Lateness = 1 }, "--lateness must be a whole number"},
-		{"negative heartbeat", func(c *Config) { c.HeartbeatEvery = -1 }, "--heartbeat must be >= 0"},
+		{"zero window", func(c *Config) { c.Window = 0 }, "window must be positive"},
+		{"sub-microsecond window", func(c *Config) { c.Window = time.Second + 1 }, "window must be a whole number of microseconds"},
+		{"negative lateness", func(c *Config) { c.Lateness = -time.Second }, "lateness must not be negative"},
+		{"sub-microsecond lateness", func(c *Config) { c.Lateness = 1 }, "lateness must be a whole number"},
+		{"negative heartbeat", func(c *Config) { c.HeartbeatEvery = -1 }, "heartbeat interval must be >= 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,8 +99,8 @@ func TestParseSizeMix(t *testing.T) {
 	for _, tt := range tests {
 		m, err := ParseSizeMix(tt.in)
 		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "--sizes") {
-				t.Errorf("ParseSizeMix(%q) error = %v, want one containing --sizes and %q", tt.in, err, tt.err)
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "size mix") {
+				t.Errorf("ParseSizeMix(%q) error = %v, want one containing size mix and %q", tt.in, err, tt.err)
 			}
 			continue
 		}

@@ -81,7 +81,7 @@ func Plan(cfg Config) ([]Message, error) {
 		return nil, err
 	}
 	if cfg.Count <= 0 {
-		return nil, errors.New("plan: needs --count > 0 (a --duration run is generated lazily, use NewGenerator)")
+		return nil, errors.New("plan: needs count > 0 (a duration run is generated lazily, use NewGenerator)")
 	}
 	g := NewGenerator(cfg)
 	out := make([]Message, 0, cfg.Count+cfg.Count/50+8)

@@ -227,9 +227,9 @@ func TestBadVariants(t *testing.T) {
 	}
 }
 
-// contract classifies messages in the given (offset) order of one topic, as
+// classify classifies messages in the given (offset) order of one topic, as
 // the packing contract does per size: dead, heartbeat, duplicate, late, item.
-func contract(s record.Stream, c Config, msgs []Message) []string {
+func classify(s record.Stream, c Config, msgs []Message) []string {
 	priorMax := map[string]time.Time{}
 	ids := map[string]bool{}
 	out := make([]string, len(msgs))
@@ -284,7 +284,7 @@ func TestLateAndDupByContract(t *testing.T) {
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
 		c := testConfig(s, 3000)
 		plan := mustPlan(t, c)
-		got := contract(s, c, plan)
+		got := classify(s, c, plan)
 		counts := map[string]int{}
 		for i, m := range plan {
 			counts[m.Kind]++
@@ -299,7 +299,7 @@ func TestLateAndDupByContract(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 7))
 		for trial := range 3 {
 			mixed := interleave(rng, plan, c.Elves)
-			got := contract(s, c, mixed)
+			got := classify(s, c, mixed)
 			for i, m := range mixed {
 				if (m.Kind == KindLate || m.Kind == KindDup) && got[i] != wantClass(m.Kind) {
 					t.Fatalf("%s trial %d: %s %s is %s by the contract", s, trial, m.Kind, m.Value, got[i])
@@ -432,7 +432,7 @@ func TestPlanNeedsCount(t *testing.T) {
 	}
 	c.Count, c.Duration = 5, 0
 	c.Rate = -1
-	if _, err := Plan(c); err == nil || !strings.Contains(err.Error(), "--rate") {
+	if _, err := Plan(c); err == nil || !strings.Contains(err.Error(), "rate must be >= 0") {
 		t.Fatalf("Plan of an invalid config: %v", err)
 	}
 }

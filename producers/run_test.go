@@ -191,7 +191,7 @@ func TestRunKfake(t *testing.T) {
 			sawFinal = sawFinal || isFinal
 			msgs = append(msgs, Message{Key: r.key, Value: r.value})
 		}
-		for _, c := range contract(record.Toys, cfg, msgs) {
+		for _, c := range classify(record.Toys, cfg, msgs) {
 			classes[c]++
 		}
 	}
@@ -295,7 +295,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	cfg = DefaultConfig(record.Toys)
 	cfg.Elves = 0
-	if _, err := Run(ctx, kc, cfg, nil); err == nil || !strings.Contains(err.Error(), "--elves") {
+	if _, err := Run(ctx, kc, cfg, nil); err == nil || !strings.Contains(err.Error(), "elves must be between") {
 		t.Fatalf("Run with 0 elves: %v", err)
 	}
 	if _, err := Run(ctx, kafkaconf.Config{}, DefaultConfig(record.Toys), nil); err == nil || !strings.Contains(err.Error(), "--brokers") {

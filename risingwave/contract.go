@@ -21,7 +21,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
 )
 
 //go:embed sql/contract/*.sql
@@ -52,17 +53,14 @@ var Results = []string{Packed, Unpacked, Spare, Late, Dead}
 
 var fileName = regexp.MustCompile(`^[0-9]{2}_(np_[a-z_]+)\.sql$`)
 
-// Contract renders the shared text for window W and lateness L, relations in
-// dependency order (the order of their file names). W and L are written into
+// Contract renders the shared text for the contract's parameters p (W and L),
+// relations in dependency order (the order of their file names). W and L are written into
 // the text as integer microseconds: RisingWave cannot join a streaming query
 // with a parameters table (that would be a nested-loop join), and literals
 // keep the text identical for every engine.
-func Contract(window, lateness time.Duration) ([]Relation, error) {
-	if window <= 0 || window%time.Microsecond != 0 {
-		return nil, fmt.Errorf("render contract SQL: window %v must be a positive whole number of microseconds", window)
-	}
-	if lateness < 0 || lateness%time.Microsecond != 0 {
-		return nil, fmt.Errorf("render contract SQL: lateness %v must be a non-negative whole number of microseconds", lateness)
+func Contract(p contract.Params) ([]Relation, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("render contract SQL: %w", err)
 	}
 	entries, err := fs.ReadDir(contractFS, "sql/contract")
 	if err != nil {
@@ -73,8 +71,8 @@ func Contract(window, lateness time.Duration) ([]Relation, error) {
 		names = append(names, e.Name())
 	}
 	slices.Sort(names)
-	w := strconv.FormatInt(window.Microseconds(), 10)
-	l := strconv.FormatInt(lateness.Microseconds(), 10)
+	w := strconv.FormatInt(p.Window.Microseconds(), 10)
+	l := strconv.FormatInt(p.Lateness.Microseconds(), 10)
 	var out []Relation
 	for _, n := range names {
 		m := fileName.FindStringSubmatch(n)

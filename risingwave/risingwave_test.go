@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite risingwave.sql from the embedded SQL")
@@ -14,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite risingwave.sql from the embedde
 // TestContractRenders checks the shared text's files: names, order, and that
 // W and L are substituted as integer microseconds.
 func TestContractRenders(t *testing.T) {
-	rels, err := Contract(1500*time.Millisecond, 333*time.Microsecond)
+	rels, err := Contract(contract.Params{Window: 1500 * time.Millisecond, Lateness: 333 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestContractRefusesBadParameters(t *testing.T) {
 	for _, c := range []struct{ w, l time.Duration }{
 		{0, 0}, {-time.Second, 0}, {time.Second + time.Nanosecond, 0}, {time.Second, -1}, {time.Second, 1500 * time.Nanosecond},
 	} {
-		if _, err := Contract(c.w, c.l); err == nil {
+		if _, err := Contract(contract.Params{Window: c.w, Lateness: c.l}); err == nil {
 			t.Errorf("Contract(%v, %v) succeeded, want an error", c.w, c.l)
 		}
 	}
@@ -71,7 +73,7 @@ func TestScriptRunsTheSharedText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Contract(o.Window, o.Lateness)
+	want, err := Contract(o.Params)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,26 +7,27 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
 )
 
 //go:embed sql/risingwave/*.sql
 var wrapperFS embed.FS
 
 // ScriptOptions are what the RisingWave script needs to know besides the
-// contract: where Kafka is, the input topics, W and L.
+// contract's text: where Kafka is, the input topics, and the contract's W and
+// L.
 type ScriptOptions struct {
 	Brokers    string // host:port,... as RisingWave reaches Kafka
 	ToysTopic  string
 	BoxesTopic string
-	Window     time.Duration
-	Lateness   time.Duration
+	contract.Params
 }
 
 // DefaultScriptOptions is the script checked in as risingwave.sql: the
 // contract's defaults and the README's Kafka.
 func DefaultScriptOptions() ScriptOptions {
-	return ScriptOptions{Brokers: "localhost:9092", ToysTopic: "toys", BoxesTopic: "boxes", Window: 10 * time.Second, Lateness: 5 * time.Second}
+	return ScriptOptions{Brokers: "localhost:9092", ToysTopic: "toys", BoxesTopic: "boxes", Params: contract.DefaultParams()}
 }
 
 // MaterializedView is the kind RisingWave creates every relation of the
@@ -42,7 +43,7 @@ func Script(o ScriptOptions) (string, error) {
 			return "", fmt.Errorf("risingwave script: %s %q must be non-empty and hold no quote, backslash or newline", f.name, f.v)
 		}
 	}
-	rels, err := Contract(o.Window, o.Lateness)
+	rels, err := Contract(o.Params)
 	if err != nil {
 		return "", err
 	}

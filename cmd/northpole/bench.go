@@ -161,7 +161,7 @@ func (o benchOptions) validate() error {
 	case o.elves < 1 || o.elves > producers.MaxElves:
 		return usageErr("--elves must be between 1 and %d, got %d", producers.MaxElves, o.elves)
 	}
-	p := contract.Params{Window: o.window, Lateness: o.lateness, ClosedOnly: true}
+	p := contract.Params{Window: o.window, Lateness: o.lateness}
 	if err := p.Validate(); err != nil {
 		return usageErr("%w", err)
 	}

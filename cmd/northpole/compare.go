@@ -105,7 +105,7 @@ error, 2 on bad flags.`,
 }
 
 func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
-	p := contract.Params{Window: o.window, Lateness: o.lateness, ClosedOnly: true}
+	p := contract.Params{Window: o.window, Lateness: o.lateness}
 	if err := p.Validate(); err != nil {
 		return usageErr("%w", err)
 	}
@@ -122,7 +122,7 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 		return usageErr("--rows must be >= 0, got %d", o.rows)
 	}
 	if o.printRisingWave {
-		so := risingwave.ScriptOptions{Brokers: o.kafka.brokers, ToysTopic: o.topics.Toys, BoxesTopic: o.topics.Boxes, Window: o.window, Lateness: o.lateness}
+		so := risingwave.ScriptOptions{Brokers: o.kafka.brokers, ToysTopic: o.topics.Toys, BoxesTopic: o.topics.Boxes, Params: p}
 		if so.Brokers == "" {
 			so.Brokers = risingwave.DefaultScriptOptions().Brokers
 		}
@@ -336,7 +336,7 @@ func buildComparison(goka, sqlSet results.Set, inputs []record.Input, p contract
 		Equal: true, Window: p.Window.String(), Lateness: p.Lateness.String(), Inputs: len(inputs),
 		Counts: map[string]map[string]setCounts{}, Differences: []difference{},
 	}
-	ref := contract.Compute(inputs, p)
+	ref := contract.Compute(inputs, p, contract.ClosedOnly)
 	ex := newExplainer(inputs, goka, sqlSet, ref)
 	for _, set := range setNames {
 		g, s := rowsOf(goka, set), rowsOf(sqlSet, set)

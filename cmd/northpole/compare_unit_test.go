@@ -13,7 +13,7 @@ import (
 // as multisets, dead rows by position only, each difference explained by the
 // records carrying its id or position.
 func TestBuildComparison(t *testing.T) {
-	p := contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second, ClosedOnly: true}
+	p := contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second}
 	inputs := []record.Input{
 		{Stream: record.Toys, Topic: "toys", Partition: 1, Offset: 0, Key: []byte("M"), Value: []byte(`{"toy_id":"t1","size":"M","made_at":"2026-12-24T10:00:01Z"}`)},
 		{Stream: record.Boxes, Topic: "boxes", Partition: 1, Offset: 0, Key: []byte("M"), Value: []byte(`{"box_id":"b1","size":"M","made_at":"2026-12-24T10:00:02Z"}`)},

@@ -143,7 +143,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if o.timeout <= 0 {
 		return usageErr("--timeout must be positive, got %v", o.timeout)
 	}
-	params := contract.Params{Window: o.packer.Window, Lateness: o.packer.Lateness, ClosedOnly: true}
+	params := o.packer.Params
 	if err := params.Validate(); err != nil {
 		return usageErr("%w", err)
 	}
@@ -242,7 +242,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	want := contract.Compute(slices.Concat(toys, boxes), params)
+	want := contract.Compute(slices.Concat(toys, boxes), params, contract.ClosedOnly)
 	diffs := results.Compare(got, want)
 	// The contract's shared SQL on the embedded SQLite, compared with Goka
 	// as `northpole compare` does without --sql.

@@ -2,7 +2,8 @@
 // (docs/SEMANTICS.md, and the authoritative text it restates). It reads every
 // record at once, applies the definitions literally, and returns the five result
 // sets. It shares nothing with the streaming engines except record.Parse (the one
-// validity rule) and the results types, so that it can be used to check them.
+// validity rule), the results types and Params (W and L, their defaults and
+// their validation), so that it can be used to check them.
 //
 // It is written for clarity, not speed: every step is a direct transcription of
 // a definition in the contract, in the contract's words where possible.
@@ -10,6 +11,7 @@ package contract
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,7 +20,10 @@ import (
 	"github.com/northpole-workshop/northpole/internal/results"
 )
 
-// Params are the contract's two parameters, and one reporting option.
+// Params are the contract's two parameters. The packer, the elves, the SQL
+// generator (risingwave.Contract) and Compute all take W and L from a Params,
+// with its defaults and its Validate: nothing else of this package is shared
+// with the engines it checks.
 type Params struct {
 	// Window is W, the width of a window. It must be positive and a whole
 	// number of microseconds.
@@ -26,23 +31,6 @@ type Params struct {
 	// Lateness is L, the allowed lateness. It must be >= 0 and a whole number
 	// of microseconds.
 	Lateness time.Duration
-	// ClosedOnly restricts the unpacked and spare sets to windows that are
-	// closed by the end of the input. The contract defines unpacked toys and
-	// spare boxes literally (every toy of rank k > n_boxes(s, w), every box of
-	// rank k > n_toys(s, w)), and says they become final only when window (s, w)
-	// is closed: when the watermarks of both (toys, s) and (boxes, s) have
-	// reached the window's end, where the watermark of (X, s) is the greatest
-	// made_at among the valid records of (X, s) minus L, and minus infinity when
-	// (X, s) has no valid record.
-	//
-	// With ClosedOnly false (the default) Compute returns the literal
-	// definitions: what every engine reports at quiescence once the elves' final
-	// heartbeats have closed every window. With ClosedOnly true it returns only
-	// what a streaming engine may already have declared final after consuming
-	// exactly these records (for example, a run without final heartbeats).
-	// Packed, late and dead rows are final as soon as they are seen, so
-	// ClosedOnly does not change them.
-	ClosedOnly bool
 }
 
 // DefaultParams are the contract's defaults: W = 10 s, L = 5 s.
@@ -50,33 +38,53 @@ func DefaultParams() Params {
 	return Params{Window: 10 * time.Second, Lateness: 5 * time.Second}
 }
 
-// Validate reports why p cannot be used, or nil. W and L must be whole
-// microseconds because every engine computes windows and lateness in whole
-// microseconds (see record.Record.MadeAtMicros); with that restriction the
-// results are exactly those of nanosecond arithmetic.
+// Validate reports every reason p cannot be used, or nil. W and L must be
+// whole microseconds because every engine computes windows and lateness in
+// whole microseconds (see record.Record.MadeAtMicros); with that restriction
+// the results are exactly those of nanosecond arithmetic.
 func (p Params) Validate() error {
+	var errs []error
 	if p.Window <= 0 {
-		return fmt.Errorf("contract: window must be positive, got %v", p.Window)
-	}
-	if p.Window%time.Microsecond != 0 {
-		return fmt.Errorf("contract: window must be a whole number of microseconds, got %v", p.Window)
+		errs = append(errs, fmt.Errorf("contract: window must be positive, got %v", p.Window))
+	} else if p.Window%time.Microsecond != 0 {
+		errs = append(errs, fmt.Errorf("contract: window must be a whole number of microseconds, got %v", p.Window))
 	}
 	if p.Lateness < 0 {
-		return fmt.Errorf("contract: lateness must not be negative, got %v", p.Lateness)
+		errs = append(errs, fmt.Errorf("contract: lateness must not be negative, got %v", p.Lateness))
+	} else if p.Lateness%time.Microsecond != 0 {
+		errs = append(errs, fmt.Errorf("contract: lateness must be a whole number of microseconds, got %v", p.Lateness))
 	}
-	if p.Lateness%time.Microsecond != 0 {
-		return fmt.Errorf("contract: lateness must be a whole number of microseconds, got %v", p.Lateness)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// Compute returns the five result sets of the contract for inputs, sorted with
-// results.Set.Sort. The order of inputs does not matter: the records of each
+// Mode says which unpacked and spare rows Compute reports. The contract
+// defines unpacked toys and spare boxes literally (every toy of rank k >
+// n_boxes(s, w), every box of rank k > n_toys(s, w)), and says they become
+// final only when window (s, w) is closed: when the watermarks of both
+// (toys, s) and (boxes, s) have reached the window's end, where the watermark
+// of (X, s) is the greatest made_at among the valid records of (X, s) minus
+// L, and minus infinity when (X, s) has no valid record. Packed, late and dead
+// rows are final as soon as they are seen, so the mode does not change them.
+type Mode int
+
+const (
+	// Literal is the literal definitions: what every engine reports at
+	// quiescence once the elves' final heartbeats have closed every window.
+	Literal Mode = iota
+	// ClosedOnly restricts the unpacked and spare sets to windows that are
+	// closed by the end of the input: what a streaming engine may already
+	// have declared final after consuming exactly these records (for
+	// example, a run without final heartbeats).
+	ClosedOnly
+)
+
+// Compute returns the five result sets of the contract for inputs, in mode,
+// sorted with results.Set.Sort. The order of inputs does not matter: the records of each
 // (stream, size) are taken in (partition, offset) order.
 //
 // Every input's Stream must be record.Toys or record.Boxes, and p must pass
 // Validate; Compute panics otherwise, as both are programming errors.
-func Compute(inputs []record.Input, p Params) results.Set {
+func Compute(inputs []record.Input, p Params, mode Mode) results.Set {
 	if err := p.Validate(); err != nil {
 		panic(err)
 	}
@@ -191,7 +199,7 @@ func Compute(inputs []record.Input, p Params) results.Set {
 		for k := range n {
 			out.Packed = append(out.Packed, results.Packed{ToyID: toys[k], BoxID: boxes[k], Size: wk.size, WindowStart: ws})
 		}
-		if p.ClosedOnly && !closed(wk) {
+		if mode == ClosedOnly && !closed(wk) {
 			continue
 		}
 		for _, id := range toys[n:] {

@@ -23,13 +23,12 @@ const (
 type computeCase struct {
 	name   string
 	params *Params
+	mode   Mode
 	inputs []record.Input
 	want   results.Set
 }
 
 func computeCases() []computeCase {
-	closedOnly := DefaultParams()
-	closedOnly.ClosedOnly = true
 	return []computeCase{
 		{
 			name: "no input, no rows",
@@ -519,8 +518,8 @@ func computeCases() []computeCase {
 			// so neither window 10:00:00 nor 10:00:20 is closed (though the boxes'
 			// watermark 10:00:20 passed 10:00:10). Packed is reported, unpacked and
 			// spare are not.
-			name:   "ClosedOnly without final heartbeats",
-			params: &closedOnly,
+			name: "ClosedOnly without final heartbeats",
+			mode: ClosedOnly,
 			inputs: []record.Input{
 				toy(0, "t1", "M", at("10:00:01")),
 				toy(1, "t2", "M", at("10:00:02")),
@@ -533,8 +532,8 @@ func computeCases() []computeCase {
 			// Final heartbeats at 10:00:35 on both streams: both watermarks are
 			// 10:00:30, which reaches the end of window 10:00:20 exactly (and of
 			// 10:00:00): both windows closed, t2 unpacked and b2 spare are final.
-			name:   "ClosedOnly with final heartbeats",
-			params: &closedOnly,
+			name: "ClosedOnly with final heartbeats",
+			mode: ClosedOnly,
 			inputs: []record.Input{
 				toy(0, "t1", "M", at("10:00:01")),
 				toy(1, "t2", "M", at("10:00:02")),
@@ -553,8 +552,8 @@ func computeCases() []computeCase {
 			// The toys' final heartbeat is 1 µs short: watermark(toys, M) =
 			// 10:00:29.999999 closes window 10:00:00 (end 10:00:10) but not window
 			// 10:00:20 (end 10:00:30). So t2 is reported, b2 not yet.
-			name:   "ClosedOnly with a final heartbeat 1µs short",
-			params: &closedOnly,
+			name: "ClosedOnly with a final heartbeat 1µs short",
+			mode: ClosedOnly,
 			inputs: []record.Input{
 				toy(0, "t1", "M", at("10:00:01")),
 				toy(1, "t2", "M", at("10:00:02")),
@@ -572,8 +571,8 @@ func computeCases() []computeCase {
 			// (boxes, S) has no valid record: its watermark is minus infinity and
 			// no S window ever closes, whatever the boxes of size M do. s0's window
 			// ends before 1970, so a watermark wrongly taken as 0 would close it.
-			name:   "ClosedOnly: a stream with no record of the size closes nothing",
-			params: &closedOnly,
+			name: "ClosedOnly: a stream with no record of the size closes nothing",
+			mode: ClosedOnly,
 			inputs: []record.Input{
 				toy(0, "s0", "S", "1969-12-31T23:59:30Z"),
 				toy(1, "s1", "S", at("10:00:01")),
@@ -584,8 +583,8 @@ func computeCases() []computeCase {
 		{
 			// ClosedOnly changes neither late nor dead rows: b is late and the second
 			// a a duplicate, while window 10:00:20 (a) stays open.
-			name:   "ClosedOnly keeps late and dead rows",
-			params: &closedOnly,
+			name: "ClosedOnly keeps late and dead rows",
+			mode: ClosedOnly,
 			inputs: []record.Input{
 				toy(0, "a", "M", at("10:00:20")),
 				toy(1, "b", "M", at("10:00:01")),
@@ -668,7 +667,7 @@ func TestCompute(t *testing.T) {
 			if c.params != nil {
 				p = *c.params
 			}
-			got := Compute(c.inputs, p)
+			got := Compute(c.inputs, p, c.mode)
 			if d := diffSets(got, c.want); d != "" {
 				t.Fatalf("Compute differs from the hand-computed result:%s", d)
 			}
@@ -680,7 +679,7 @@ func TestCompute(t *testing.T) {
 			for range 5 {
 				shuffled := append([]record.Input(nil), c.inputs...)
 				r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-				if d := diffSets(Compute(shuffled, p), got); d != "" {
+				if d := diffSets(Compute(shuffled, p, c.mode), got); d != "" {
 					t.Fatalf("shuffling the inputs changed the result:%s", d)
 				}
 			}
@@ -738,8 +737,9 @@ func TestParamsValidate(t *testing.T) {
 			t.Errorf("%+v: error %q, want one containing %q", c.p, err, c.wantErr)
 		}
 	}
-	if d := DefaultParams(); d.Window != 10*time.Second || d.Lateness != 5*time.Second || d.ClosedOnly {
-		t.Errorf("DefaultParams() = %+v, want W=10s L=5s, literal definitions", d)
+	var zero Mode
+	if d := DefaultParams(); d != (Params{Window: 10 * time.Second, Lateness: 5 * time.Second}) || zero != Literal {
+		t.Errorf("DefaultParams() = %+v and the zero Mode is %v, want W=10s L=5s and the literal definitions", d, zero)
 	}
 }
 
@@ -753,11 +753,11 @@ func TestComputePanicsOnMisuse(t *testing.T) {
 		}()
 		f()
 	}
-	mustPanic("invalid params", func() { Compute(nil, Params{}) })
+	mustPanic("invalid params", func() { Compute(nil, Params{}, Literal) })
 	mustPanic("unknown stream", func() {
 		in := toy(0, "a", "M", at("10:00:00"))
 		in.Stream = "gifts"
-		Compute([]record.Input{in}, DefaultParams())
+		Compute([]record.Input{in}, DefaultParams(), Literal)
 	})
 }
 

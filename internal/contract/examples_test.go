@@ -25,7 +25,7 @@ func TestSemanticsExample1UnequalCounts(t *testing.T) {
 		Unpacked: []results.Unpacked{unpacked("t2", "M", at("10:00:00")), unpacked("t3", "M", at("10:00:00"))},
 		Spare:    []results.Spare{spare("b3", "M", at("10:00:10"))},
 	}
-	if d := diffSets(Compute(in, DefaultParams()), want); d != "" {
+	if d := diffSets(Compute(in, DefaultParams(), Literal), want); d != "" {
 		t.Fatal(d)
 	}
 }
@@ -45,7 +45,7 @@ func TestSemanticsExample2LateAndDuplicate(t *testing.T) {
 		Late:     []results.Late{late(T, "d", "M", at("10:00:08"))},
 		Dead:     []results.Dead{dead(T, 1, 3, record.ReasonDuplicate)},
 	}
-	if d := diffSets(Compute(in, DefaultParams()), want); d != "" {
+	if d := diffSets(Compute(in, DefaultParams(), Literal), want); d != "" {
 		t.Fatal(d)
 	}
 }
@@ -60,7 +60,6 @@ func TestSemanticsExample3HeartbeatClosesAWindow(t *testing.T) {
 		toy(3, "t3", "M", at("10:00:06")),
 	}
 	p := DefaultParams()
-	p.ClosedOnly = true
 	pk := []results.Packed{packed("t1", "b1", "M", at("10:00:00"))}
 	steps := []results.Set{
 		{},           // after t1
@@ -72,7 +71,7 @@ func TestSemanticsExample3HeartbeatClosesAWindow(t *testing.T) {
 			Late: []results.Late{late(T, "t3", "M", at("10:00:06"))}},
 	}
 	for i, want := range steps {
-		if d := diffSets(Compute(in[:i+1], p), want); d != "" {
+		if d := diffSets(Compute(in[:i+1], p, ClosedOnly), want); d != "" {
 			t.Fatalf("after %d records:%s", i+1, d)
 		}
 	}
@@ -92,7 +91,7 @@ func TestSemanticsExample4DeadLettersAndHeartbeatIDs(t *testing.T) {
 		Unpacked: []results.Unpacked{unpacked("y", "M", at("10:00:00"))},
 		Dead:     []results.Dead{dead(T, 1, 0, record.ReasonBadMadeAt), dead(T, 1, 3, record.ReasonSizeNotKey)},
 	}
-	if d := diffSets(Compute(in, DefaultParams()), want); d != "" {
+	if d := diffSets(Compute(in, DefaultParams(), Literal), want); d != "" {
 		t.Fatal(d)
 	}
 }

@@ -988,7 +988,7 @@ func TestIndependentDifferential(t *testing.T) {
 			skipped++
 			continue
 		}
-		theirs := Compute(in, p)
+		theirs := Compute(in, p, Literal)
 		theirs.Sort()
 		for i, n := range []int{len(mineOut.set.Packed), len(mineOut.set.Unpacked), len(mineOut.set.Spare), len(mineOut.set.Late), len(mineOut.set.Dead)} {
 			rowTotals[i] += n
@@ -1007,21 +1007,19 @@ func TestIndependentDifferential(t *testing.T) {
 				seenDiff[sig] = true
 				min := indMinimize(in, func(x []record.Input) bool {
 					m := indCompute(x, W, L)
-					th := Compute(x, p)
+					th := Compute(x, p, Literal)
 					th.Sort()
 					dd := indDiff(m.set, th)
 					return len(dd) > 0 && fmt.Sprint(dd[0].Set, len(dd[0].OnlyA) > 0, len(dd[0].OnlyB) > 0) == sig
 				})
 				m := indCompute(min, W, L)
-				th := Compute(min, p)
+				th := Compute(min, p, Literal)
 				th.Sort()
 				t.Errorf("case seed %d: difference %s\n%s\nmine:   %s\ntheirs: %s\ndiff: %+v", seed0+int64(c), sig, indDescribe(min, W, L), indSetString(m.set), indSetString(th), indDiff(m.set, th))
 			}
 		}
 		// ClosedOnly against my reading of finality.
-		pc := p
-		pc.ClosedOnly = true
-		tc := Compute(in, pc)
+		tc := Compute(in, p, ClosedOnly)
 		tc.Sort()
 		if g.finals && !g.missingFinal && g.base.Year() > 1000 && g.base.Year() < 5000 {
 			quiescent++
@@ -1036,13 +1034,13 @@ func TestIndependentDifferential(t *testing.T) {
 				seenDiff[sig] = true
 				min := indMinimize(in, func(x []record.Input) bool {
 					m := indCompute(x, W, L)
-					th := Compute(x, pc)
+					th := Compute(x, p, ClosedOnly)
 					th.Sort()
 					dd := indDiff(indClosedOnly(m), th)
 					return len(dd) > 0 && "closed:"+fmt.Sprint(dd[0].Set, len(dd[0].OnlyA) > 0, len(dd[0].OnlyB) > 0) == sig
 				})
 				m := indCompute(min, W, L)
-				th := Compute(min, pc)
+				th := Compute(min, p, ClosedOnly)
 				th.Sort()
 				t.Errorf("case seed %d: ClosedOnly difference %s\n%s\nmine:   %s\ntheirs: %s\ndiff: %+v", seed0+int64(c), sig, indDescribe(min, W, L), indSetString(indClosedOnly(m)), indSetString(th), indDiff(indClosedOnly(m), th))
 			}

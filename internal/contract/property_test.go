@@ -28,8 +28,8 @@ func TestProperties(t *testing.T) {
 		inputs, p := randomInputs(r)
 		name := fmt.Sprintf("seed %d (W=%v L=%v, %d inputs)", seed, p.Window, p.Lateness, len(inputs))
 
-		got := Compute(inputs, p)
-		if d := diffSets(got, oracle(inputs, p)); d != "" {
+		got := Compute(inputs, p, Literal)
+		if d := diffSets(got, oracle(inputs, p, Literal)); d != "" {
 			t.Fatalf("%s: Compute and the naive oracle disagree:%s", name, d)
 		}
 		checkInvariants(t, name, inputs, p, got)
@@ -37,10 +37,8 @@ func TestProperties(t *testing.T) {
 		// Closure: without final heartbeats ClosedOnly may withhold unpacked and
 		// spare rows but nothing else; with them every window is closed and
 		// ClosedOnly changes nothing.
-		cp := p
-		cp.ClosedOnly = true
-		closed := Compute(inputs, cp)
-		if d := diffSets(closed, oracle(inputs, cp)); d != "" {
+		closed := Compute(inputs, p, ClosedOnly)
+		if d := diffSets(closed, oracle(inputs, p, ClosedOnly)); d != "" {
 			t.Fatalf("%s: with ClosedOnly, Compute and the naive oracle disagree:%s", name, d)
 		}
 		if d := diffSets(results.Set{Packed: closed.Packed, Late: closed.Late, Dead: closed.Dead},
@@ -51,8 +49,8 @@ func TestProperties(t *testing.T) {
 			t.Fatalf("%s: ClosedOnly reported unpacked or spare rows the literal definition does not", name)
 		}
 		final := withFinalHeartbeats(inputs, p)
-		all := Compute(final, p)
-		if d := diffSets(Compute(final, cp), all); d != "" {
+		all := Compute(final, p, Literal)
+		if d := diffSets(Compute(final, p, ClosedOnly), all); d != "" {
 			t.Fatalf("%s: with final heartbeats, ClosedOnly should change nothing:%s", name, d)
 		}
 		if d := diffSets(all, got); d != "" {
@@ -62,7 +60,7 @@ func TestProperties(t *testing.T) {
 		// Neither the order of the slice nor how partitions interleave matters.
 		shuffled := slices.Clone(inputs)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if d := diffSets(Compute(shuffled, p), got); d != "" {
+		if d := diffSets(Compute(shuffled, p, Literal), got); d != "" {
 			t.Fatalf("%s: shuffling the inputs changed the result:%s", name, d)
 		}
 	}
@@ -183,7 +181,7 @@ func withFinalHeartbeats(inputs []record.Input, p Params) []record.Input {
 // each column of a valid row is computed by scanning the earlier rows of its
 // (stream, size), packing is a join on (size, window_start, rank). It works in
 // nanoseconds (the generator stays within 1678..2262).
-func oracle(inputs []record.Input, p Params) results.Set {
+func oracle(inputs []record.Input, p Params, mode Mode) results.Set {
 	type row struct {
 		in                  record.Input
 		rec                 record.Record
@@ -276,7 +274,7 @@ func oracle(inputs []record.Input, p Params) results.Set {
 		switch m := match(r, map[record.Stream]record.Stream{record.Toys: record.Boxes, record.Boxes: record.Toys}[r.in.Stream]); {
 		case r.in.Stream == record.Toys && m != nil:
 			out.Packed = append(out.Packed, results.Packed{ToyID: r.rec.ID, BoxID: m.rec.ID, Size: r.rec.Size, WindowStart: ws(r)})
-		case p.ClosedOnly && !closed(r.rec.Size, r.start):
+		case mode == ClosedOnly && !closed(r.rec.Size, r.start):
 			// not final yet
 		case r.in.Stream == record.Toys:
 			out.Unpacked = append(out.Unpacked, results.Unpacked{ToyID: r.rec.ID, Size: r.rec.Size, WindowStart: ws(r)})
@@ -288,7 +286,7 @@ func oracle(inputs []record.Input, p Params) results.Set {
 }
 
 // checkInvariants states the contract's promises directly on a literal
-// (ClosedOnly false) result.
+// (Literal) result.
 func checkInvariants(t *testing.T, name string, inputs []record.Input, p Params, got results.Set) {
 	t.Helper()
 	type sid struct{ stream, size, id string }

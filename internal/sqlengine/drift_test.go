@@ -14,13 +14,13 @@ import (
 // relation, is the shared text, and the same for SQLite, PostgreSQL and the
 // RisingWave script. Any per-engine rewrite of the text fails here.
 func TestEnginesRunTheSameText(t *testing.T) {
-	p := contract.Params{Window: 3 * time.Second, Lateness: 1500 * time.Millisecond, ClosedOnly: true}
-	want, err := risingwave.Contract(p.Window, p.Lateness)
+	p := contract.Params{Window: 3 * time.Second, Lateness: 1500 * time.Millisecond}
+	want, err := risingwave.Contract(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := risingwave.DefaultScriptOptions()
-	o.Window, o.Lateness = p.Window, p.Lateness
+	o.Params = p
 	script, err := risingwave.Script(o)
 	if err != nil {
 		t.Fatal(err)

@@ -527,5 +527,5 @@ func TestEdgeCases(t *testing.T) {
 }
 
 func referenceOf(c edgeCase) results.Set {
-	return contract.Compute(inputs(c.recs...), contract.Params{Window: c.w, Lateness: c.l, ClosedOnly: true})
+	return contract.Compute(inputs(c.recs...), contract.Params{Window: c.w, Lateness: c.l}, contract.ClosedOnly)
 }

@@ -74,7 +74,7 @@ func (e *Engine) Executed() []string {
 // Compute loads inputs, builds the contract's relations for p and reads the
 // five result sets: the whole batch run of one engine. The SQL reports
 // unpacked and spare rows only for closed windows, so the result is to be
-// compared with contract.Compute with ClosedOnly true.
+// compared with contract.Compute in mode contract.ClosedOnly.
 func (e *Engine) Compute(ctx context.Context, inputs []record.Input, p contract.Params) (results.Set, error) {
 	if err := e.Load(ctx, inputs); err != nil {
 		return results.Set{}, err
@@ -121,7 +121,7 @@ func (e *Engine) Load(ctx context.Context, inputs []record.Input) error {
 // Materializing each step keeps the cost of reading the five results linear
 // in the steps, instead of re-running the whole chain for each one.
 func (e *Engine) Build(ctx context.Context, p contract.Params) error {
-	rels, err := risingwave.Contract(p.Window, p.Lateness)
+	rels, err := risingwave.Contract(p)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ var indexes = map[Dialect]map[string]string{
 // dropAll drops np_input and every relation of the shared text, so that Load
 // can be called again on the same schema.
 func (e *Engine) dropAll(ctx context.Context) error {
-	rels, err := risingwave.Contract(time.Second, 0)
+	rels, err := risingwave.Contract(contract.Params{Window: time.Second})
 	if err != nil {
 		return err
 	}

@@ -142,8 +142,8 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) 
 		gokaSet, raw, err = packer.ReadResults(ctx, kc, cfg.Topics)
 		return err
 	})
-	p := contract.Params{Window: r.window, Lateness: r.lateness, ClosedOnly: true}
-	want := contract.Compute(inputs, p)
+	p := contract.Params{Window: r.window, Lateness: r.lateness}
+	want := contract.Compute(inputs, p, contract.ClosedOnly)
 
 	report := func(engine string, diffs []string) {
 		if len(diffs) > 0 {

@@ -98,12 +98,12 @@ func runAndCompare(t *testing.T, e *sqlengine.Engine, inputs []record.Input, w, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := contract.Params{Window: w, Lateness: l, ClosedOnly: true}
+	p := contract.Params{Window: w, Lateness: l}
 	got, err := e.Compute(ctx, inputs, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := contract.Compute(inputs, p)
+	want := contract.Compute(inputs, p, contract.ClosedOnly)
 	if d := compareFull(got, want); len(d) > 0 {
 		t.Errorf("%s differs from the reference (W=%v L=%v, %d inputs):\n  %s", e.Dialect(), w, l, len(inputs), strings.Join(d, "\n  "))
 	}

@@ -149,7 +149,7 @@ func TestRandomizedPlansEqualReference(t *testing.T) {
 			in := r.inputs(t)
 			got := runAndCompare(t, e, in, r.window, r.lateness)
 			c := got.Counts()
-			literal := contract.Compute(in, contract.Params{Window: r.window, Lateness: r.lateness})
+			literal := contract.Compute(in, contract.Params{Window: r.window, Lateness: r.lateness}, contract.Literal)
 			if lc := literal.Counts(); lc.Unpacked+lc.Spare > c.Unpacked+c.Spare {
 				open++
 			}

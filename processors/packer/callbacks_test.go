@@ -226,7 +226,7 @@ func TestCallbackInvalidRecordsAreDeadLetters(t *testing.T) {
 // runs; the dedupe group therefore sets goka.WithNilHandling(NilProcess).
 func TestCallbackNullValueIsDeadLetter(t *testing.T) {
 	in := record.Input{Stream: record.Boxes, Topic: "boxes", Partition: 0, Offset: 0, Key: []byte("M"), Value: nil}
-	ref := contract.Compute([]record.Input{in}, contract.DefaultParams())
+	ref := contract.Compute([]record.Input{in}, contract.DefaultParams(), contract.Literal)
 	if len(ref.Dead) != 1 || ref.Dead[0].Reason != string(record.ReasonMalformedJSON) {
 		t.Fatalf("reference: %+v", ref.Dead)
 	}
@@ -556,7 +556,11 @@ func TestCallbackPipelineMatchesContract(t *testing.T) {
 					add(record.Boxes, size, fmt.Sprintf(`{"heartbeat":true,"size":%q,"made_at":%q}`, size, ts))
 				}
 			}
-			want := contract.Compute(inputs, contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second, ClosedOnly: !closeAll})
+			mode := contract.ClosedOnly
+			if closeAll {
+				mode = contract.Literal
+			}
+			want := contract.Compute(inputs, contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second}, mode)
 
 			var got results.Set
 			collect := func(q *tester.QueueTracker, add func(any)) {

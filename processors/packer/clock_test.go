@@ -641,7 +641,7 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 			}
 			inputs = append(inputs, record.Input{Stream: o.Stream, Partition: 0, Offset: o.Offset, Key: []byte("M"), Value: []byte(v)})
 		}
-		want := contract.Compute(inputs, contract.Params{Window: W, Lateness: L, ClosedOnly: true})
+		want := contract.Compute(inputs, contract.Params{Window: W, Lateness: L}, contract.ClosedOnly)
 
 		var st ClockState
 		var got results.Set

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
@@ -34,8 +35,8 @@ type Config struct {
 	Partitions int32
 	// Replication of the topics the packer creates (1 on a single broker).
 	Replication int16
-	Window      time.Duration
-	Lateness    time.Duration
+	// Params are the contract's W and L.
+	contract.Params
 	// StorageDir keeps goka's tables in LevelDB under this directory; empty
 	// keeps them in memory and rebuilds them from Kafka at start.
 	StorageDir string
@@ -56,8 +57,7 @@ func DefaultConfig() Config {
 		Group:            "packer",
 		Partitions:       4,
 		Replication:      1,
-		Window:           10 * time.Second,
-		Lateness:         5 * time.Second,
+		Params:           contract.DefaultParams(),
 		MinCompactionLag: 7 * 24 * time.Hour,
 	}
 }
@@ -68,15 +68,8 @@ func (c Config) Validate() error {
 	if err := c.Kafka.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Window <= 0 {
-		errs = append(errs, fmt.Errorf("window must be positive, got %v", c.Window))
-	} else if c.Window%time.Microsecond != 0 {
-		errs = append(errs, fmt.Errorf("window must be a whole number of microseconds, got %v", c.Window))
-	}
-	if c.Lateness < 0 {
-		errs = append(errs, fmt.Errorf("lateness must not be negative, got %v", c.Lateness))
-	} else if c.Lateness%time.Microsecond != 0 {
-		errs = append(errs, fmt.Errorf("lateness must be a whole number of microseconds, got %v", c.Lateness))
+	if err := c.Params.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("partitions must be at least 1, got %d", c.Partitions))
@@ -115,6 +108,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// params are W and L in microseconds, as the stages compute with them.
 func (c Config) params() Params {
 	return Params{WindowUS: c.Window.Microseconds(), LatenessUS: c.Lateness.Microseconds()}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
 )
 
 func validConfig() Config {
@@ -68,7 +70,7 @@ func TestConfigValidate(t *testing.T) {
 
 // TestConfigValidateReportsEveryProblem: all problems are reported at once.
 func TestConfigValidateReportsEveryProblem(t *testing.T) {
-	c := Config{Window: -1, Lateness: -1, Topics: Topics{Toys: "x", Boxes: "x"}}
+	c := Config{Params: contract.Params{Window: -1, Lateness: -1}, Topics: Topics{Toys: "x", Boxes: "x"}}
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate accepted the zero config")

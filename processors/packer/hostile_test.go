@@ -411,7 +411,7 @@ func (pl pipeline) checkAgainstReference(t *testing.T, ctx context.Context) resu
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := contract.Compute(slices.Concat(toys, boxes), contract.Params{Window: pl.cfg.Window, Lateness: pl.cfg.Lateness})
+	want := contract.Compute(slices.Concat(toys, boxes), pl.cfg.Params, contract.Literal)
 	for _, d := range results.Compare(got, want) {
 		t.Errorf("%s: only goka %d rows %.3v, only reference %d rows %.3v", d.Set, len(d.OnlyA), d.OnlyA, len(d.OnlyB), d.OnlyB)
 	}

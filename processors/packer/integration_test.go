@@ -154,8 +154,8 @@ func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results
 		t.Fatal(err)
 	}
 	inputs := slices.Concat(toys, boxes)
-	want := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness, ClosedOnly: true})
-	literal := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness})
+	want := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness}, contract.ClosedOnly)
+	literal := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness}, contract.Literal)
 	if d := results.Compare(want, literal); len(d) > 0 {
 		t.Fatalf("%v: the final heartbeats did not close every window: %+v", s, d)
 	}
