@@ -31,8 +31,8 @@ type GokaConfig struct {
 	// status of its dead letters there.
 	OnSend func(span trace.Span, topic string, value any)
 	// Internal names the output topics that are hops inside the service
-	// (another stage of it reads them, with Relay): an Emit to one of them
-	// carries the context as it is, like a Loopback, without a span.
+	// (another stage of it reads them): an Emit to one of them is, like a
+	// Loopback, neither a span nor a carrier of headers.
 	Internal []string
 }
 
@@ -82,14 +82,16 @@ func (g *Goka) Process() Middleware {
 				size, tombstone = len(b), b == nil
 			}
 			topic := string(gctx.Topic())
-			opts := []trace.SpanStartOption{
-				trace.WithSpanKind(trace.SpanKindConsumer),
-				trace.WithAttributes(consumerAttrs(topic, gctx.Partition(), gctx.Offset(), g.cfg.Group, g.cfg.ClientID, gctx.Key(), size, tombstone, g.server)...),
-			}
+			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
 			if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
 				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 			}
 			ctx, span := g.tracer.Start(parent, OpProcess+" "+topic, opts...)
+			// Attributes only for spans that are kept: at 10 % sampling,
+			// building them for the other 90 % was most of a span's cost.
+			if span.IsRecording() {
+				span.SetAttributes(consumerAttrs(topic, gctx.Partition(), gctx.Offset(), g.cfg.Group, g.cfg.ClientID, gctx.Key(), size, tombstone, g.server)...)
+			}
 			defer func() {
 				if r := recover(); r != nil {
 					span.SetStatus(codes.Error, fmt.Sprint(r))
@@ -113,26 +115,26 @@ func panicType(r any) string {
 	return semconv.ErrorTypeOther.Value.AsString()
 }
 
-// Relay is the middleware of a hop inside one service (a loop topic, or a
-// group table read as a stream by the next stage): no span, but the context
-// in the record's headers becomes the callback's context and goes on into
-// every record it writes. That is how a context survives a chain of goka
-// stages, table changelogs included.
-func (g *Goka) Relay() Middleware {
-	return func(next goka.ProcessCallback) goka.ProcessCallback {
-		if g == nil {
-			return next
-		}
-		return func(gctx goka.Context, msg any) {
-			ctx := g.prop.Extract(gctx.Context(), HeadersCarrier(gctx.Headers()))
-			next(&tracedContext{gokaContext: gctx, ctx: ctx, g: g}, msg)
-		}
+// Resume returns gctx as a hop inside the service whose trace context
+// travels in the message value, not in its headers: sc (the remote span
+// context the value carries) becomes the callback's context, and what it
+// emits to output topics gets "send" spans under it. With an invalid sc, or
+// on a nil *Goka, gctx is returned as it is.
+//
+// Headers are not used between a service's own stages on purpose: on every
+// hop they cost a W3C string written and parsed and two header maps (ours
+// and goka's copy in Headers.Merged), which made tracing cost as much as the
+// packing.
+func (g *Goka) Resume(gctx goka.Context, sc trace.SpanContext) goka.Context {
+	if g == nil || !sc.IsValid() {
+		return gctx
 	}
+	return &tracedContext{gokaContext: gctx, ctx: trace.ContextWithRemoteSpanContext(gctx.Context(), sc), g: g}
 }
 
 // WithContext returns gctx with ctx as its trace context: what the callback
-// then writes carries ctx (say, a span of its own) instead. Outside a
-// Process or Relay middleware it returns gctx unchanged.
+// then writes carries ctx (say, a span of its own) instead. Outside Process
+// or Resume it returns gctx unchanged.
 func WithContext(gctx goka.Context, ctx context.Context) goka.Context {
 	if tc, ok := gctx.(*tracedContext); ok {
 		return &tracedContext{gokaContext: tc.gokaContext, ctx: ctx, g: tc.g, links: tc.links}
@@ -142,23 +144,12 @@ func WithContext(gctx goka.Context, ctx context.Context) goka.Context {
 
 // WithLinks returns gctx whose "send" spans also link to links: a record
 // caused by more than the one being processed (its parent) can point at the
-// others. Outside a Process or Relay middleware it returns gctx unchanged.
+// others. Outside Process or Resume it returns gctx unchanged.
 func WithLinks(gctx goka.Context, links ...trace.Link) goka.Context {
 	if tc, ok := gctx.(*tracedContext); ok {
 		return &tracedContext{gokaContext: tc.gokaContext, ctx: tc.ctx, g: tc.g, links: append(slices.Clip(tc.links), links...)}
 	}
 	return gctx
-}
-
-// Headers returns headers that carry ctx's trace context, for
-// Emitter.EmitWithHeaders. Nil when ctx has no span context.
-func Headers(ctx context.Context) goka.Headers {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return nil
-	}
-	h := goka.Headers{}
-	propagator().Inject(ctx, HeadersCarrier(h))
-	return h
 }
 
 // gokaContext names the embedded goka.Context, whose own Context method
@@ -186,26 +177,22 @@ func (c *tracedContext) headers(ctx context.Context) goka.ContextOption {
 // processor on errors), so the span covers handing the record over.
 func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
 	if slices.Contains(c.g.cfg.Internal, string(topic)) {
-		c.gokaContext.Emit(topic, key, value, append(options, c.headers(c.ctx))...)
+		c.gokaContext.Emit(topic, key, value, options...)
 		return
 	}
 	ctx, span := c.g.tracer.Start(c.ctx, OpSend+" "+string(topic),
 		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithLinks(c.links...),
-		trace.WithAttributes(producerAttrs(string(topic), c.g.cfg.ClientID, key, -1, c.g.server)...))
+		trace.WithLinks(c.links...))
 	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(producerAttrs(string(topic), c.g.cfg.ClientID, key, -1, c.g.server)...)
+	}
 	if c.g.cfg.OnSend != nil {
 		c.g.cfg.OnSend(span, string(topic), value)
 	}
 	c.gokaContext.Emit(topic, key, value, append(options, c.headers(ctx))...)
 }
 
-// Loopback and SetValue are hops inside the group: they carry the context
-// as it is, without spans of their own.
-func (c *tracedContext) Loopback(key string, value any, options ...goka.ContextOption) {
-	c.gokaContext.Loopback(key, value, append(options, c.headers(c.ctx))...)
-}
-
-func (c *tracedContext) SetValue(value any, options ...goka.ContextOption) {
-	c.gokaContext.SetValue(value, append(options, c.headers(c.ctx))...)
-}
+// Loopback and SetValue are hops inside the group: no span, and no headers
+// (see Resume: a processor that needs the context after such a hop keeps it
+// in the value). tracedContext does not override them.

@@ -91,8 +91,8 @@ type Options struct {
 
 // Telemetry holds the providers of one process.
 type Telemetry struct {
-	opts         Options
-	getenv       func(string) string
+	opts     Options
+	getenv   func(string) string
 	tracesOn bool
 	// processors are shared by every tracer provider: one batch can carry
 	// spans of several services, which is what lets a SigNoz collector join
@@ -242,7 +242,6 @@ func (t *Telemetry) TracerProvider(service string) trace.TracerProvider {
 	t.tracers[service] = tp
 	return tp
 }
-
 
 // resource is the environment's resource (OTEL_RESOURCE_ATTRIBUTES) with this
 // service's name and a fresh instance id: SigNoz's Kafka pages group

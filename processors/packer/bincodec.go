@@ -52,9 +52,23 @@ func (binCodec[T, PT]) Encode(v any) ([]byte, error) {
 // far: sizing it once saves the copies of growing it.
 type sizeHinter interface{ sizeHint() int }
 
+// sizeHint: an observation holds the raw record on its way to the dedupe
+// stage, and a trace reference when tracing is on.
+func (o *Observed) sizeHint() int {
+	return 96 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
+}
+
+func (m *SlotMsg) sizeHint() int { return 64 + len(m.ID) + len(m.Trace.TraceState) }
+
+func (s *SlotState) sizeHint() int {
+	return 96 + len(s.Toy) + len(s.Box) + len(s.ToyTrace.TraceState) + len(s.BoxTrace.TraceState)
+}
+
 // sizeHint: a clock value is mostly its open windows (an 8-byte start
 // and two small counts each); on a backlog there can be dozens.
-func (s *ClockState) sizeHint() int { return 96 + 12*len(s.Open) + 12*len(s.Ev.Closed) }
+func (s *ClockState) sizeHint() int {
+	return 128 + len(s.Ev.Rec.ID) + len(s.Ev.Rec.Trace.TraceState) + 12*len(s.Open) + 12*len(s.Ev.Closed)
+}
 
 func (binCodec[T, PT]) Decode(b []byte) (any, error) {
 	var v T
@@ -212,7 +226,8 @@ func (o *Observed) appendBin(b []byte) []byte {
 	b = appendBytes(b, o.Raw)
 	b = appendBytes(b, o.Key)
 	b = binary.AppendVarint(b, int64(o.RawCut.Bytes))
-	return appendStr(b, o.RawCut.SHA256)
+	b = appendStr(b, o.RawCut.SHA256)
+	return o.Trace.appendBin(b)
 }
 
 func (o *Observed) readBin(r *binReader) {
@@ -229,6 +244,7 @@ func (o *Observed) readBin(r *binReader) {
 	o.Key = r.bytes()
 	o.RawCut.Bytes = int(r.varint())
 	o.RawCut.SHA256 = r.str()
+	o.Trace.readBin(r)
 }
 
 func (d *DedupeState) appendBin(b []byte) []byte {
@@ -327,7 +343,8 @@ func (m *SlotMsg) appendBin(b []byte) []byte {
 	b = appendStr(b, m.ID)
 	b = append(b, flag(m.Close, 1))
 	b = appendStr(b, m.Size)
-	return binary.AppendVarint(b, m.Window)
+	b = binary.AppendVarint(b, m.Window)
+	return m.Trace.appendBin(b)
 }
 
 func (m *SlotMsg) readBin(r *binReader) {
@@ -336,6 +353,7 @@ func (m *SlotMsg) readBin(r *binReader) {
 	m.Close = r.byte1()&1 != 0
 	m.Size = r.str()
 	m.Window = r.varint()
+	m.Trace.readBin(r)
 }
 
 func (s *SlotState) appendBin(b []byte) []byte {
@@ -344,8 +362,8 @@ func (s *SlotState) appendBin(b []byte) []byte {
 	b = appendStr(b, s.Toy)
 	b = appendStr(b, s.Box)
 	b = append(b, flag(s.Closed, 1))
-	b = appendStr(b, s.ToyTrace)
-	return appendStr(b, s.BoxTrace)
+	b = s.ToyTrace.appendBin(b)
+	return s.BoxTrace.appendBin(b)
 }
 
 func (s *SlotState) readBin(r *binReader) {
@@ -354,6 +372,6 @@ func (s *SlotState) readBin(r *binReader) {
 	s.Toy = r.str()
 	s.Box = r.str()
 	s.Closed = r.byte1()&1 != 0
-	s.ToyTrace = r.str()
-	s.BoxTrace = r.str()
+	s.ToyTrace.readBin(r)
+	s.BoxTrace.readBin(r)
 }

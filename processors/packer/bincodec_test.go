@@ -6,13 +6,19 @@ import (
 	"testing"
 
 	"github.com/lovoo/goka"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
 )
+
+// someTrace is a sampled trace context with a trace state.
+var someTrace = traceRef{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, Flags: trace.FlagsSampled, TraceState: "v=1,w=2"}
 
 func TestBinCodecRoundTrip(t *testing.T) {
 	obs := Observed{Stream: record.Boxes, Partition: 3, Offset: 1 << 40, Size: "XL", ID: "box-ü-1", Heartbeat: true,
-		MadeUS: -5, MadeAt: "2026-12-24T00:00:00.000001Z", Dup: true, Raw: []byte{0, 0xff, '{'}, Key: []byte("XL")}
+		MadeUS: -5, MadeAt: "2026-12-24T00:00:00.000001Z", Dup: true, Raw: []byte{0, 0xff, '{'}, Key: []byte("XL"),
+		RawCut: results.Cut{Bytes: 9, SHA256: "ab"}, Trace: someTrace}
 	ev := ClockEvent{Rec: obs, Class: ClassItem, Window: 10_000_000, Rank: 7, Closed: []Closed{{Start: 0, Toys: 2, Boxes: 3}, {Start: 10, Toys: 0, Boxes: 1}}}
 	cases := []struct {
 		codec goka.Codec
@@ -27,7 +33,8 @@ func TestBinCodecRoundTrip(t *testing.T) {
 			Open: []OpenWindow{{Start: 1, Toys: 2, Boxes: 3}}, Ev: ev}},
 		{binCodec[ClockState, *ClockState]{}, &ClockState{}},
 		{binCodec[SlotMsg, *SlotMsg]{}, &SlotMsg{Stream: record.Toys, ID: "t", Close: true, Size: "S", Window: 42}},
-		{binCodec[SlotState, *SlotState]{}, &SlotState{Size: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: "00-a", BoxTrace: "00-b"}},
+		{binCodec[SlotMsg, *SlotMsg]{}, &SlotMsg{Stream: record.Boxes, ID: "b", Size: "S", Window: 42, Trace: traceRef{TraceID: someTrace.TraceID, SpanID: someTrace.SpanID}}},
+		{binCodec[SlotState, *SlotState]{}, &SlotState{Size: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: someTrace, BoxTrace: traceRef{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}}}},
 	}
 	for _, c := range cases {
 		b, err := c.codec.Encode(c.v)

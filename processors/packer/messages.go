@@ -28,6 +28,9 @@ type Observed struct {
 	Raw    []byte      `json:"raw,omitempty"`
 	Key    []byte      `json:"key,omitempty"`
 	RawCut results.Cut `json:"raw_cut,omitzero"`
+	// Trace is the input record's trace context (its "process" span), for
+	// the spans of what the later stages write about it.
+	Trace traceRef `json:"-"`
 }
 
 // DedupeState is the dedupe stage's value for one (size, stream, id) key:
@@ -154,6 +157,7 @@ type SlotMsg struct {
 	Close  bool          `json:"close,omitempty"`
 	Size   string        `json:"s"`
 	Window int64         `json:"w"`
+	Trace  traceRef      `json:"-"` // of the record that brought the item, or that closed the window
 }
 
 // SlotState is where the k-th toy meets the k-th box. Every field is written
@@ -164,12 +168,12 @@ type SlotState struct {
 	Toy    string `json:"toy,omitempty"`
 	Box    string `json:"box,omitempty"`
 	Closed bool   `json:"closed,omitempty"`
-	// ToyTrace and BoxTrace remember the trace context (W3C traceparent) of
-	// the record that brought each item, written once with the item and
-	// only when tracing is on, so that the "pack" span can link to both
-	// items whichever record completes the pair. They never affect a result.
-	ToyTrace string `json:"tt,omitempty"`
-	BoxTrace string `json:"bt,omitempty"`
+	// ToyTrace and BoxTrace remember the trace context of the record that
+	// brought each item, written once with the item (zero with tracing
+	// off), so that the "pack" span can link to both items whichever record
+	// completes the pair. They never affect a result.
+	ToyTrace traceRef `json:"-"`
+	BoxTrace traceRef `json:"-"`
 }
 
 // DeadLetter is the value on the dead-letters topic: where the record was, why

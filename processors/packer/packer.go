@@ -21,10 +21,10 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
 // Packer runs the three goka groups.
@@ -65,18 +65,18 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 	dedupe := goka.DefineGroup(goka.Group(p.cfg.dedupeGroup()),
 		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Toys))),
 		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Boxes))),
-		goka.Loop(binCodec[Observed, *Observed]{}, p.trace.dedupe.Relay()(p.dedupe)),
+		goka.Loop(binCodec[Observed, *Observed]{}, p.dedupe),
 		goka.Persist(binCodec[DedupeState, *DedupeState]{}),
 		goka.Output(goka.Stream(p.cfg.dedupeEvents()), binCodec[Observed, *Observed]{}),
 		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
 	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
-		goka.Input(goka.Stream(p.cfg.dedupeEvents()), binCodec[Observed, *Observed]{}, p.trace.clock.Relay()(p.clock)),
+		goka.Input(goka.Stream(p.cfg.dedupeEvents()), binCodec[Observed, *Observed]{}, p.clock),
 		goka.Persist(binCodec[ClockState, *ClockState]{}),
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
-		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[ClockState, *ClockState]{}, p.trace.slots.Relay()(p.forwardToSlots)),
-		goka.Loop(binCodec[SlotMsg, *SlotMsg]{}, p.trace.slots.Relay()(p.slot)),
+		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[ClockState, *ClockState]{}, p.forwardToSlots),
+		goka.Loop(binCodec[SlotMsg, *SlotMsg]{}, p.slot),
 		goka.Persist(binCodec[SlotState, *SlotState]{}),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),
@@ -106,6 +106,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
 			Size: r.Size, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
+			Trace: traceRefOf(trace.SpanContextFromContext(ctx.Context())),
 		}
 		if !r.Heartbeat {
 			// Only the dedupe stage may need them, to report a duplicate;
@@ -147,7 +148,7 @@ func (p *Packer) dedupe(ctx goka.Context, msg any) {
 	}
 	next, ev := dedupeStep(st, obs)
 	if ev.Dup {
-		p.emitDup(ctx, obs)
+		p.emitDup(resume(p.trace.dedupe, ctx, obs.Trace), obs)
 	}
 	if next != nil {
 		ctx.SetValue(next)
@@ -207,13 +208,13 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	switch ev.Class {
 	case ClassLate:
 		key := lateKey(r.Stream, r.Size, r.ID)
-		ctx.Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
+		resume(p.trace.slots, ctx, r.Trace).Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
 	case ClassItem:
-		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &SlotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window})
+		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &SlotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
-			ctx.Loopback(slotKey(r.Size, c.Start, k), &SlotMsg{Close: true, Size: r.Size, Window: c.Start})
+			ctx.Loopback(slotKey(r.Size, c.Start, k), &SlotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
 		}
 	}
 }
@@ -235,14 +236,14 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 	case m.Stream == record.Boxes:
 		changed = st.Box == ""
 		st.Box = m.ID
-		if changed && p.trace.on() {
-			st.BoxTrace = kafkatrace.SpanContextString(ctx.Context())
+		if changed {
+			st.BoxTrace = m.Trace
 		}
 	default:
 		changed = st.Toy == ""
 		st.Toy = m.ID
-		if changed && p.trace.on() {
-			st.ToyTrace = kafkatrace.SpanContextString(ctx.Context())
+		if changed {
+			st.ToyTrace = m.Trace
 		}
 	}
 	if changed {
@@ -250,8 +251,10 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 	}
 	ws := record.FormatMicros(st.Window)
 	t := p.cfg.Topics
+	// The trace is resumed only where a row is written.
 	switch {
 	case st.Toy != "" && st.Box != "":
+		ctx = resume(p.trace.slots, ctx, m.Trace)
 		if p.trace.on() {
 			var end func()
 			ctx, end = p.startPack(ctx, st)
@@ -259,8 +262,8 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 		}
 		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), p.packedRow(st, ws))
 	case st.Closed && st.Toy != "":
-		withItem(ctx, "toy", st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
+		withItem(resume(p.trace.slots, ctx, m.Trace), "toy", st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
 	case st.Closed && st.Box != "":
-		withItem(ctx, "box", st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
+		withItem(resume(p.trace.slots, ctx, m.Trace), "box", st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
 	}
 }

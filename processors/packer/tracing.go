@@ -75,16 +75,40 @@ func markDead(ctx goka.Context, reason record.Reason) {
 // returned context makes it the parent of the "send packed" span.
 func (p *Packer) startPack(ctx goka.Context, st *SlotState) (goka.Context, func()) {
 	links := make([]trace.Link, 0, 2)
-	for _, it := range []struct{ kind, tp string }{{"toy", st.ToyTrace}, {"box", st.BoxTrace}} {
-		if l, ok := itemLink(it.kind, it.tp); ok {
+	for _, it := range []struct {
+		kind string
+		ref  traceRef
+	}{{"toy", st.ToyTrace}, {"box", st.BoxTrace}} {
+		if l, ok := itemLink(it.kind, it.ref); ok {
 			links = append(links, l)
 		}
 	}
 	c, span := p.trace.slots.Tracer().Start(ctx.Context(), "pack",
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithLinks(links...),
-		trace.WithAttributes(attrSize.String(st.Size), attrWindow.String(record.FormatMicros(st.Window)), attrToy.String(st.Toy), attrBox.String(st.Box)))
+		trace.WithLinks(links...))
+	if span.IsRecording() {
+		span.SetAttributes(attrSize.String(st.Size), attrWindow.String(record.FormatMicros(st.Window)),
+			attrToy.String(idAttr(st.Toy)), attrBox.String(idAttr(st.Box)))
+	}
 	return kafkatrace.WithContext(ctx, c), func() { span.End() }
+}
+
+// idAttr is an id as a span attribute: at most attrIDMax bytes of its text
+// (an id can be as long as a Kafka record; a carried cut is not UTF-8).
+func idAttr(id string) string {
+	text, _ := splitID(id)
+	return prefixUTF8(text, attrIDMax)
+}
+
+const attrIDMax = 256
+
+// resume continues, in a stage after the input, the trace of the record a
+// message is about, from the traceRef the message carries (see traceref.go).
+func resume(g *kafkatrace.Goka, ctx goka.Context, ref traceRef) goka.Context {
+	if g == nil || !ref.valid() {
+		return ctx
+	}
+	return g.Resume(ctx, ref.spanContext())
 }
 
 // withItem makes the "send" span of a slot's only item, an unpacked toy or a
@@ -92,16 +116,18 @@ func (p *Packer) startPack(ctx goka.Context, st *SlotState) (goka.Context, func(
 // record being processed, the one that closed the window, which is in
 // another trace: without the link the row could not be found from the
 // item's own trace. Nothing to link (tracing off): ctx as it is.
-func withItem(ctx goka.Context, kind, traceparent string) goka.Context {
-	if l, ok := itemLink(kind, traceparent); ok {
+func withItem(ctx goka.Context, kind string, ref traceRef) goka.Context {
+	if l, ok := itemLink(kind, ref); ok {
 		return kafkatrace.WithLinks(ctx, l)
 	}
 	return ctx
 }
 
 // itemLink is a link to the record that brought a slot's toy or box, from
-// the traceparent the slot remembers; false when it remembers none.
-func itemLink(kind, traceparent string) (trace.Link, bool) {
-	sc := kafkatrace.ParseSpanContext(traceparent)
-	return trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attrItem.String(kind)}}, sc.IsValid()
+// the trace the slot remembers; false when it remembers none.
+func itemLink(kind string, ref traceRef) (trace.Link, bool) {
+	if !ref.valid() {
+		return trace.Link{}, false
+	}
+	return trace.Link{SpanContext: ref.spanContext(), Attributes: []attribute.KeyValue{attrItem.String(kind)}}, true
 }

@@ -1,0 +1,84 @@
+package packer
+
+import (
+	"errors"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// traceRef is the trace context of the input record a message is about,
+// carried inside the packer's own loop and table values instead of in record
+// headers. Header propagation costs, on every internal hop, a W3C string
+// written and parsed and two header maps (ours, and goka's copy of it in
+// Headers.Merged); a value field costs 26 bytes. The zero traceRef is "no
+// trace" (tracing off, or an input without one). Only the span context
+// travels: baggage stops at the packer's input, and its output records carry
+// the context of their own spans (kafkatrace).
+type traceRef struct {
+	TraceID    trace.TraceID
+	SpanID     trace.SpanID
+	Flags      trace.TraceFlags
+	TraceState string
+}
+
+func traceRefOf(sc trace.SpanContext) traceRef {
+	if !sc.IsValid() {
+		return traceRef{}
+	}
+	return traceRef{TraceID: sc.TraceID(), SpanID: sc.SpanID(), Flags: sc.TraceFlags(), TraceState: sc.TraceState().String()}
+}
+
+func (t traceRef) valid() bool { return t.TraceID.IsValid() && t.SpanID.IsValid() }
+
+// spanContext is the remote span context t stands for (invalid for none).
+func (t traceRef) spanContext() trace.SpanContext {
+	if !t.valid() {
+		return trace.SpanContext{}
+	}
+	cfg := trace.SpanContextConfig{TraceID: t.TraceID, SpanID: t.SpanID, TraceFlags: t.Flags, Remote: true}
+	if t.TraceState != "" {
+		// It was written from a valid TraceState, so it parses.
+		cfg.TraceState, _ = trace.ParseTraceState(t.TraceState)
+	}
+	return trace.NewSpanContext(cfg)
+}
+
+// appendBin writes one byte 0 for no trace, else 1, the ids, the flags and
+// the trace state.
+func (t traceRef) appendBin(b []byte) []byte {
+	if !t.valid() {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = append(b, t.TraceID[:]...)
+	b = append(b, t.SpanID[:]...)
+	b = append(b, byte(t.Flags))
+	return appendStr(b, t.TraceState)
+}
+
+func (t *traceRef) readBin(r *binReader) {
+	switch r.byte1() {
+	case 0:
+		*t = traceRef{}
+	case 1:
+		if r.err != nil || len(r.left()) < 25 {
+			r.err = errShort
+			return
+		}
+		left := r.left()
+		copy(t.TraceID[:], left[:16])
+		copy(t.SpanID[:], left[16:24])
+		t.Flags = trace.TraceFlags(left[24])
+		r.off += 25
+		t.TraceState = r.str()
+		if !t.valid() {
+			r.err = errBadTrace
+		}
+	default:
+		if r.err == nil {
+			r.err = errBadTrace
+		}
+	}
+}
+
+var errBadTrace = errors.New("bad trace reference")
