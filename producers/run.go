@@ -244,7 +244,7 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Sta
 		stats:    Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}},
 		answered: make(chan struct{}, 1),
 		failed:   make(chan struct{}),
-		tracer:   kafkatrace.NewProducer(cfg.Tracer, kc.Sarama().ClientID),
+		tracer:   kafkatrace.NewProducer(cfg.Tracer, kc.Sarama().ClientID, kc.Brokers...),
 	}
 	collected := make(chan struct{})
 	go func() {

@@ -105,7 +105,7 @@ func New(cfg Config, log *slog.Logger) (*Sleigh, error) {
 		log = slog.Default()
 	}
 	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh")}
-	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: s.clientID()})
+	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: s.clientID(), Brokers: cfg.Kafka.Brokers})
 	return s, nil
 }
 
