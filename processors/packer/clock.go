@@ -1,11 +1,138 @@
 package packer
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 
+	"github.com/lovoo/goka"
+
 	"github.com/northpole-workshop/northpole/internal/record"
 )
+
+// The clock stage: one value per size (ClockState) applies the events of
+// that size in offset order, decides lateness and ranks, and closes windows.
+// It writes only its table; the table's changelog is the slots stage's input,
+// so a decision and the state it came from are one Kafka record.
+
+// clock applies one event to the clock of its size (lateness, ranks, window
+// closing) and records the decision in its table.
+func (p *Packer) clock(ctx goka.Context, msg any) {
+	obs := msg.(*Observed)
+	st := &ClockState{}
+	if v := ctx.Value(); v != nil {
+		st = v.(*ClockState)
+	}
+	if st.Apply(p.params, *obs) {
+		if st.Ev.NewPartition {
+			p.log.Warn("records of one stream and size arrive from more than one partition; they are processed in arrival order, "+
+				"and the reference orders them by (partition, offset), so results may differ from it: partition producers' keys with FNV-1a "+
+				"(see README) and do not change the partition count of the input topics",
+				"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
+		}
+		ctx.SetValue(st)
+	}
+}
+
+// Class is what the contract made of a valid record.
+type Class string
+
+const (
+	ClassItem      Class = "item"
+	ClassLate      Class = "late"
+	ClassDuplicate Class = "dup"
+	ClassHeartbeat Class = "hb"
+)
+
+// Closed reports that window Start of the clock's size is closed, with the
+// final number of items of each stream.
+type Closed struct {
+	Start int64 `json:"w"`
+	Toys  int   `json:"t"`
+	Boxes int   `json:"b"`
+}
+
+// ClockEvent is what the clock stage decided for one record.
+type ClockEvent struct {
+	Rec    Observed `json:"r"`
+	Class  Class    `json:"c"`
+	Window int64    `json:"w"` // window start, µs
+	Rank   int      `json:"k,omitempty"`
+	Closed []Closed `json:"closed,omitempty"`
+	// NewPartition: the first record of its (stream, size) from a second
+	// source partition, which the contract rules out (see StreamClock). The
+	// clock stage logs it; it is not encoded and changes no result.
+	NewPartition bool `json:"-"`
+}
+
+// StreamClock is the clock of one (stream, size).
+type StreamClock struct {
+	Seen bool `json:"seen,omitempty"`
+	// Lasts is the greatest source offset applied, per source partition. The
+	// contract has every record of a (stream, size) in one partition, so it
+	// holds one entry; a producer that breaks that (another partitioner, a
+	// changed partition count) adds one per partition, and its records are
+	// then applied in arrival order instead of being mistaken for replays.
+	Lasts []PartOffset `json:"lasts,omitempty"`
+	Max   int64        `json:"max"` // greatest made_at seen, µs
+}
+
+// PartOffset is an offset in one source partition.
+type PartOffset struct {
+	Partition int32 `json:"p"`
+	Offset    int64 `json:"o"`
+}
+
+// applied reports whether the record at (part, off) was already applied.
+func (c *StreamClock) applied(part int32, off int64) bool {
+	if !c.Seen {
+		return false
+	}
+	for _, l := range c.Lasts {
+		if l.Partition == part {
+			return off <= l.Offset
+		}
+	}
+	return false
+}
+
+// markApplied records (part, off) as the last record applied from part. It
+// reports whether part is a partition this (stream, size) had not come from.
+func (c *StreamClock) markApplied(part int32, off int64) (newPartition bool) {
+	for i := range c.Lasts {
+		if l := &c.Lasts[i]; l.Partition == part {
+			l.Offset = off
+			return false
+		}
+	}
+	c.Lasts = append(c.Lasts, PartOffset{Partition: part, Offset: off})
+	return len(c.Lasts) > 1
+}
+
+// OpenWindow counts the items ranked so far in a window that is not closed.
+type OpenWindow struct {
+	Start int64 `json:"w"`
+	Toys  int   `json:"t"`
+	Boxes int   `json:"b"`
+}
+
+// ClockState is the clock stage's value for one size. Open holds only windows
+// that have items and are not yet closed, sorted by start: in steady state
+// about (W+L)/W of them, more while one stream runs ahead of the other in
+// event time. Ev is the event of the last record applied (see DedupeState).
+type ClockState struct {
+	Toys  StreamClock  `json:"toys"`
+	Boxes StreamClock  `json:"boxes"`
+	Open  []OpenWindow `json:"open,omitempty"`
+	Ev    ClockEvent   `json:"ev"`
+}
+
+func (s *ClockState) clock(x record.Stream) *StreamClock {
+	if x == record.Boxes {
+		return &s.Boxes
+	}
+	return &s.Toys
+}
 
 // Params are the contract's two durations, in µs.
 type Params struct {
@@ -106,4 +233,91 @@ func (s *ClockState) closeWindows(p Params) []Closed {
 	}
 	s.Open = slices.Delete(s.Open, 0, n)
 	return out
+}
+
+// sizeHint: a clock value is mostly its open windows (an 8-byte start
+// and two small counts each); on a backlog there can be dozens.
+func (s *ClockState) sizeHint() int {
+	return 128 + len(s.Ev.Rec.ID) + len(s.Ev.Rec.Trace.TraceState) + 12*len(s.Open) + 12*len(s.Ev.Closed)
+}
+
+func (e *ClockEvent) appendBin(b []byte) []byte {
+	b = e.Rec.appendBin(b)
+	b = appendStr(b, string(e.Class))
+	b = binary.AppendVarint(b, e.Window)
+	b = binary.AppendVarint(b, int64(e.Rank))
+	b = binary.AppendUvarint(b, uint64(len(e.Closed)))
+	for _, c := range e.Closed {
+		b = binary.AppendVarint(b, c.Start)
+		b = binary.AppendVarint(b, int64(c.Toys))
+		b = binary.AppendVarint(b, int64(c.Boxes))
+	}
+	return b
+}
+
+func (e *ClockEvent) readBin(r *binReader) {
+	e.Rec.readBin(r)
+	e.Class = Class(r.str())
+	e.Window = r.varint()
+	e.Rank = int(r.varint())
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) { // each entry takes at least 3 bytes
+		r.err = errShort
+		return
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		e.Closed = append(e.Closed, Closed{Start: r.varint(), Toys: int(r.varint()), Boxes: int(r.varint())})
+	}
+}
+
+func (c *StreamClock) appendBin(b []byte) []byte {
+	b = append(b, flag(c.Seen, 1))
+	b = binary.AppendUvarint(b, uint64(len(c.Lasts)))
+	for _, l := range c.Lasts {
+		b = binary.AppendVarint(b, int64(l.Partition))
+		b = binary.AppendVarint(b, l.Offset)
+	}
+	return binary.AppendVarint(b, c.Max)
+}
+
+func (c *StreamClock) readBin(r *binReader) {
+	c.Seen = r.byte1()&1 != 0
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) { // each entry takes at least 2 bytes
+		r.err = errShort
+		return
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		c.Lasts = append(c.Lasts, PartOffset{Partition: int32(r.varint()), Offset: r.varint()})
+	}
+	c.Max = r.varint()
+}
+
+func (s *ClockState) appendBin(b []byte) []byte {
+	b = s.Toys.appendBin(b)
+	b = s.Boxes.appendBin(b)
+	b = binary.AppendUvarint(b, uint64(len(s.Open)))
+	for _, w := range s.Open {
+		b = binary.LittleEndian.AppendUint64(b, uint64(w.Start))
+		b = binary.AppendVarint(b, int64(w.Toys))
+		b = binary.AppendVarint(b, int64(w.Boxes))
+	}
+	return s.Ev.appendBin(b)
+}
+
+func (s *ClockState) readBin(r *binReader) {
+	s.Toys.readBin(r)
+	s.Boxes.readBin(r)
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) {
+		r.err = errShort
+		return
+	}
+	if n > 0 {
+		s.Open = make([]OpenWindow, 0, n)
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		s.Open = append(s.Open, OpenWindow{Start: r.fixed64(), Toys: int(r.varint()), Boxes: int(r.varint())})
+	}
+	s.Ev.readBin(r)
 }

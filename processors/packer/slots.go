@@ -1,0 +1,156 @@
+package packer
+
+import (
+	"encoding/binary"
+
+	"github.com/lovoo/goka"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// The slots stage is the windowed stream-table join of the packer: the
+// stream of ranked items (the clock's decisions, read from its table's
+// changelog) is joined with the slot table, keyed by (size, window, rank).
+// The k-th toy and the k-th box of a window meet in slot k; a window's
+// closing tells the slots that will stay half-empty to report their item as
+// unpacked or spare.
+
+// forwardToSlots turns the clock's decisions into results: late rows now,
+// items to their (size, window, rank) slot, and window closings to the slots
+// that will stay half-empty. It is stateless, so a replay repeats it exactly.
+func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
+	ev := msg.(*ClockState).Ev
+	r := ev.Rec
+	switch ev.Class {
+	case ClassLate:
+		key := lateKey(r.Stream, r.Size, r.ID)
+		resume(p.trace.slots, ctx, r.Trace).Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
+	case ClassItem:
+		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &SlotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
+	}
+	for _, c := range ev.Closed {
+		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
+			ctx.Loopback(slotKey(r.Size, c.Start, k), &SlotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
+		}
+	}
+}
+
+// slot pairs the k-th toy and the k-th box of a window. Its fields are written
+// once, and its outputs are a function of its state, so any redelivery
+// produces the same rows again (consumers deduplicate by key).
+func (p *Packer) slot(ctx goka.Context, msg any) {
+	m := msg.(*SlotMsg)
+	st := &SlotState{Size: m.Size, Window: m.Window}
+	if v := ctx.Value(); v != nil {
+		st = v.(*SlotState)
+	}
+	changed := false
+	switch {
+	case m.Close:
+		changed = !st.Closed
+		st.Closed = true
+	case m.Stream == record.Boxes:
+		changed = st.Box == ""
+		st.Box = m.ID
+		if changed {
+			st.BoxTrace = m.Trace
+		}
+	default:
+		changed = st.Toy == ""
+		st.Toy = m.ID
+		if changed {
+			st.ToyTrace = m.Trace
+		}
+	}
+	if changed {
+		ctx.SetValue(st)
+	}
+	ws := record.FormatMicros(st.Window)
+	t := p.cfg.Topics
+	// The trace is resumed only where a row is written.
+	switch {
+	case st.Toy != "" && st.Box != "":
+		ctx = resume(p.trace.slots, ctx, m.Trace)
+		if p.trace.on() {
+			var end func()
+			ctx, end = p.startPack(ctx, st)
+			defer end()
+		}
+		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), p.packedRow(st, ws))
+	case st.Closed && st.Toy != "":
+		withItem(resume(p.trace.slots, ctx, m.Trace), "toy", st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
+	case st.Closed && st.Box != "":
+		withItem(resume(p.trace.slots, ctx, m.Trace), "box", st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
+	}
+}
+
+// SlotMsg goes to the slot (size, window, rank): an item that took that rank,
+// or the news that the window closed and the slot will never be completed.
+type SlotMsg struct {
+	Stream record.Stream `json:"x,omitempty"`
+	ID     string        `json:"id,omitempty"`
+	Close  bool          `json:"close,omitempty"`
+	Size   string        `json:"s"`
+	Window int64         `json:"w"`
+	Trace  traceRef      `json:"-"` // of the record that brought the item, or that closed the window
+}
+
+// SlotState is where the k-th toy meets the k-th box. Every field is written
+// at most once, so a redelivered message recomputes the same outputs.
+type SlotState struct {
+	Size   string `json:"s"`
+	Window int64  `json:"w"`
+	Toy    string `json:"toy,omitempty"`
+	Box    string `json:"box,omitempty"`
+	Closed bool   `json:"closed,omitempty"`
+	// ToyTrace and BoxTrace remember the trace context of the record that
+	// brought each item, written once with the item (zero with tracing
+	// off), so that the "pack" span can link to both items whichever record
+	// completes the pair. They never affect a result.
+	ToyTrace traceRef `json:"-"`
+	BoxTrace traceRef `json:"-"`
+}
+
+func (m *SlotMsg) sizeHint() int { return 64 + len(m.ID) + len(m.Trace.TraceState) }
+
+func (s *SlotState) sizeHint() int {
+	return 96 + len(s.Toy) + len(s.Box) + len(s.ToyTrace.TraceState) + len(s.BoxTrace.TraceState)
+}
+
+func (m *SlotMsg) appendBin(b []byte) []byte {
+	b = appendStr(b, string(m.Stream))
+	b = appendStr(b, m.ID)
+	b = append(b, flag(m.Close, 1))
+	b = appendStr(b, m.Size)
+	b = binary.AppendVarint(b, m.Window)
+	return m.Trace.appendBin(b)
+}
+
+func (m *SlotMsg) readBin(r *binReader) {
+	m.Stream = record.Stream(r.str())
+	m.ID = r.str()
+	m.Close = r.byte1()&1 != 0
+	m.Size = r.str()
+	m.Window = r.varint()
+	m.Trace.readBin(r)
+}
+
+func (s *SlotState) appendBin(b []byte) []byte {
+	b = appendStr(b, s.Size)
+	b = binary.AppendVarint(b, s.Window)
+	b = appendStr(b, s.Toy)
+	b = appendStr(b, s.Box)
+	b = append(b, flag(s.Closed, 1))
+	b = s.ToyTrace.appendBin(b)
+	return s.BoxTrace.appendBin(b)
+}
+
+func (s *SlotState) readBin(r *binReader) {
+	s.Size = r.str()
+	s.Window = r.varint()
+	s.Toy = r.str()
+	s.Box = r.str()
+	s.Closed = r.byte1()&1 != 0
+	s.ToyTrace.readBin(r)
+	s.BoxTrace.readBin(r)
+}
