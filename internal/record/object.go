@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"strconv"
@@ -78,7 +79,7 @@ func readObject(value []byte, each func(name, raw []byte)) (why string) {
 		return notObject(err)
 	}
 	// Exactly one value: nothing but white space may follow.
-	if _, err := d.ReadToken(); err != io.EOF {
+	if _, err := d.ReadToken(); !errors.Is(err, io.EOF) {
 		return notObject(err)
 	}
 	return ""

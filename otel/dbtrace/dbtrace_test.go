@@ -52,7 +52,7 @@ func TestQuerySpans(t *testing.T) {
 	attrs := func(s sdktrace.ReadOnlySpan) map[string]string {
 		m := map[string]string{}
 		for _, a := range s.Attributes() {
-			m[string(a.Key)] = a.Value.Emit()
+			m[string(a.Key)] = a.Value.String()
 		}
 		return m
 	}

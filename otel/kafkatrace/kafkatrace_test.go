@@ -122,7 +122,7 @@ func TestProducerSpan(t *testing.T) {
 func attrsOf(s sdktrace.ReadOnlySpan) map[string]string {
 	attrs := map[string]string{}
 	for _, a := range s.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	return attrs
 }
@@ -175,7 +175,7 @@ func TestServerAttrs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]string{}
 			for _, a := range serverAttrs(c.brokers) {
-				got[string(a.Key)] = a.Value.Emit()
+				got[string(a.Key)] = a.Value.String()
 			}
 			if got["server.address"] != c.addr || got["server.port"] != c.port || len(got) != btoi(c.addr != "")+btoi(c.port != "") {
 				t.Errorf("serverAttrs(%v) = %v, want address %q port %q", c.brokers, got, c.addr, c.port)

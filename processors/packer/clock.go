@@ -229,7 +229,7 @@ func (s *ClockState) closeWindows(p Params) []Closed {
 	}
 	out := make([]Closed, n)
 	for i, w := range s.Open[:n] {
-		out[i] = Closed{Start: w.Start, Toys: w.Toys, Boxes: w.Boxes}
+		out[i] = Closed(w)
 	}
 	s.Open = slices.Delete(s.Open, 0, n)
 	return out

@@ -127,18 +127,12 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 // them fails. A cancelled ctx is a clean stop and returns nil.
 func (p *Packer) Run(ctx context.Context) error {
 	if err := p.EnsureTopics(ctx); err != nil {
-		if ctx.Err() != nil {
-			// Stopped before it started: the same clean stop as below.
-			return nil
-		}
-		return err
+		// Stopped before it started: the same clean stop as below.
+		return unlessStopped(ctx, err)
 	}
 	lim, err := p.readLimits(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+		return unlessStopped(ctx, err)
 	}
 	p.lim, p.seqs = lim, nil
 	graphs := p.Graphs()
@@ -160,8 +154,7 @@ func (p *Packer) Run(ctx context.Context) error {
 			return nil
 		})
 	}
-	err = g.Wait()
-	if ctx.Err() != nil {
+	if err = unlessStopped(ctx, g.Wait()); err == nil {
 		return nil
 	}
 	// goka reports every message that could not commit after a failed
@@ -171,6 +164,15 @@ func (p *Packer) Run(ctx context.Context) error {
 			return fmt.Errorf("a write failed, so the packer stopped before committing the record it was for "+
 				"(it is processed again when the packer restarts): %w", f)
 		}
+	}
+	return err
+}
+
+// unlessStopped is err, or nil once ctx is done: a stop asked for is clean,
+// whatever the goka processors said while they shut down.
+func unlessStopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
 	}
 	return err
 }

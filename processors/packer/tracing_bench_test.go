@@ -54,7 +54,7 @@ func BenchmarkPackerTracing(b *testing.B) {
 				if i == 0 {
 					b.Logf("%d toys and %d boxes per iteration, from a backlog", perStream, perStream)
 				}
-				var tp func(string) trace.TracerProvider = func(string) trace.TracerProvider { return nil }
+				tp := func(string) trace.TracerProvider { return nil }
 				var rcv *servicemap.Receiver
 				if mode.sampler != nil {
 					opts := telemetry.Options{Sampler: mode.sampler, Getenv: func(string) string { return "" }, Exporter: discard{}}

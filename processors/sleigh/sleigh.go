@@ -227,10 +227,7 @@ func (s *Sleigh) topicManager() goka.TopicManagerBuilder {
 // until ctx ends (nil) or one of them fails.
 func (s *Sleigh) Run(ctx context.Context) error {
 	if err := s.EnsureTopics(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped before it started: as clean as a later stop
-		}
-		return err
+		return unlessStopped(ctx, err) // stopped before it started: as clean as a later stop
 	}
 	logger := gokaLogger{s.log}
 	proc, err := goka.NewProcessor(s.cfg.Kafka.Brokers, s.Graph(),
@@ -267,7 +264,11 @@ func (s *Sleigh) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	err = g.Wait()
+	return unlessStopped(ctx, g.Wait())
+}
+
+// unlessStopped is err, or nil once ctx is done: a stop asked for is clean.
+func unlessStopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return nil
 	}
