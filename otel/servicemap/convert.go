@@ -135,19 +135,21 @@ type jsonRequest struct {
 }
 
 type jsonScope struct {
-	Spans []struct {
-		TraceID      string          `json:"traceId"`
-		SpanID       string          `json:"spanId"`
-		ParentSpanID string          `json:"parentSpanId"`
-		Name         string          `json:"name"`
-		Kind         json.RawMessage `json:"kind"`
-		Start        json.RawMessage `json:"startTimeUnixNano"`
-		End          json.RawMessage `json:"endTimeUnixNano"`
-		Attributes   []jsonKV        `json:"attributes"`
-		Status       struct {
-			Code json.RawMessage `json:"code"`
-		} `json:"status"`
-	} `json:"spans"`
+	Spans []jsonSpan `json:"spans"`
+}
+
+type jsonSpan struct {
+	TraceID      string          `json:"traceId"`
+	SpanID       string          `json:"spanId"`
+	ParentSpanID string          `json:"parentSpanId"`
+	Name         string          `json:"name"`
+	Kind         json.RawMessage `json:"kind"`
+	Start        json.RawMessage `json:"startTimeUnixNano"`
+	End          json.RawMessage `json:"endTimeUnixNano"`
+	Attributes   []jsonKV        `json:"attributes"`
+	Status       struct {
+		Code json.RawMessage `json:"code"`
+	} `json:"status"`
 }
 
 type jsonKV struct {
@@ -167,60 +169,69 @@ func FromJSON(b []byte) ([]Span, error) {
 	var out []Span
 	for _, rs := range req.ResourceSpans {
 		svc := unknownSvc
-		for _, a := range rs.Resource.Attributes {
-			if a.Key == keyService && a.Value.StringValue != nil && *a.Value.StringValue != "" {
-				svc = *a.Value.StringValue
-			}
+		if v := stringAttr(rs.Resource.Attributes, keyService); v != "" {
+			svc = v
 		}
 		for _, ss := range append(rs.ScopeSpans, rs.LibrarySpans...) {
 			for _, s := range ss.Spans {
-				sp := Span{Service: svc, Name: s.Name}
-				var err error
-				if err = decodeID(sp.TraceID[:], s.TraceID); err == nil {
-					if err = decodeID(sp.SpanID[:], s.SpanID); err == nil && s.ParentSpanID != "" {
-						err = decodeID(sp.ParentSpanID[:], s.ParentSpanID)
-					}
-				}
+				sp, err := s.span(svc)
 				if err != nil {
 					return nil, fmt.Errorf("OTLP JSON: span %q: %w", s.Name, err)
-				}
-				kind, err := enumValue(s.Kind, "SPAN_KIND_", []string{"UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"})
-				if err != nil {
-					return nil, fmt.Errorf("OTLP JSON: span %q kind: %w", s.Name, err)
-				}
-				code, err := enumValue(s.Status.Code, "STATUS_CODE_", []string{"UNSET", "OK", "ERROR"})
-				if err != nil {
-					return nil, fmt.Errorf("OTLP JSON: span %q status: %w", s.Name, err)
-				}
-				sp.Kind, sp.Error = Kind(kind), code == 2
-				start, err1 := nanos(s.Start)
-				end, err2 := nanos(s.End)
-				if err := errors.Join(err1, err2); err != nil {
-					return nil, fmt.Errorf("OTLP JSON: span %q times: %w", s.Name, err)
-				}
-				if end >= start {
-					sp.Duration = time.Duration(end - start)
-				}
-				for _, a := range s.Attributes {
-					if a.Value.StringValue == nil {
-						continue
-					}
-					switch a.Key {
-					case keyMessaging:
-						sp.Messaging = *a.Value.StringValue
-					case keyDB:
-						sp.DB = *a.Value.StringValue
-					case keyDBName:
-						if sp.DB == "" {
-							sp.DB = *a.Value.StringValue
-						}
-					}
 				}
 				out = append(out, sp)
 			}
 		}
 	}
 	return out, nil
+}
+
+// stringAttr is the last non-empty string value of key among attrs.
+func stringAttr(attrs []jsonKV, key string) string {
+	v := ""
+	for _, a := range attrs {
+		if a.Key == key && a.Value.StringValue != nil && *a.Value.StringValue != "" {
+			v = *a.Value.StringValue
+		}
+	}
+	return v
+}
+
+// span is s as the map sees it, in service svc.
+func (s jsonSpan) span(svc string) (Span, error) {
+	sp := Span{Service: svc, Name: s.Name}
+	err := decodeID(sp.TraceID[:], s.TraceID)
+	if err == nil {
+		err = decodeID(sp.SpanID[:], s.SpanID)
+	}
+	if err == nil {
+		err = decodeID(sp.ParentSpanID[:], s.ParentSpanID)
+	}
+	if err != nil {
+		return Span{}, err
+	}
+	kind, err := enumValue(s.Kind, "SPAN_KIND_", []string{"UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"})
+	if err != nil {
+		return Span{}, fmt.Errorf("kind: %w", err)
+	}
+	code, err := enumValue(s.Status.Code, "STATUS_CODE_", []string{"UNSET", "OK", "ERROR"})
+	if err != nil {
+		return Span{}, fmt.Errorf("status: %w", err)
+	}
+	sp.Kind, sp.Error = Kind(kind), code == 2
+	start, err1 := nanos(s.Start)
+	end, err2 := nanos(s.End)
+	if err := errors.Join(err1, err2); err != nil {
+		return Span{}, fmt.Errorf("times: %w", err)
+	}
+	if end >= start {
+		sp.Duration = time.Duration(end - start)
+	}
+	sp.Messaging = stringAttr(s.Attributes, keyMessaging)
+	sp.DB = stringAttr(s.Attributes, keyDB)
+	if sp.DB == "" {
+		sp.DB = stringAttr(s.Attributes, keyDBName)
+	}
+	return sp, nil
 }
 
 // decodeID reads a hex id (the OTLP JSON form), or base64 (what protobuf's

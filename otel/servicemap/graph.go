@@ -277,44 +277,13 @@ func (g Graph) Edge(from, to string) (Edge, bool) {
 func (b *Builder) Graph() Graph {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	type acc struct {
-		kind   string
-		errors int
-		durs   []time.Duration
-	}
-	edges := map[[2]string]*acc{}
-	add := func(from, to, kind string, c child) {
-		k := [2]string{from, to}
-		a := edges[k]
-		if a == nil {
-			a = &acc{kind: kind}
-			edges[k] = a
-		}
-		a.durs = append(a.durs, c.duration)
-		if c.err {
-			a.errors++
-		}
-	}
-	nodes := map[string]*Node{}
-	node := func(name string, system bool) {
-		if n := nodes[name]; n != nil {
-			if !system {
-				n.Spans++
-			}
-			return
-		}
-		n := &Node{Name: name, System: system}
-		if !system {
-			n.Spans = 1
-		}
-		nodes[name] = n
-	}
+	edges, nodes := edgeSet{}, nodeSet{}
 	g := Graph{Spans: b.total, Dropped: b.dropped, SameBatch: b.opts.SameBatch}
 	if g.SameBatch {
 		g.Batches = b.batches.count()
 	}
 	for _, c := range b.kept {
-		node(c.service, false)
+		nodes.see(c.service, false)
 		if !c.root {
 			p, ok := b.spans[c.key]
 			switch {
@@ -323,49 +292,105 @@ func (b *Builder) Graph() Graph {
 			case b.opts.SameBatch && b.batches.of(p.pos) != b.batches.of(c.pos):
 				g.CrossBatch++
 			case p.service != c.service:
-				add(p.service, c.service, "service", c)
+				edges.add(p.service, c.service, "service", c)
 			}
 		}
 		if c.kind == KindServer {
 			continue
 		}
 		if c.msg != "" {
-			node(c.msg, true)
-			add(c.service, c.msg, "messaging", c)
+			nodes.see(c.msg, true)
+			edges.add(c.service, c.msg, "messaging", c)
 		}
 		if c.db != "" {
-			node(c.db, true)
-			add(c.service, c.db, "database", c)
+			nodes.see(c.db, true)
+			edges.add(c.service, c.db, "database", c)
 		}
 	}
-	for k, a := range edges {
+	g.Edges, g.Nodes, g.Names = edges.sorted(), nodes.sorted(), b.names()
+	return g
+}
+
+// edgeSet accumulates the calls of each edge.
+type edgeSet map[[2]string]*edgeCalls
+
+type edgeCalls struct {
+	kind   string
+	errors int
+	durs   []time.Duration
+}
+
+func (e edgeSet) add(from, to, kind string, c child) {
+	k := [2]string{from, to}
+	a := e[k]
+	if a == nil {
+		a = &edgeCalls{kind: kind}
+		e[k] = a
+	}
+	a.durs = append(a.durs, c.duration)
+	if c.err {
+		a.errors++
+	}
+}
+
+// sorted are the edges, services first, then messaging and databases.
+func (e edgeSet) sorted() []Edge {
+	var out []Edge
+	for k, a := range e {
 		slices.Sort(a.durs)
-		g.Edges = append(g.Edges, Edge{From: k[0], To: k[1], Kind: a.kind, Calls: len(a.durs), Errors: a.errors,
+		out = append(out, Edge{From: k[0], To: k[1], Kind: a.kind, Calls: len(a.durs), Errors: a.errors,
 			P50: quantile(a.durs, 0.50), P99: quantile(a.durs, 0.99)})
 	}
-	slices.SortFunc(g.Edges, func(x, y Edge) int {
+	slices.SortFunc(out, func(x, y Edge) int {
 		return cmp.Or(cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind)), cmp.Compare(x.From, y.From), cmp.Compare(x.To, y.To))
 	})
-	for _, n := range nodes {
-		g.Nodes = append(g.Nodes, *n)
+	return out
+}
+
+// nodeSet counts the spans of each service; systems (kafka, a database) are
+// nodes without spans of their own.
+type nodeSet map[string]*Node
+
+func (n nodeSet) see(name string, system bool) {
+	node := n[name]
+	if node == nil {
+		node = &Node{Name: name, System: system}
+		n[name] = node
 	}
-	slices.SortFunc(g.Nodes, func(x, y Node) int {
-		if x.System != y.System {
-			if x.System {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(x.Name, y.Name)
+	if !system {
+		node.Spans++
+	}
+}
+
+// sorted are the services by name, then the systems.
+func (n nodeSet) sorted() []Node {
+	var out []Node
+	for _, node := range n {
+		out = append(out, *node)
+	}
+	slices.SortFunc(out, func(x, y Node) int {
+		return cmp.Or(cmp.Compare(boolOrder(x.System), boolOrder(y.System)), cmp.Compare(x.Name, y.Name))
 	})
+	return out
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (b *Builder) names() []NameCount {
+	var out []NameCount
 	for k, n := range b.byName {
 		svc, name := splitName(k)
-		g.Names = append(g.Names, NameCount{Service: svc, Name: name, Count: n})
+		out = append(out, NameCount{Service: svc, Name: name, Count: n})
 	}
-	slices.SortFunc(g.Names, func(x, y NameCount) int {
+	slices.SortFunc(out, func(x, y NameCount) int {
 		return cmp.Or(cmp.Compare(x.Service, y.Service), cmp.Compare(x.Name, y.Name))
 	})
-	return g
+	return out
 }
 
 func splitName(k string) (string, string) {
