@@ -600,8 +600,8 @@ func (g *indGen) madeAt(k indKey) time.Time {
 		we := c - g.L
 		// round down to a window end relative to the epoch
 		abs := g.base.Add(we)
-		ws := abs.Truncate(g.W) // Truncate is relative to the zero time; fix below
-		ws = time.Unix(0, 0).Add(time.Duration(indFloorDiv(abs.Sub(time.Unix(0, 0)), g.W)) * g.W)
+		// Truncate is relative to the zero time, not the epoch.
+		ws := time.Unix(0, 0).Add(time.Duration(indFloorDiv(abs.Sub(time.Unix(0, 0)), g.W)) * g.W)
 		if abs.Year() < 1700 {
 			ws = abs.Truncate(g.W)
 		}
