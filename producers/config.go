@@ -1,6 +1,6 @@
 // Package producers is the elves: they make toys or boxes (and heartbeats, and
 // deliberately bad, late and duplicate records) and write them to Kafka, keyed
-// by size class, as the packing contract (shared/spec/packing-contract.md)
+// by size class, as the packing contract (docs/CONTRACT.md)
 // describes.
 //
 // Generation is pure and deterministic (Generator, Plan, FinalHeartbeats): the

@@ -1,7 +1,7 @@
 package contract
 
 // An independent implementation of the packing contract
-// (shared/spec/packing-contract.md), written from the spec alone by someone
+// (docs/CONTRACT.md), written from the spec alone by someone
 // who had not read Compute, record.Parse or docs/SEMANTICS.md, and a
 // randomized differential test against Compute and record.Parse. It uses
 // exact rational arithmetic for times and its own RFC 3339 reader, so that it

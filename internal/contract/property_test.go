@@ -177,7 +177,7 @@ func withFinalHeartbeats(inputs []record.Input, p Params) []record.Input {
 	return out
 }
 
-// oracle is the contract once more, as the SQL in shared/NOTES.md states it:
+// oracle is the contract once more, as window functions in SQL state it:
 // each column of a valid row is computed by scanning the earlier rows of its
 // (stream, size), packing is a join on (size, window_start, rank). It works in
 // nanoseconds (the generator stays within 1678..2262).
