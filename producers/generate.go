@@ -105,6 +105,27 @@ func FinalTime(cfg Config, maxMadeAt time.Time) time.Time {
 	return t.UTC()
 }
 
+// Horizon is a made_at for the final heartbeats of runs that together must
+// close every window any of them writes: past the end of the last window of
+// every config, plus Lateness. Give it to each config as FinalHeartbeatAt, so
+// that toys and boxes close the same windows whichever stream ends first. The
+// n-th record of a config is made at Start + n*Spacing or earlier (Disorder
+// and late records only move made_at back), so a config of Count records
+// reaches Start + (Count+1)*Spacing + Window + Lateness; a Duration config has
+// no end known in advance and adds nothing.
+func Horizon(cfgs ...Config) time.Time {
+	var h time.Time
+	for _, c := range cfgs {
+		if c.Count <= 0 {
+			continue
+		}
+		if t := c.Start.Add(time.Duration(c.Count+1)*c.Spacing + c.Window + c.Lateness); t.After(h) {
+			h = t
+		}
+	}
+	return h
+}
+
 // FinalHeartbeats are the four heartbeats (one per size) that close every
 // window written: see FinalTime.
 func FinalHeartbeats(cfg Config, maxMadeAt time.Time) []Message {

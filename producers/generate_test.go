@@ -451,3 +451,42 @@ func TestFloorTime(t *testing.T) {
 		}
 	}
 }
+
+// TestHorizon: the shared horizon is past every window either stream writes
+// (plus L), so both streams' final heartbeats are at the horizon itself and
+// close the same windows; a Duration config adds nothing.
+func TestHorizon(t *testing.T) {
+	t.Parallel()
+	toys, boxes := DefaultConfig(record.Toys), DefaultConfig(record.Boxes)
+	toys.Count, boxes.Count = 300, 200
+	toys.LateRate, toys.DupRate, toys.Disorder = 0.1, 0.1, 3*time.Second
+	boxes.Spacing = 25 * time.Millisecond
+	h := Horizon(toys, boxes)
+	want := boxes.Start.Add(201*boxes.Spacing + boxes.Window + boxes.Lateness)
+	if !h.Equal(want) {
+		t.Fatalf("Horizon = %v, want %v (the boxes reach further)", h, want)
+	}
+	lazy := DefaultConfig(record.Toys)
+	lazy.Count, lazy.Duration = 0, time.Minute
+	if got := Horizon(toys, boxes, lazy); !got.Equal(h) {
+		t.Errorf("a Duration config moved the horizon to %v", got)
+	}
+	if got := Horizon(lazy); !got.IsZero() {
+		t.Errorf("Horizon of a Duration config = %v, want zero", got)
+	}
+	for _, c := range []Config{toys, boxes} {
+		c.FinalHeartbeatAt = h
+		plan, err := Plan(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range plan {
+			if m.Elf < 0 && !m.MadeAt.Equal(h) {
+				t.Errorf("%s: final heartbeat at %v, want the horizon %v", c.Stream, m.MadeAt, h)
+			}
+			if end := floorTime(m.MadeAt, c.Window).Add(c.Window + c.Lateness); m.Elf >= 0 && !m.MadeAt.IsZero() && end.After(h) {
+				t.Errorf("%s: a record made at %v closes at %v, after the horizon %v", c.Stream, m.MadeAt, end, h)
+			}
+		}
+	}
+}

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
@@ -37,48 +37,22 @@ type packedRun struct {
 
 func runPacker(t *testing.T, ctx context.Context) packedRun {
 	t.Helper()
-	kc := testkafka.Config(t)
-	name := testkafka.Unique("cmp")
-	cfg := packer.DefaultConfig()
-	cfg.Kafka = kc
-	cfg.Group = name + "-packer"
-	cfg.Topics = packer.Topics{
-		Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
-		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead",
+	c := pipeline.Named(testkafka.Unique("cmp"))
+	c.Kafka = testkafka.Config(t)
+	c.Packer.Partitions = 2
+	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
+		e.Count, e.Seed = 300, 7
+		e.LateRate, e.DupRate, e.BadRate, e.Disorder = 0.05, 0.05, 0.05, 3*time.Second
 	}
-	cfg.Partitions = 2
-	pk, err := packer.New(cfg, slog.Default())
+	p, err := pipeline.New(c, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pk.EnsureTopics(ctx); err != nil {
+	defer p.Close()
+	if _, err := p.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- pk.Run(runCtx) }()
-	g, gctx := errgroup.WithContext(ctx)
-	for _, st := range []record.Stream{record.Toys, record.Boxes} {
-		c := producers.DefaultConfig(st)
-		c.Topic, c.Count, c.Seed = cfg.Topics.Toys, 300, 7
-		if st == record.Boxes {
-			c.Topic = cfg.Topics.Boxes
-		}
-		c.LateRate, c.DupRate, c.BadRate, c.Disorder = 0.05, 0.05, 0.05, 3*time.Second
-		c.FinalHeartbeatAt = c.Start.Add(time.Duration(c.Count+1)*c.Spacing + cfg.Window + cfg.Lateness)
-		g.Go(func() error { _, err := producers.Run(gctx, kc, c, nil); return err })
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatalf("elves: %v", err)
-	}
-	if err := pk.WaitQuiet(ctx, 200*time.Millisecond, done); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("packer: %v", err)
-	}
-	return packedRun{kc: kc, cfg: cfg}
+	return packedRun{kc: c.Kafka, cfg: p.Config().Packer}
 }
 
 // args are the compare flags naming the run's Kafka and topics.

@@ -4,22 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/testpostgres"
-	"github.com/northpole-workshop/northpole/internal/topicread"
-	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -75,73 +70,41 @@ func readBack(t *testing.T, read func() error) {
 }
 
 func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) {
-	name := testkafka.Unique("sqlit")
-	cfg := packer.DefaultConfig()
-	cfg.Kafka = kc
-	cfg.Group = name + "-packer"
-	cfg.Topics = packer.Topics{
-		Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
-		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead",
+	pc := pipeline.Named(testkafka.Unique("sqlit"))
+	pc.Kafka = kc
+	pc.Packer.Partitions = r.partitions
+	pc.Packer.Window, pc.Packer.Lateness = r.window, r.lateness
+	pc.Toys.Count, pc.Boxes.Count = r.toys, r.boxes
+	for _, e := range []*producers.Config{&pc.Toys, &pc.Boxes} {
+		e.Elves, e.Seed, e.Start, e.Spacing, e.Disorder = r.elves, r.seed, r.start, r.spacing, r.disorder
+		e.LateRate, e.DupRate, e.BadRate = r.lateRate, r.dupRate, r.bad
+		e.HeartbeatEvery = r.window / 2
 	}
-	cfg.Partitions = r.partitions
-	cfg.Window, cfg.Lateness = r.window, r.lateness
-	pk, err := packer.New(cfg, slog.Default())
+	pl, err := pipeline.New(pc, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pk.EnsureTopics(ctx); err != nil {
+	if err := pl.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- pk.Run(runCtx) }()
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := pl.Close(); err != nil {
 			t.Errorf("packer: %v", err)
 		}
 	}()
-
-	g, gctx := errgroup.WithContext(ctx)
-	for _, st := range []record.Stream{record.Toys, record.Boxes} {
-		c := producers.DefaultConfig(st)
-		c.Topic, c.Count = cfg.Topics.Toys, r.toys
-		if st == record.Boxes {
-			c.Topic, c.Count = cfg.Topics.Boxes, r.boxes
-		}
-		c.Elves, c.Seed, c.Start, c.Spacing, c.Disorder = r.elves, r.seed, r.start, r.spacing, r.disorder
-		c.LateRate, c.DupRate, c.BadRate = r.lateRate, r.dupRate, r.bad
-		c.Window, c.Lateness = r.window, r.lateness
-		c.HeartbeatEvery = r.window / 2
-		c.FinalHeartbeatAt = r.start.Add(time.Duration(max(r.toys, r.boxes)+1)*r.spacing + r.window + r.lateness)
-		g.Go(func() error {
-			_, err := producers.Run(gctx, kc, c, nil)
-			return err
-		})
+	if _, _, err := pl.Produce(ctx, nil); err != nil {
+		t.Fatalf("%v: %v", r, err)
 	}
-	if err := g.Wait(); err != nil {
-		t.Fatalf("%v: elves: %v", r, err)
-	}
-	if err := pk.WaitQuiet(ctx, 200*time.Millisecond, done); err != nil {
+	if err := pl.WaitQuiet(ctx, 200*time.Millisecond); err != nil {
 		t.Fatalf("%v: %v", r, err)
 	}
 
-	var inputs []record.Input
-	var gokaSet results.Set
-	var raw packer.Raw
-	readBack(t, func() error {
-		toys, err := topicread.Inputs(ctx, kc, cfg.Topics.Toys, record.Toys)
-		if err != nil {
-			return err
-		}
-		boxes, err := topicread.Inputs(ctx, kc, cfg.Topics.Boxes, record.Boxes)
-		if err != nil {
-			return err
-		}
-		inputs = slices.Concat(toys, boxes)
-		gokaSet, raw, err = packer.ReadResults(ctx, kc, cfg.Topics)
+	var rb pipeline.ReadBack
+	readBack(t, func() (err error) {
+		rb, err = pl.ReadBack(ctx)
 		return err
 	})
+	inputs, gokaSet, raw := rb.Inputs(), rb.Goka, rb.Raw
 	p := contract.Params{Window: r.window, Lateness: r.lateness}
 	want := contract.Compute(inputs, p, contract.ClosedOnly)
 

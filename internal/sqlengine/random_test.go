@@ -72,17 +72,20 @@ func (r planRun) inputs(t testing.TB) []record.Input {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(r.seed), 11))
 	var out []record.Input
-	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+	elves := func(st record.Stream, count int) producers.Config {
 		c := producers.DefaultConfig(st)
-		c.Count = r.toys
-		if st == record.Boxes {
-			c.Count = r.boxes
-		}
+		c.Count = count
 		c.Elves, c.Seed, c.Start, c.Spacing, c.Disorder = r.elves, r.seed, r.start, r.spacing, r.disorder
 		c.LateRate, c.DupRate, c.BadRate = r.lateRate, r.dupRate, r.bad
 		c.Window, c.Lateness = r.window, r.lateness
 		c.HeartbeatEvery = r.window / 2
-		c.FinalHeartbeatAt = r.start.Add(time.Duration(max(r.toys, r.boxes)+1)*r.spacing + r.window + r.lateness)
+		return c
+	}
+	toys, boxes := elves(record.Toys, r.toys), elves(record.Boxes, r.boxes)
+	horizon := producers.Horizon(toys, boxes)
+	for _, c := range []producers.Config{toys, boxes} {
+		st := c.Stream
+		c.FinalHeartbeatAt = horizon
 		plan, err := producers.Plan(c)
 		if err != nil {
 			t.Fatalf("%v: plan: %v", r, err)

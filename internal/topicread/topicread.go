@@ -25,6 +25,8 @@ type Message struct {
 	Key       []byte
 	Value     []byte
 	Headers   []*sarama.RecordHeader
+	// Timestamp is the record's Kafka timestamp.
+	Timestamp time.Time
 }
 
 // All reads topic from start to the current end, ordered by (partition, offset).
@@ -143,7 +145,7 @@ func readPartition(ctx context.Context, client sarama.Client, consumer sarama.Co
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case m := <-pc.Messages():
-			out = append(out, Message{m.Topic, m.Partition, m.Offset, m.Key, m.Value, m.Headers})
+			out = append(out, Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: m.Headers, Timestamp: m.Timestamp})
 			if m.Offset >= end-1 {
 				return out, nil
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
@@ -399,19 +400,12 @@ func TestHostileInputs(t *testing.T) {
 // the records in the input topics, and returns the packer's.
 func (pl pipeline) checkAgainstReference(t *testing.T, ctx context.Context) results.Set {
 	t.Helper()
-	toys, err := topicread.Inputs(ctx, pl.kc, pl.cfg.Topics.Toys, record.Toys)
+	rb, err := harness.Read(ctx, pl.kc, pl.cfg.Topics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	boxes, err := topicread.Inputs(ctx, pl.kc, pl.cfg.Topics.Boxes, record.Boxes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, raw, err := packer.ReadResults(ctx, pl.kc, pl.cfg.Topics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := contract.Compute(slices.Concat(toys, boxes), pl.cfg.Params, contract.Literal)
+	got, raw := rb.Goka, rb.Raw
+	want := contract.Compute(rb.Inputs(), pl.cfg.Params, contract.Literal)
 	for _, d := range results.Compare(got, want) {
 		t.Errorf("%s: only goka %d rows %.3v, only reference %d rows %.3v", d.Set, len(d.OnlyA), d.OnlyA, len(d.OnlyB), d.OnlyB)
 	}
@@ -489,7 +483,7 @@ func startRun(t *testing.T, ctx context.Context, pk *packer.Packer) *run {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &run{done: make(chan error, 1), cancel: cancel}
 	go func() { r.done <- pk.Run(ctx) }()
-	t.Cleanup(func() { r.stop() })
+	t.Cleanup(func() { _ = r.stop() })
 	return r
 }
 

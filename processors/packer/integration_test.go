@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
@@ -59,7 +58,8 @@ func randomScenario(seed int64) scenario {
 	return s
 }
 
-// pipeline is one packer configuration with topics of its own.
+// pipeline is one packer configuration with topics of its own; the harness
+// (internal/pipeline) runs it with a scenario's elves.
 type pipeline struct {
 	kc  kafkaconf.Config
 	cfg packer.Config
@@ -67,67 +67,64 @@ type pipeline struct {
 
 func newPipeline(t *testing.T, kc kafkaconf.Config, s scenario) pipeline {
 	t.Helper()
-	name := testkafka.Unique("it")
-	cfg := packer.DefaultConfig()
+	cfg := harness.Named(testkafka.Unique("it")).Packer
 	cfg.Kafka = kc
-	cfg.Group = name + "-packer"
-	cfg.Topics = packer.Topics{
-		Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
-		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead",
-	}
 	cfg.Partitions = s.partitions
 	cfg.Window, cfg.Lateness = s.window, s.lateness
 	return pipeline{kc: kc, cfg: cfg}
 }
 
+// elves are the scenario's elves of stream; the harness gives them the
+// packer's topic, W and L, and the horizon of both streams.
 func (pl pipeline) elves(s scenario, stream record.Stream) producers.Config {
 	c := producers.DefaultConfig(stream)
-	c.Topic = pl.cfg.Topics.Toys
 	c.Count = s.toys
 	if stream == record.Boxes {
-		c.Topic, c.Count = pl.cfg.Topics.Boxes, s.boxes
+		c.Count = s.boxes
 	}
 	c.Elves, c.Seed, c.Spacing, c.Disorder = s.elves, s.seed, s.spacing, s.disorder
 	c.LateRate, c.DupRate, c.BadRate = s.lateRate, s.dupRate, s.bad
-	c.Window, c.Lateness = s.window, s.lateness
 	c.HeartbeatEvery = s.window / 2
-	c.FinalHeartbeatAt = c.Start.Add(time.Duration(max(s.toys, s.boxes)+1)*s.spacing + s.window + s.lateness)
 	return c
 }
 
+// harness runs pl's packer and the scenario's elves, each stream's at rate
+// records per second (0: as fast as they can).
+func (pl pipeline) harness(s scenario, rate float64) (*harness.Pipeline, error) {
+	c := harness.DefaultConfig()
+	c.Kafka, c.Packer = pl.kc, pl.cfg
+	c.Toys, c.Boxes = pl.elves(s, record.Toys), pl.elves(s, record.Boxes)
+	c.Toys.Rate, c.Boxes.Rate = rate, rate
+	return harness.New(c, slog.Default())
+}
+
 // produce runs both elves to completion.
-func (pl pipeline) produce(ctx context.Context, s scenario) error {
-	g, gctx := errgroup.WithContext(ctx)
-	for _, st := range []record.Stream{record.Toys, record.Boxes} {
-		g.Go(func() error {
-			_, err := producers.Run(gctx, pl.kc, pl.elves(s, st), nil)
-			return err
-		})
+func (pl pipeline) produce(ctx context.Context, s scenario) error { return pl.produceAt(ctx, s, 0) }
+
+// produceAt runs both elves at a fixed rate (records/s per stream).
+func (pl pipeline) produceAt(ctx context.Context, s scenario, rate float64) error {
+	h, err := pl.harness(s, rate)
+	if err != nil {
+		return err
 	}
-	return g.Wait()
+	_, _, err = h.Produce(ctx, nil)
+	return err
 }
 
 // startPacker runs a packer until the returned stop is called.
 func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (pk *packer.Packer, stop func() error) {
 	t.Helper()
-	pk, err := packer.New(pl.cfg, slog.Default())
+	c := harness.DefaultConfig()
+	c.Kafka, c.Packer = pl.kc, pl.cfg
+	h, err := harness.New(c, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pk.EnsureTopics(ctx); err != nil {
+	r, err := h.StartPacker(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		err := pk.Run(ctx)
-		if err != nil && ctx.Err() == nil {
-			// WaitQuiet does not watch Run: say why the lag stops moving.
-			slog.Error("packer stopped early", "err", err)
-		}
-		done <- err
-	}()
-	return pk, func() error { cancel(); return <-done }
+	return r.Packer(), r.Stop
 }
 
 func waitQuiet(t *testing.T, ctx context.Context, pk *packer.Packer) {
@@ -141,21 +138,13 @@ func waitQuiet(t *testing.T, ctx context.Context, pk *packer.Packer) {
 // records actually in the input topics.
 func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results.Set, packer.Raw) {
 	t.Helper()
-	toys, err := topicread.Inputs(ctx, pl.kc, pl.cfg.Topics.Toys, record.Toys)
+	rb, err := harness.Read(ctx, pl.kc, pl.cfg.Topics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	boxes, err := topicread.Inputs(ctx, pl.kc, pl.cfg.Topics.Boxes, record.Boxes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, raw, err := packer.ReadResults(ctx, pl.kc, pl.cfg.Topics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inputs := slices.Concat(toys, boxes)
-	want := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness}, contract.ClosedOnly)
-	literal := contract.Compute(inputs, contract.Params{Window: s.window, Lateness: s.lateness}, contract.Literal)
+	got, raw, inputs := rb.Goka, rb.Raw, rb.Inputs()
+	want := contract.Compute(inputs, pl.cfg.Params, contract.ClosedOnly)
+	literal := contract.Compute(inputs, pl.cfg.Params, contract.Literal)
 	if d := results.Compare(want, literal); len(d) > 0 {
 		t.Fatalf("%v: the final heartbeats did not close every window: %+v", s, d)
 	}
@@ -244,20 +233,8 @@ func TestRestartMidRun(t *testing.T) {
 			pk, stop := pl.startPacker(t, ctx)
 
 			produced := make(chan error, 1)
-			go func() {
-				// A rate makes the run long enough to stop the packer in the middle.
-				s2 := s
-				g, gctx := errgroup.WithContext(ctx)
-				for _, st := range []record.Stream{record.Toys, record.Boxes} {
-					g.Go(func() error {
-						c := pl.elves(s2, st)
-						c.Rate = 1500
-						_, err := producers.Run(gctx, pl.kc, c, nil)
-						return err
-					})
-				}
-				produced <- g.Wait()
-			}()
+			// A rate makes the run long enough to stop the packer in the middle.
+			go func() { produced <- pl.produceAt(ctx, s, 1500) }()
 			// Stop once some results exist, twice over. A clean stop commits
 			// every offset, so before restarting, rewind the groups' committed
 			// offsets: as after a crash, the tables are then ahead of the

@@ -114,40 +114,21 @@ func (p *Packer) groupLags(ctx context.Context) ([]int64, error) {
 }
 
 // WaitQuiet returns once the packer has consumed everything: Lag is zero on
-// two polls in a row. Errors from Lag are retried (a group coordinator that is
-// still loading offsets after a restart says so for a while) until ctx ends;
-// the last one is reported then. If stopped delivers, the packer ended early.
+// two polls in a row (kafkaconf.WaitQuiet). Errors from Lag are retried (a
+// group coordinator that is still loading offsets after a restart says so for
+// a while) until ctx ends; the last one is reported then. If stopped
+// delivers, the packer ended early.
 func (p *Packer) WaitQuiet(ctx context.Context, every time.Duration, stopped <-chan error) error {
-	zero := 0
-	var lastErr error
-	var lastLags []int64
-	for zero < 2 {
-		select {
-		case <-ctx.Done():
-			if lastErr != nil {
-				return fmt.Errorf("waiting for the packer to finish: %w (last error: %v)", ctx.Err(), lastErr)
-			}
-			// Which stage stalled tells where to look.
-			return fmt.Errorf("waiting for the packer to finish: %w (records not yet committed by groups %v: %v)",
-				ctx.Err(), p.cfg.Groups(), lastLags)
-		case err := <-stopped:
-			return fmt.Errorf("packer stopped before finishing: %v", err)
-		case <-time.After(every):
-		}
+	lags := func(ctx context.Context) ([]int64, error) {
 		lags, err := p.groupLags(ctx)
-		var lag int64
-		for _, l := range lags {
-			lag += l
-		}
-		switch {
-		case err != nil:
-			lastErr, zero = err, 0
+		if err != nil {
 			p.log.Debug("lag not available yet", "err", err)
-		case lag == 0:
-			zero++
-		default:
-			lastErr, lastLags, zero = nil, lags, 0
 		}
+		return lags, err
+	}
+	// Which stage stalled (the lags are in the groups' order) tells where to look.
+	if err := kafkaconf.WaitQuiet(ctx, every, lags, stopped); err != nil {
+		return fmt.Errorf("waiting for the packer (groups %v) to finish: %w", p.cfg.Groups(), err)
 	}
 	return nil
 }

@@ -13,15 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
-	"github.com/northpole-workshop/northpole/producers"
 )
 
 var (
@@ -110,20 +106,6 @@ func (pl pipeline) checkRawPacked(t *testing.T, ctx context.Context) {
 		}
 		boxOf[toy], toyOf[box] = box, toy
 	}
-}
-
-// produceAt runs both elves at a fixed rate (records/s per stream).
-func (pl pipeline) produceAt(ctx context.Context, s scenario, rate float64) error {
-	g, gctx := errgroup.WithContext(ctx)
-	for _, st := range []record.Stream{record.Toys, record.Boxes} {
-		g.Go(func() error {
-			c := pl.elves(s, st)
-			c.Rate = rate
-			_, err := producers.Run(gctx, pl.kc, c, nil)
-			return err
-		})
-	}
-	return g.Wait()
 }
 
 // TestCrashSIGKILL runs the packer as its own OS process and kills it with

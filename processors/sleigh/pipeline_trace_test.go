@@ -11,14 +11,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
-	"github.com/northpole-workshop/northpole/processors/packer"
-	"github.com/northpole-workshop/northpole/processors/sleigh"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -67,69 +64,35 @@ func TestPipelineTraces(t *testing.T) {
 	}
 	defer tel.Shutdown(context.Background())
 
-	name := testkafka.Unique("trace")
-	cfg := packer.DefaultConfig()
-	cfg.Kafka, cfg.Group, cfg.Partitions = kc, name+"-packer", 3
-	cfg.Topics = packer.Topics{Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
-		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead"}
-	pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider("packer")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pk.EnsureTopics(ctx); err != nil {
-		t.Fatal(err)
-	}
-	scfg := sleigh.DefaultConfig()
-	scfg.Kafka, scfg.Topic, scfg.Group, scfg.Partitions = kc, cfg.Topics.Packed, name+"-sleigh", cfg.Partitions
-	scfg.Tracer = tel.TracerProvider("sleigh")
-	sl, err := sleigh.New(scfg, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var running errgroup.Group
-	running.Go(func() error { return pk.Run(runCtx) })
-	running.Go(func() error { return sl.Run(runCtx) })
-
+	c := pipeline.Named(testkafka.Unique("trace"))
+	c.Kafka, c.Packer.Partitions, c.Sleigh = kc, 3, true
 	const n = 300
-	g, gctx := errgroup.WithContext(ctx)
-	for _, x := range []record.Stream{record.Toys, record.Boxes} {
-		c := producers.DefaultConfig(x)
-		c.Topic, c.Count, c.Elves = cfg.Topics.Toys, n, 2
-		service := "toy-elves"
-		if x == record.Boxes {
-			c.Topic, service = cfg.Topics.Boxes, "box-elves"
-		}
-		c.DupRate, c.BadRate, c.LateRate = 0.03, 0.03, 0.02
-		c.FinalHeartbeatAt = c.Start.Add(time.Duration(n+1)*c.Spacing + c.Window + c.Lateness)
-		c.Tracer = tel.TracerProvider(service)
-		g.Go(func() error { _, err := producers.Run(gctx, kc, c, nil); return err })
+	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
+		e.Count, e.Elves = n, 2
+		e.DupRate, e.BadRate, e.LateRate = 0.03, 0.03, 0.02
 	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if err := pk.WaitQuiet(ctx, 100*time.Millisecond, nil); err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := packer.ReadResults(ctx, kc, cfg.Topics)
+	p, err := pipeline.New(c, slog.Default(), pipeline.WithTracing(tel.TracerProvider))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
+	cfg := p.Config().Packer
+	run, err := p.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run.Goka
 	if len(got.Packed) == 0 || len(got.Dead) == 0 {
 		t.Fatalf("nothing packed or no dead letter: %+v", got.Counts())
 	}
-	var m sleigh.Manifest
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if m, err = sl.Manifest(); err == nil && m.Pairs >= len(got.Packed) {
-			break
-		}
+	m, err := p.WaitManifest(ctx, len(got.Packed))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if m.Pairs != len(got.Packed) {
 		t.Errorf("sleigh manifest has %d pairs, the packer packed %d", m.Pairs, len(got.Packed))
 	}
-	stop()
-	if err := running.Wait(); err != nil {
+	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := tel.Shutdown(ctx); err != nil {
@@ -147,6 +110,10 @@ func TestPipelineTraces(t *testing.T) {
 	}
 	count := map[string]int{}
 	for _, s := range spans {
+		// Every messaging span of every service names the broker.
+		if attr(s, "messaging.system") == "kafka" && (attr(s, "server.address") == "" || attr(s, "server.port") == "") {
+			t.Errorf("%s (%s): no server.address/server.port", s.Name(), service(s))
+		}
 		switch {
 		case strings.HasPrefix(s.Name(), "process ") && service(s) == "packer":
 			count["process input"]++

@@ -1,0 +1,128 @@
+package pipeline_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+func TestTopicsAndNames(t *testing.T) {
+	c := pipeline.Named("run-7")
+	want := []string{"run-7-toys", "run-7-boxes", "run-7-packed", "run-7-unpacked", "run-7-spare", "run-7-late", "run-7-dead"}
+	tp := c.Packer.Topics
+	if got := []string{tp.Toys, tp.Boxes, tp.Packed, tp.Unpacked, tp.Spare, tp.Late, tp.Dead}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("topics %v, want %v", got, want)
+	}
+	if c.Packer.Group != "run-7-packer" {
+		t.Errorf("group %q, want run-7-packer", c.Packer.Group)
+	}
+	if pipeline.ElvesService(record.Toys) != pipeline.ServiceToyElves || pipeline.ElvesService(record.Boxes) != pipeline.ServiceBoxElves {
+		t.Error("ElvesService does not name the stream's elves")
+	}
+}
+
+// TestNewTiesThePartsTogether: the elves write to the packer's input topics
+// with the packer's W and L, and both streams' final heartbeats reach the
+// horizon of the longer one.
+func TestNewTiesThePartsTogether(t *testing.T) {
+	c := pipeline.Named("tie")
+	c.Kafka.Brokers = []string{"unused:9092"}
+	c.Packer.Window, c.Packer.Lateness = 2*time.Second, 500*time.Millisecond
+	c.Toys.Count, c.Boxes.Count = 100, 700
+	c.Toys.Topic, c.Boxes.Topic = "elsewhere", "elsewhere"
+	p, err := pipeline.New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Config()
+	if got.Toys.Topic != "tie-toys" || got.Boxes.Topic != "tie-boxes" {
+		t.Errorf("elves write to %q and %q, want the packer's inputs", got.Toys.Topic, got.Boxes.Topic)
+	}
+	if got.Toys.Params != got.Packer.Params || got.Boxes.Params != got.Packer.Params {
+		t.Errorf("elves' params %+v and %+v, the packer's %+v", got.Toys.Params, got.Boxes.Params, got.Packer.Params)
+	}
+	h := producers.Horizon(got.Boxes)
+	if !got.Toys.FinalHeartbeatAt.Equal(h) || !got.Boxes.FinalHeartbeatAt.Equal(h) {
+		t.Errorf("final heartbeats at %v and %v, want both at the boxes' horizon %v", got.Toys.FinalHeartbeatAt, got.Boxes.FinalHeartbeatAt, h)
+	}
+	if got.Packer.Kafka.Brokers[0] != "unused:9092" {
+		t.Errorf("the packer's Kafka is %+v", got.Packer.Kafka)
+	}
+	// A later FinalHeartbeatAt of the caller's stays.
+	later := h.Add(time.Hour)
+	c.Toys.FinalHeartbeatAt = later
+	if p, err = pipeline.New(c, nil); err != nil || !p.Config().Toys.FinalHeartbeatAt.Equal(later) {
+		t.Errorf("a later final heartbeat was moved: %v, %v", err, p.Config().Toys.FinalHeartbeatAt)
+	}
+
+	bad := c
+	bad.Packer.Window = 0
+	bad.Boxes.Count = -1
+	bad.Kafka.Brokers = nil
+	_, err = pipeline.New(bad, nil)
+	for _, want := range []string{"window must be positive", "boxes elves: count must be >= 0", "brokers"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New of a bad config: %v, want it to say %q", err, want)
+		}
+	}
+}
+
+// TestRun: a whole run on Kafka equals the reference, reports its progress
+// and ends with PhaseDone.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := pipeline.Named(testkafka.Unique("pipe"))
+	c.Kafka = testkafka.Config(t)
+	c.Packer.Partitions = 2
+	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
+		e.Count, e.DupRate, e.BadRate, e.LateRate = 400, 0.05, 0.05, 0.05
+	}
+	c.Boxes.Count = 250
+	var mu sync.Mutex
+	var phases []string
+	var last pipeline.Progress
+	p, err := pipeline.New(c, nil, pipeline.WithProgress(50*time.Millisecond, func(pr pipeline.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(phases) == 0 || phases[len(phases)-1] != pr.Phase {
+			phases = append(phases, pr.Phase)
+		}
+		last = pr
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	run, err := p.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.ToyStats.Records != 400 || run.BoxStats.Records != 250 || len(run.Toys) == 0 || len(run.Boxes) == 0 {
+		t.Fatalf("elves wrote %d and %d records, %d and %d read back", run.ToyStats.Records, run.BoxStats.Records, len(run.Toys), len(run.Boxes))
+	}
+	want := contract.Compute(run.Inputs(), p.Config().Packer.Params, contract.ClosedOnly)
+	if d := results.Compare(run.Goka, want); len(d) > 0 {
+		t.Errorf("Goka differs from the reference: %+v", d)
+	}
+	if literal := contract.Compute(run.Inputs(), p.Config().Packer.Params, contract.Literal); len(results.Compare(want, literal)) > 0 {
+		t.Error("the final heartbeats did not close every window")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if phases[len(phases)-1] != pipeline.PhaseDone || last.Toys.Records != 400 || last.Boxes.Records != 250 {
+		t.Errorf("progress phases %v, last %+v; want it to end done with every record", phases, last)
+	}
+}
