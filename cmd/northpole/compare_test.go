@@ -16,6 +16,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -83,11 +84,11 @@ func runCLI(t *testing.T, ctx context.Context, args ...string) (string, int) {
 	return out.String() + "\nerror: " + err.Error(), 1
 }
 
-func decodeComparison(t *testing.T, out string) comparison {
+func decodeComparison(t *testing.T, out string) compare.Comparison {
 	t.Helper()
 	// The JSON document ends where the error line (if any) begins.
 	out, _, _ = strings.Cut(out, "\nerror: ")
-	var c comparison
+	var c compare.Comparison
 	if err := json.Unmarshal([]byte(out), &c); err != nil {
 		t.Fatalf("compare --json printed something that is not a comparison: %v\n%s", err, out)
 	}
@@ -300,7 +301,7 @@ func TestDemoWritesSQLFiles(t *testing.T) {
 	if !strings.Contains(out, "SQL check: the contract's SQL on the embedded SQLite gives the same rows as Goka") {
 		t.Errorf("the demo did not report the SQL check:\n%s", out)
 	}
-	for _, set := range setNames {
+	for _, set := range compare.SetNames {
 		g, err := os.ReadFile(filepath.Join(dir, "goka", set+".jsonl"))
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -246,11 +247,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	diffs := results.Compare(got, want)
 	// The contract's shared SQL on the embedded SQLite, compared with Goka
 	// as `northpole compare` does without --sql.
-	sqlSet, err := embeddedSQL(ctx, slices.Concat(toys, boxes), params)
+	sqlSet, err := compare.EmbeddedSQL(ctx, slices.Concat(toys, boxes), params, slog.Default())
 	if err != nil {
 		return fmt.Errorf("embedded SQL: %w", err)
 	}
-	sqlCmp := buildComparison(got, sqlSet, slices.Concat(toys, boxes), params)
+	sqlCmp := compare.Build(got, sqlSet, slices.Concat(toys, boxes), params)
 
 	sum := demoSummary{
 		Brokers: strings.Join(brokers, ","), Window: o.packer.Window.String(), Lateness: o.packer.Lateness.String(), Seed: o.seed,
@@ -293,7 +294,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	if !sqlCmp.Equal {
 		fmt.Fprintln(stdout)
-		printComparison(stdout, sqlCmp, 10)
+		compare.WriteText(stdout, sqlCmp, 10, moreRowsHint)
 		return &exitError{code: 3, err: errors.New("the Goka results differ from the embedded SQL engine's")}
 	}
 	return nil

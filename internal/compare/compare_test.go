@@ -1,6 +1,7 @@
-package main
+package compare
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestBuildComparison(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := buildComparison(c.goka, c.sql, inputs, p)
+			got := Build(c.goka, c.sql, inputs, p)
 			if got.Equal != (len(c.wantDiffs) == 0) {
 				t.Errorf("Equal = %v with %d differences", got.Equal, len(got.Differences))
 			}
@@ -69,5 +70,37 @@ func TestBuildComparison(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteText: the text names every difference up to maxRows per set and
+// side, says how to see the others, and says so when the sides are equal.
+func TestWriteText(t *testing.T) {
+	p := contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second}
+	in := record.Input{Stream: record.Toys, Topic: "toys", Partition: 2, Offset: 7, Key: []byte("M"), Value: []byte("\xff not utf-8")}
+	dead := results.Dead{Stream: "toys", Partition: 2, Offset: 7, Reason: "malformed json"}
+	var b strings.Builder
+	WriteText(&b, Build(results.Set{Dead: []results.Dead{dead}}, results.Set{Dead: []results.Dead{dead}}, []record.Input{in}, p), 1, "see more")
+	if !strings.Contains(b.String(), "equal: Goka and the SQL engine have the same rows in all five sets") {
+		t.Errorf("equal sides:\n%s", b.String())
+	}
+	late := []results.Late{{Stream: "toys", ID: "a", Size: "M", MadeAt: "2026-12-24T10:00:00Z"}, {Stream: "toys", ID: "b", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}}
+	b.Reset()
+	WriteText(&b, Build(results.Set{}, results.Set{Late: late, Dead: []results.Dead{dead}}, []record.Input{in}, p), 1, "see more")
+	out := b.String()
+	for _, want := range []string{
+		"DIFFERENT: 3 rows are on one side only",
+		`late, only in sql: toys "a", M, made_at 2026-12-24T10:00:00Z`,
+		"late, only in sql: more rows not shown (see more)",
+		"dead, only in sql: toys/2@7 (malformed json)",
+		`toys/2@7 key M`, `value: "\xff not utf-8"`, "goka: no row", "sql: dead (malformed json)",
+		"no input record carries this row's id or position",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `toys "b"`) {
+		t.Errorf("more than one late row shown:\n%s", out)
 	}
 }

@@ -1,0 +1,294 @@
+// Package compare compares the Goka packer's five result sets with a SQL
+// engine's, row for row, and explains every row only one side has with the
+// input records behind it: where they are, their key and made_at, and what
+// Goka, the SQL engine and the batch reference made of each. Run is
+// `northpole compare`: it reads Goka's side and the input records from Kafka
+// (internal/pipeline) and the SQL side from the embedded SQLite, a PostgreSQL
+// it loads, or the result relations of any PostgreSQL-protocol server
+// (RisingWave). The demo uses Build and EmbeddedSQL on its own run.
+package compare
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/sqlengine"
+)
+
+// SetNames are the five result sets in display order; dead rows have no
+// trusted size and are counted under "all".
+var SetNames = []string{"packed", "unpacked", "spare", "late", "dead"}
+
+// SetCounts are the rows of one set (of one size) on each side.
+type SetCounts struct {
+	Goka     int `json:"goka"`
+	SQL      int `json:"sql"`
+	Equal    int `json:"equal"`
+	OnlyGoka int `json:"only_goka"`
+	OnlySQL  int `json:"only_sql"`
+}
+
+// RecordNote is one input record that explains a Difference, with what each
+// side (and the reference) made of it.
+type RecordNote struct {
+	Stream    string `json:"stream"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Key       string `json:"key"`
+	MadeAt    string `json:"made_at,omitempty"`
+	Value     string `json:"value"`
+	Goka      string `json:"goka"`
+	SQL       string `json:"sql"`
+	Reference string `json:"reference"`
+}
+
+// Difference is a row that only one side has (as many times more as it has
+// it more often), with the input records that explain it.
+type Difference struct {
+	Set     string       `json:"set"`
+	OnlyIn  string       `json:"only_in"` // "goka" or "sql"
+	Size    string       `json:"size,omitempty"`
+	Row     any          `json:"row"`
+	Records []RecordNote `json:"records"`
+}
+
+// Comparison is the whole comparison: counts per size and set, and every
+// Difference. Its JSON is what northpole compare --json prints.
+type Comparison struct {
+	Equal    bool   `json:"equal"`
+	Goka     string `json:"goka"`
+	SQL      string `json:"sql"`
+	Window   string `json:"window"`
+	Lateness string `json:"lateness"`
+	Inputs   int    `json:"inputs"`
+	// GokaConflicts counts output keys Goka wrote with two different values.
+	GokaConflicts int                             `json:"goka_conflicting_keys"`
+	Counts        map[string]map[string]SetCounts `json:"counts"` // size ("all" for dead) -> set -> counts
+	Differences   []Difference                    `json:"differences"`
+}
+
+// keyedRow is a result row with its comparison key (dead rows: the position
+// only, as the contract says) and its size.
+type keyedRow struct {
+	key, size string
+	row       any
+}
+
+func rowsOf(s results.Set, set string) []keyedRow {
+	var out []keyedRow
+	switch set {
+	case "packed":
+		for _, r := range s.Packed {
+			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
+		}
+	case "unpacked":
+		for _, r := range s.Unpacked {
+			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
+		}
+	case "spare":
+		for _, r := range s.Spare {
+			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
+		}
+	case "late":
+		for _, r := range s.Late {
+			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
+		}
+	case "dead":
+		for _, r := range s.Dead {
+			out = append(out, keyedRow{fmt.Sprintf("%s/%d@%d", r.Stream, r.Partition, r.Offset), "all", r})
+		}
+	}
+	return out
+}
+
+// Build compares Goka's sets with the SQL engine's, set by set (as
+// multisets: a row reported twice by one side and once by the other is a
+// difference), and explains every differing row with the input records behind
+// it, and what the batch reference (contract.Compute in mode ClosedOnly, as
+// the SQL computes) made of each. Its Goka and SQL say nothing yet of where
+// the sides came from: Run fills them in.
+func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) Comparison {
+	c := Comparison{
+		Equal: true, Window: p.Window.String(), Lateness: p.Lateness.String(), Inputs: len(inputs),
+		Counts: map[string]map[string]SetCounts{}, Differences: []Difference{},
+	}
+	ref := contract.Compute(inputs, p, contract.ClosedOnly)
+	ex := newExplainer(inputs, goka, sqlSet, ref)
+	for _, set := range SetNames {
+		g, s := rowsOf(goka, set), rowsOf(sqlSet, set)
+		remaining := map[string]int{}
+		for _, r := range s {
+			remaining[r.key]++
+		}
+		bump := func(size string, f func(*SetCounts)) {
+			if c.Counts[size] == nil {
+				c.Counts[size] = map[string]SetCounts{}
+			}
+			sc := c.Counts[size][set]
+			f(&sc)
+			c.Counts[size][set] = sc
+		}
+		for _, r := range g {
+			bump(r.size, func(sc *SetCounts) { sc.Goka++ })
+			if remaining[r.key] > 0 {
+				remaining[r.key]--
+				bump(r.size, func(sc *SetCounts) { sc.Equal++ })
+				continue
+			}
+			bump(r.size, func(sc *SetCounts) { sc.OnlyGoka++ })
+			c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "goka", Size: r.size, Row: r.row, Records: ex.explain(r.row)})
+		}
+		for _, r := range s {
+			bump(r.size, func(sc *SetCounts) { sc.SQL++ })
+			if remaining[r.key] > 0 {
+				remaining[r.key]--
+				bump(r.size, func(sc *SetCounts) { sc.OnlySQL++ })
+				c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "sql", Size: r.size, Row: r.row, Records: ex.explain(r.row)})
+			}
+		}
+	}
+	c.Equal = len(c.Differences) == 0
+	return c
+}
+
+// explainer finds the input records behind a result row and says what each
+// side made of them.
+type explainer struct {
+	byID                 map[string][]record.Input // "stream|id": every record carrying the id, valid or not
+	byPos                map[string]record.Input   // "stream/partition@offset"
+	goka, sql, reference sideIndex
+}
+
+func posKey(stream string, partition int32, offset int64) string {
+	return fmt.Sprintf("%s/%d@%d", stream, partition, offset)
+}
+
+func newExplainer(inputs []record.Input, goka, sqlSet, ref results.Set) *explainer {
+	ex := &explainer{byID: map[string][]record.Input{}, byPos: map[string]record.Input{},
+		goka: indexSide(goka), sql: indexSide(sqlSet), reference: indexSide(ref)}
+	for _, in := range inputs {
+		ex.byPos[posKey(string(in.Stream), in.Partition, in.Offset)] = in
+		// Normalize reads the id whether or not the record is valid, so that
+		// a record one side wrongly took for valid is found too.
+		if n := sqlengine.Normalize(in); n.ID != nil {
+			k := string(in.Stream) + "|" + string(n.ID)
+			ex.byID[k] = append(ex.byID[k], in)
+		}
+	}
+	for _, ins := range ex.byID {
+		slices.SortFunc(ins, func(a, b record.Input) int {
+			return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+		})
+	}
+	return ex
+}
+
+// maxRecordsPerRow bounds the records listed for one row (an id repeated many
+// times by duplicates).
+const maxRecordsPerRow = 8
+
+func (ex *explainer) explain(row any) []RecordNote {
+	var ins []record.Input
+	byID := func(stream record.Stream, id string) {
+		ins = append(ins, ex.byID[string(stream)+"|"+id]...)
+	}
+	switch r := row.(type) {
+	case results.Packed:
+		byID(record.Toys, r.ToyID)
+		byID(record.Boxes, r.BoxID)
+	case results.Unpacked:
+		byID(record.Toys, r.ToyID)
+	case results.Spare:
+		byID(record.Boxes, r.BoxID)
+	case results.Late:
+		byID(record.Stream(r.Stream), r.ID)
+	case results.Dead:
+		if in, ok := ex.byPos[posKey(r.Stream, r.Partition, r.Offset)]; ok {
+			ins = append(ins, in)
+		}
+	}
+	notes := []RecordNote{}
+	for i, in := range ins {
+		if i == maxRecordsPerRow {
+			break
+		}
+		n := sqlengine.Normalize(in)
+		note := RecordNote{
+			Stream: string(in.Stream), Partition: in.Partition, Offset: in.Offset,
+			Key: printable(in.Key), Value: abridge(printable(in.Value), 160),
+			Goka: ex.goka.classify(in), SQL: ex.sql.classify(in), Reference: ex.reference.classify(in),
+		}
+		if n.MadeAt != nil {
+			note.MadeAt = *n.MadeAt
+		}
+		notes = append(notes, note)
+	}
+	return notes
+}
+
+// sideIndex is one side's results, indexed to classify input records.
+type sideIndex struct {
+	dead                 map[string]string // position -> reason
+	late                 map[string]string // "stream|size|id" -> made_at
+	packedToy, packedBox map[string]results.Packed
+	unpacked, spare      map[string]string // "size|id" -> window_start
+}
+
+func indexSide(s results.Set) sideIndex {
+	x := sideIndex{dead: map[string]string{}, late: map[string]string{}, packedToy: map[string]results.Packed{},
+		packedBox: map[string]results.Packed{}, unpacked: map[string]string{}, spare: map[string]string{}}
+	for _, d := range s.Dead {
+		x.dead[posKey(d.Stream, d.Partition, d.Offset)] = d.Reason
+	}
+	for _, r := range s.Late {
+		x.late[r.Stream+"|"+r.Size+"|"+r.ID] = r.MadeAt
+	}
+	for _, r := range s.Packed {
+		x.packedToy[r.Size+"|"+r.ToyID] = r
+		x.packedBox[r.Size+"|"+r.BoxID] = r
+	}
+	for _, r := range s.Unpacked {
+		x.unpacked[r.Size+"|"+r.ToyID] = r.WindowStart
+	}
+	for _, r := range s.Spare {
+		x.spare[r.Size+"|"+r.BoxID] = r.WindowStart
+	}
+	return x
+}
+
+// classify says what this side reported for the record: a dead letter at its
+// position, or the row its id and size appear in. (A duplicate's id is that
+// of an earlier record, so only its dead row is its own.)
+func (x sideIndex) classify(in record.Input) string {
+	if reason, ok := x.dead[posKey(string(in.Stream), in.Partition, in.Offset)]; ok {
+		return "dead (" + reason + ")"
+	}
+	n := sqlengine.Normalize(in)
+	if n.ID == nil || n.Size == nil {
+		return "no row"
+	}
+	id, size := string(n.ID), *n.Size
+	if _, ok := x.late[string(in.Stream)+"|"+size+"|"+id]; ok {
+		return "late"
+	}
+	if in.Stream == record.Toys {
+		if p, ok := x.packedToy[size+"|"+id]; ok {
+			return fmt.Sprintf("packed with box %q in window %s", p.BoxID, p.WindowStart)
+		}
+		if w, ok := x.unpacked[size+"|"+id]; ok {
+			return "unpacked in window " + w
+		}
+	} else {
+		if p, ok := x.packedBox[size+"|"+id]; ok {
+			return fmt.Sprintf("holds toy %q in window %s", p.ToyID, p.WindowStart)
+		}
+		if w, ok := x.spare[size+"|"+id]; ok {
+			return "spare in window " + w
+		}
+	}
+	return "no row"
+}
