@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/northpole-workshop/northpole/internal/bench"
 )
 
 // TestBenchRunsItsVariants builds the binary (bench starts the packer from its
@@ -28,8 +30,8 @@ func TestBenchRunsItsVariants(t *testing.T) {
 		t.Fatalf("bench: %v\n%s", err, stderr.String())
 	}
 	var got struct {
-		Records int           `json:"records"`
-		Results []benchResult `json:"results"`
+		Records int            `json:"records"`
+		Results []bench.Result `json:"results"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("bench --json output: %v\n%s", err, stdout.String())

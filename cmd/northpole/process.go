@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,6 +42,22 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L (whole microseconds, >= 0)")
 	fs.StringVar(&cfg.InstanceID, "instance-id", cfg.InstanceID, "static consumer-group member id: a restarted instance with the same id resumes at once (never share one between live instances)")
 	fs.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep goka tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
+}
+
+// packerArgs is the command line of `northpole process packer` for cfg's
+// brokers, group, partitions, W and L, topics and storage directory (the
+// flags packerFlags binds, where they differ from the defaults that matter).
+func packerArgs(cfg packer.Config) []string {
+	t := cfg.Topics
+	args := []string{"process", "packer", "--brokers", strings.Join(cfg.Kafka.Brokers, ","), "--group", cfg.Group,
+		"--partitions", strconv.Itoa(int(cfg.Partitions)), "--window", cfg.Window.String(), "--lateness", cfg.Lateness.String(),
+		"--toys-topic", t.Toys, "--boxes-topic", t.Boxes, "--packed-topic", t.Packed,
+		"--unpacked-topic", t.Unpacked, "--spare-topic", t.Spare, "--late-topic", t.Late,
+		"--dead-topic", t.Dead}
+	if cfg.StorageDir != "" {
+		args = append(args, "--storage-dir", cfg.StorageDir)
+	}
+	return args
 }
 
 func newPackerCmd() *cobra.Command {

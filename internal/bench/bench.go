@@ -1,0 +1,462 @@
+// Package bench measures the packer the way it runs in production: as its own
+// OS process, from a backlog or at a fixed input rate, with tracing off or on,
+// its tables in memory or on disk, on the in-process kfake or a real Kafka.
+// Per variant it reports input events/s, the worker process's CPU per input
+// event (rusage) and peak RSS (VmHWM), output records/s and, live, the pack
+// latency. `northpole bench` is its command line; docs/PERFORMANCE.md has the
+// numbers.
+//
+// The bench does not know the command line of the processes it measures:
+// Config.Args says, for each Worker, what to run.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/producers"
+)
+
+// Variant is one configuration of the packer the bench measures.
+type Variant struct {
+	Name       string `json:"name"`
+	Partitions int32  `json:"partitions"`
+	Tracing    string `json:"tracing"` // off | 100% | 10%
+	Broker     string `json:"broker"`  // kfake | real
+	Storage    string `json:"storage"` // memory | disk
+	Live       bool   `json:"live,omitempty"`
+	// Hop: not the packer but one bare goka hop (RunHop), the floor.
+	Hop      bool    `json:"hop,omitempty"`
+	LiveRate float64 `json:"live_rate,omitempty"`
+}
+
+// Result is what one variant measured.
+type Result struct {
+	Variant
+	InputEvents    int64   `json:"input_events"`
+	OutputRecords  int64   `json:"output_records"`
+	Seconds        float64 `json:"seconds"`
+	EventsPerSec   float64 `json:"input_events_per_s"`
+	OutputsPerSec  float64 `json:"output_records_per_s"`
+	CPUSeconds     float64 `json:"packer_cpu_s"`
+	CPUPerEventUS  float64 `json:"packer_cpu_us_per_event"`
+	MaxRSSMiB      float64 `json:"packer_max_rss_mib"`
+	LatencyP50MS   float64 `json:"latency_p50_ms,omitempty"`
+	LatencyP99MS   float64 `json:"latency_p99_ms,omitempty"`
+	LatencyP999MS  float64 `json:"latency_p999_ms,omitempty"`
+	LatencySamples int     `json:"latency_samples,omitempty"`
+	// Ratios to the baseline (the first variant) of CPU per event and events/s.
+	CPURatio  float64 `json:"cpu_per_event_ratio,omitempty"`
+	RateRatio float64 `json:"events_per_s_ratio,omitempty"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// VariantNames are the variants Config.Variants may name:
+//
+//	base      the first of Partitions, tracing off, memory
+//	trace100  tracing on in the packer, every trace sampled, OTLP/gRPC to a
+//	          receiver in the bench's process that counts the spans
+//	trace10   the same, 10 % sampled (parentbased_traceidratio 0.1)
+//	parts     one run per other value of Partitions
+//	disk      the tables in LevelDB (StorageDir) instead of memory
+//	real      the real broker of Config.Real (skipped without one)
+//	live      a fixed input rate (LiveRate), latency percentiles
+//	hop       not the packer: one goka hop (RunHop), the floor of one stage
+var VariantNames = []string{"base", "trace100", "trace10", "parts", "disk", "real", "live", "hop"}
+
+// Worker is the process one variant measures, as Config.Args turns it into a
+// command line.
+type Worker struct {
+	// Hop: the one-hop floor (RunHop in group HopGroup, on Packer's brokers
+	// and input topics) instead of the packer.
+	Hop      bool
+	HopGroup string
+	// Packer is the packer's configuration: its Kafka (brokers, flush
+	// frequency), group, partitions, W and L, topics and, for the disk
+	// variant, StorageDir.
+	Packer packer.Config
+	// CPUProfile, when set, is where the worker writes its CPU profile.
+	CPUProfile string
+}
+
+// Config configures a bench.
+type Config struct {
+	// Records is the number of input records per variant, toys and boxes
+	// half each (the live variant: LiveRate for LiveDuration instead).
+	Records int
+	// Partitions: the first is the baseline's, the others the parts
+	// variant's.
+	Partitions []int32
+	// Variants to run, in order (see VariantNames); the first is the
+	// baseline of the ratios.
+	Variants     []string
+	LiveRate     float64 // records per second, toys and boxes together
+	LiveDuration time.Duration
+	// StorageDir is where the disk variant keeps its LevelDB; empty: a
+	// temporary directory, removed after.
+	StorageDir string
+	// Elves per stream when producing.
+	Elves int
+	// CPUProfile, when set, is where the first variant's worker writes its
+	// CPU profile.
+	CPUProfile string
+	// Timeout bounds each variant.
+	Timeout time.Duration
+	// Params are the W and L of the packer and the elves.
+	contract.Params
+	// Real is the Kafka of the real variant; without brokers the variant is
+	// skipped. Every other variant runs on an in-process kfake.
+	Real kafkaconf.Config
+	// Executable is the program the workers run as; Args gives its
+	// arguments for a Worker.
+	Executable string
+	Args       func(Worker) []string
+	// Progress gets the bench's progress lines and the workers' output.
+	Progress io.Writer
+}
+
+// DefaultConfig is `northpole bench` without flags.
+func DefaultConfig() Config {
+	return Config{
+		Records: 1_000_000, Partitions: []int32{4, 1, 8},
+		Variants: []string{"base", "trace100", "trace10", "parts", "disk", "real", "live"},
+		LiveRate: 2000, LiveDuration: 30 * time.Second, Elves: 2, Timeout: 30 * time.Minute,
+		Params: contract.DefaultParams(), Progress: io.Discard,
+	}
+}
+
+// Validate reports every reason the bench cannot run, or nil.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("bench: "+format, args...)) }
+	if c.Records < 2 {
+		bad("records must be at least 2, got %d", c.Records)
+	}
+	if len(c.Partitions) == 0 {
+		bad("no partition count")
+	}
+	for _, p := range c.Partitions {
+		if p < 1 {
+			bad("partition counts must be at least 1, got %d", p)
+		}
+	}
+	for _, v := range c.Variants {
+		if !slices.Contains(VariantNames, v) {
+			bad("unknown variant %q (want one of %s)", v, strings.Join(VariantNames, ", "))
+		}
+	}
+	if !(c.LiveRate > 0) || math.IsInf(c.LiveRate, 0) {
+		bad("live rate must be a positive number of records per second, got %v", c.LiveRate)
+	}
+	if c.LiveDuration <= 0 {
+		bad("live duration must be positive, got %v", c.LiveDuration)
+	}
+	if c.Elves < 1 || c.Elves > producers.MaxElves {
+		bad("elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
+	}
+	if c.Timeout <= 0 {
+		bad("timeout must be positive, got %v", c.Timeout)
+	}
+	if err := c.Params.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(c.Real.Brokers) > 0 {
+		if err := c.Real.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Executable == "" || c.Args == nil {
+		bad("no worker program (Executable and Args)")
+	}
+	if c.Progress == nil {
+		bad("no progress writer")
+	}
+	return errors.Join(errs...)
+}
+
+// Bench runs the variants of a Config.
+type Bench struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New validates cfg. The bench's own components (the harness, which creates
+// the topics and measures the packer's lag) log to log; nil discards.
+func New(cfg Config, log *slog.Logger) (*Bench, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Bench{cfg: cfg, log: log}, nil
+}
+
+func (b *Bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.cfg.Progress, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// variants expands the configured names.
+func (b *Bench) variants() []Variant {
+	c := b.cfg
+	var out []Variant
+	base := Variant{Partitions: c.Partitions[0], Tracing: "off", Broker: "kfake", Storage: "memory"}
+	for _, name := range c.Variants {
+		v := base
+		switch name {
+		case "base":
+			v.Name = "baseline"
+		case "trace100":
+			v.Name, v.Tracing = "tracing 100%", "100%"
+		case "trace10":
+			v.Name, v.Tracing = "tracing 10%", "10%"
+		case "parts":
+			for _, p := range c.Partitions[1:] {
+				w := base
+				w.Name, w.Partitions = fmt.Sprintf("%d partitions", p), p
+				out = append(out, w)
+			}
+			continue
+		case "disk":
+			v.Name, v.Storage = "storage on disk", "disk"
+		case "real":
+			if len(c.Real.Brokers) == 0 {
+				b.progress("no real Kafka given: skipping the real-broker variant")
+				continue
+			}
+			v.Name, v.Broker = "real broker", "real"
+		case "hop":
+			v.Name, v.Hop = "one goka hop (floor)", true
+		case "live":
+			v.Name, v.Live, v.LiveRate = fmt.Sprintf("live %.0f/s", c.LiveRate), true, c.LiveRate
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Run measures every variant in turn, on an in-process kfake but for the
+// real variant. A variant that fails has its Error set and the others still
+// run; Run itself fails only when ctx ends.
+func (b *Bench) Run(ctx context.Context) ([]Result, error) {
+	kf, err := kfakebroker.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer kf.Close()
+	fake := b.cfg.Real
+	fake.Brokers = kf.Addrs()
+	fake.Security = kafkaconf.Security{}
+
+	variants := b.variants()
+	var out []Result
+	for i, v := range variants {
+		kc := fake
+		if v.Broker == "real" {
+			kc = b.cfg.Real
+		}
+		b.progress("variant %d/%d: %s", i+1, len(variants), v.Name)
+		vctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+		r, err := b.one(vctx, kc, v, i == 0)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, err
+			}
+			b.progress("variant %s failed: %v", v.Name, err)
+			r.Error = err.Error()
+		}
+		out = append(out, r)
+	}
+	if len(out) > 0 && out[0].Error == "" && !out[0].Live {
+		base := out[0]
+		for i := range out {
+			if out[i].Error != "" || out[i].Live {
+				continue
+			}
+			out[i].CPURatio = out[i].CPUPerEventUS / base.CPUPerEventUS
+			out[i].RateRatio = out[i].EventsPerSec / base.EventsPerSec
+		}
+	}
+	return out, nil
+}
+
+// one measures variant v on kc; first is the baseline (the CPU profile's).
+func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first bool) (Result, error) {
+	r := Result{Variant: v}
+	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	p, err := b.pipeline(kc, name, v)
+	if err != nil {
+		return r, err
+	}
+	cfg := p.Config().Packer
+	if err := p.EnsureTopics(ctx); err != nil {
+		return r, err
+	}
+	w := Worker{Hop: v.Hop, HopGroup: HopGroup(name), Packer: cfg}
+	if first {
+		w.CPUProfile = b.cfg.CPUProfile
+	}
+	if v.Storage == "disk" {
+		dir, cleanup, err := b.storageDir()
+		if err != nil {
+			return r, err
+		}
+		defer cleanup()
+		w.Packer.StorageDir = dir + "/" + name
+	}
+	env, stopReceiver, err := b.workerEnv(v)
+	if err != nil {
+		return r, err
+	}
+	defer stopReceiver()
+	produce := func(ctx context.Context) error {
+		_, _, err := p.Produce(ctx, b.elvesProgress())
+		return err
+	}
+	lag := p.Packer().Lag
+	what := "packer"
+	if v.Hop {
+		topics := []string{cfg.Topics.Toys, cfg.Topics.Boxes}
+		lag = func(ctx context.Context) (int64, error) { return hopLag(ctx, kc, w.HopGroup, topics) }
+		what = "worker"
+	}
+
+	var began time.Time
+	if !v.Live {
+		b.progress("  pre-loading %d records (%d partitions, %s)", b.cfg.Records, v.Partitions, v.Broker)
+		t0 := time.Now()
+		if err := produce(ctx); err != nil {
+			return r, err
+		}
+		b.progress("  pre-loaded in %s; starting the packer", time.Since(t0).Round(time.Millisecond))
+		began = time.Now()
+		proc, err := b.start(ctx, w, env)
+		if err != nil {
+			return r, err
+		}
+		if err := b.waitQuiet(ctx, lag, proc, what); err != nil {
+			_ = proc.stop(&r)
+			return r, err
+		}
+		r.Seconds = time.Since(began).Seconds()
+		if err := proc.stop(&r); err != nil {
+			return r, fmt.Errorf("packer process: %w", err)
+		}
+	} else {
+		proc, err := b.start(ctx, w, env)
+		if err != nil {
+			return r, err
+		}
+		b.progress("  waiting for the packer's three groups to be stable")
+		if err := waitStable(ctx, kc, cfg.Groups(), proc); err != nil {
+			_ = proc.stop(&r)
+			return r, err
+		}
+		b.progress("  writing %d records at %.0f/s", p.Config().Toys.Count*2, v.LiveRate)
+		began = time.Now()
+		if err := produce(ctx); err != nil {
+			_ = proc.stop(&r)
+			return r, err
+		}
+		if err := b.waitQuiet(ctx, lag, proc, what); err != nil {
+			_ = proc.stop(&r)
+			return r, err
+		}
+		r.Seconds = time.Since(began).Seconds()
+		if err := proc.stop(&r); err != nil {
+			return r, fmt.Errorf("packer process: %w", err)
+		}
+		lat, err := packLatencies(ctx, kc, cfg.Topics)
+		if err != nil {
+			return r, err
+		}
+		r.LatencySamples = len(lat)
+		if len(lat) > 0 {
+			q := func(p float64) float64 {
+				i := int(p * float64(len(lat)-1))
+				return float64(lat[i].Microseconds()) / 1000
+			}
+			r.LatencyP50MS, r.LatencyP99MS, r.LatencyP999MS = q(0.50), q(0.99), q(0.999)
+		}
+	}
+	in, err := endOffsets(ctx, kc, cfg.Topics.Toys, cfg.Topics.Boxes)
+	if err != nil {
+		return r, err
+	}
+	outN, err := endOffsets(ctx, kc, cfg.Topics.Packed, cfg.Topics.Unpacked, cfg.Topics.Spare, cfg.Topics.Late, cfg.Topics.Dead)
+	if err != nil {
+		return r, err
+	}
+	r.InputEvents, r.OutputRecords = in, outN
+	r.EventsPerSec = float64(in) / r.Seconds
+	r.OutputsPerSec = float64(outN) / r.Seconds
+	r.CPUPerEventUS = r.CPUSeconds * 1e6 / float64(in)
+	b.progress("  %d events in %.1f s: %.0f events/s, %.1f µs CPU/event, max RSS %.0f MiB", in, r.Seconds, r.EventsPerSec, r.CPUPerEventUS, r.MaxRSSMiB)
+	return r, nil
+}
+
+// pipeline is variant v's run on topics named after name: clean elves (no
+// late, duplicate or bad records), the backlog or the live rate's records.
+func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*pipeline.Pipeline, error) {
+	c := pipeline.Named(name)
+	c.Kafka = kc
+	c.Packer.Partitions, c.Packer.Params = v.Partitions, b.cfg.Params
+	count, rate := b.cfg.Records/2, 0.0
+	if v.Live {
+		count, rate = int(v.LiveRate*b.cfg.LiveDuration.Seconds()/2), v.LiveRate/2
+	}
+	c.Toys.Count, c.Toys.Elves, c.Toys.Seed, c.Toys.Rate = count, b.cfg.Elves, 1, rate
+	c.Boxes.Count, c.Boxes.Elves, c.Boxes.Seed, c.Boxes.Rate = count, b.cfg.Elves, 2, rate
+	return pipeline.New(c, b.log)
+}
+
+// elvesProgress reports each stream's records written every five seconds.
+func (b *Bench) elvesProgress() func(producers.Stats) {
+	var mu sync.Mutex
+	last := map[string]time.Time{}
+	return func(s producers.Stats) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := string(s.Stream)
+		if _, ok := last[k]; !ok {
+			last[k] = time.Now()
+		}
+		if time.Since(last[k]) > 5*time.Second {
+			last[k] = time.Now()
+			b.progress("  %s: %d written", s.Stream, s.Acked)
+		}
+	}
+}
+
+// waitQuiet waits until lag is zero on two polls in a row (kafkaconf.WaitQuiet),
+// printing it every five seconds; what names the worker.
+func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64, error), proc *process, what string) error {
+	last := time.Now()
+	lags := func(ctx context.Context) ([]int64, error) {
+		l, err := lag(ctx)
+		if err == nil && time.Since(last) > 5*time.Second {
+			last = time.Now()
+			b.progress("  %s lag %d", what, l)
+		}
+		return []int64{l}, err
+	}
+	err := kafkaconf.WaitQuiet(ctx, 200*time.Millisecond, lags, proc.stopped())
+	if errors.Is(err, kafkaconf.ErrStopped) {
+		return fmt.Errorf("%s process ended early: %w", what, err)
+	}
+	return err
+}

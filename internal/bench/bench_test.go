@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+)
+
+func validConfig() Config {
+	c := DefaultConfig()
+	c.Executable, c.Args = "/bin/true", func(Worker) []string { return nil }
+	return c
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := validConfig().Validate(); err != nil {
+		t.Fatalf("the default config with a worker: %v", err)
+	}
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Records = 1 }, "records must be at least 2"},
+		{func(c *Config) { c.Partitions = nil }, "no partition count"},
+		{func(c *Config) { c.Partitions = []int32{4, 0} }, "partition counts must be at least 1"},
+		{func(c *Config) { c.Variants = []string{"base", "fast"} }, `unknown variant "fast"`},
+		{func(c *Config) { c.LiveRate = 0 }, "live rate must be a positive number"},
+		{func(c *Config) { c.LiveDuration = 0 }, "live duration must be positive"},
+		{func(c *Config) { c.Elves = 0 }, "elves must be between"},
+		{func(c *Config) { c.Timeout = -time.Second }, "timeout must be positive"},
+		{func(c *Config) { c.Window = 0 }, "window must be positive"},
+		{func(c *Config) { c.Real = kafkaconf.Config{Brokers: []string{"nohost"}} }, "nohost"},
+		{func(c *Config) { c.Args = nil }, "no worker program"},
+		{func(c *Config) { c.Progress = nil }, "no progress writer"},
+	} {
+		c := validConfig()
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "--") {
+			t.Errorf("Validate() = %v: a library error names a flag", err)
+		}
+	}
+}
+
+// TestVariants: parts is one variant per further partition count, real is
+// skipped without a real Kafka, every other name is one variant.
+func TestVariants(t *testing.T) {
+	c := validConfig()
+	c.Variants = []string{"base", "parts", "real", "disk", "live", "hop", "trace10"}
+	c.Partitions = []int32{4, 1, 8}
+	b, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range b.variants() {
+		names = append(names, v.Name)
+		if v.Name == "storage on disk" && v.Storage != "disk" || v.Name == "one goka hop (floor)" && !v.Hop ||
+			v.Name == "live 2000/s" && (!v.Live || v.LiveRate != 2000) || v.Name == "tracing 10%" && v.Tracing != "10%" {
+			t.Errorf("variant %+v", v)
+		}
+	}
+	want := "baseline,1 partitions,8 partitions,storage on disk,live 2000/s,one goka hop (floor),tracing 10%"
+	if got := strings.Join(names, ","); got != want {
+		t.Errorf("variants %s, want %s", got, want)
+	}
+	c.Real = kafkaconf.Config{Brokers: []string{"k:9092"}}
+	b, _ = New(c, nil)
+	if vs := b.variants(); vs[3].Broker != "real" {
+		t.Errorf("with a real Kafka the fourth variant is %+v, want the real broker", vs[3])
+	}
+}
+
+// TestLatencies: a packed pair's latency is from the later of its toy and
+// box; a re-sent packed key counts once, a pair whose items are unknown not
+// at all.
+func TestLatencies(t *testing.T) {
+	t0 := time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC)
+	written := map[string]time.Time{"toys|t1": t0, "boxes|b1": t0.Add(30 * time.Millisecond), "toys|t2": t0.Add(50 * time.Millisecond), "boxes|b2": t0}
+	pk := func(key, toy, box string, at time.Duration) topicread.Message {
+		return topicread.Message{Key: []byte(key), Value: []byte(`{"toy_id":"` + toy + `","box_id":"` + box + `","size":"M","window_start":"x"}`), Timestamp: t0.Add(at)}
+	}
+	lat := latencies(written, []topicread.Message{
+		pk("M|t1", "t1", "b1", 100*time.Millisecond),
+		pk("M|t1", "t1", "b1", time.Second), // re-sent
+		pk("M|t2", "t2", "b2", 60*time.Millisecond),
+		pk("M|t3", "t3", "b3", 70*time.Millisecond), // unknown items
+		{Key: []byte("M|bad"), Value: []byte("not json")},
+	})
+	if len(lat) != 2 || lat[0] != 10*time.Millisecond || lat[1] != 70*time.Millisecond {
+		t.Errorf("latencies %v, want [10ms 70ms]", lat)
+	}
+}
+
+func TestVMHWM(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc")
+	}
+	if m := vmHWM(os.Getpid()); m <= 0 {
+		t.Errorf("VmHWM of this process: %v MiB", m)
+	}
+	if m := vmHWM(-1); m != 0 {
+		t.Errorf("VmHWM of no process: %v, want 0", m)
+	}
+}

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/topicread"
+	"github.com/northpole-workshop/northpole/processors/packer"
+)
+
+// waitStable waits until every group is Stable (all members joined), or the
+// worker has exited.
+func waitStable(ctx context.Context, kc kafkaconf.Config, groups []string, proc *process) error {
+	client, err := kc.NewReaderClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return err
+	}
+	for {
+		ds, err := admin.DescribeConsumerGroups(groups)
+		stable := 0
+		if err == nil {
+			for _, d := range ds {
+				if d.State == "Stable" {
+					stable++
+				}
+			}
+		}
+		if stable == len(groups) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-proc.exited:
+			return fmt.Errorf("packer process ended early: %w", proc.err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// endOffsets is the sum of the end offsets of every partition of topics:
+// their record count, as the bench's topics are new and never compacted.
+func endOffsets(ctx context.Context, kc kafkaconf.Config, topics ...string) (int64, error) {
+	client, err := kc.NewReaderClient(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	var n int64
+	for _, t := range topics {
+		ps, err := client.Partitions(t)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range ps {
+			end, err := client.GetOffset(t, p, sarama.OffsetNewest)
+			if err != nil {
+				return 0, err
+			}
+			n += end
+		}
+	}
+	return n, nil
+}
+
+// hopLag is the records of topics the hop worker's group has not committed.
+func hopLag(ctx context.Context, kc kafkaconf.Config, group string, topics []string) (int64, error) {
+	client, err := kc.NewReaderClient(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	return kafkaconf.GroupLag(ctx, client, group, topics...)
+}
+
+// packLatencies: for each packed record, its Kafka timestamp minus the later
+// of its toy's and its box's Kafka timestamps, sorted.
+func packLatencies(ctx context.Context, kc kafkaconf.Config, t packer.Topics) ([]time.Duration, error) {
+	written := map[string]time.Time{} // stream|id -> timestamp of its first record
+	for _, x := range []struct{ topic, stream string }{{t.Toys, "toys"}, {t.Boxes, "boxes"}} {
+		msgs, err := topicread.All(ctx, kc, x.topic)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			var v struct {
+				Toy string `json:"toy_id"`
+				Box string `json:"box_id"`
+			}
+			if json.Unmarshal(m.Value, &v) == nil && v.Toy+v.Box != "" {
+				if _, ok := written[x.stream+"|"+v.Toy+v.Box]; !ok {
+					written[x.stream+"|"+v.Toy+v.Box] = m.Timestamp
+				}
+			}
+		}
+	}
+	packed, err := topicread.All(ctx, kc, t.Packed)
+	if err != nil {
+		return nil, err
+	}
+	return latencies(written, packed), nil
+}
+
+// latencies pairs each packed record (the first of each key) with the
+// timestamps written holds of its toy and its box.
+func latencies(written map[string]time.Time, packed []topicread.Message) []time.Duration {
+	var lat []time.Duration
+	seen := map[string]bool{}
+	for _, m := range packed {
+		if seen[string(m.Key)] {
+			continue
+		}
+		seen[string(m.Key)] = true
+		var p results.Packed
+		if json.Unmarshal(m.Value, &p) != nil {
+			continue
+		}
+		a, ok1 := written["toys|"+p.ToyID]
+		b, ok2 := written["boxes|"+p.BoxID]
+		if !ok1 || !ok2 {
+			continue
+		}
+		if b.After(a) {
+			a = b
+		}
+		lat = append(lat, m.Timestamp.Sub(a))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat
+}
