@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Topic describes a topic northpole needs.
@@ -23,11 +25,12 @@ type Topic struct {
 // do have the requested partition count. A mismatch is an error, never fixed
 // silently: co-partitioned topics with different counts would break the join.
 func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
-	admin, err := sarama.NewClusterAdmin(c.Brokers, c.failFast())
+	cl, err := c.NewReaderClient(ctx)
 	if err != nil {
-		return fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
+		return err
 	}
-	defer admin.Close()
+	defer cl.Close()
+	admin := kadm.NewClient(cl)
 	for _, t := range topics {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -36,15 +39,16 @@ func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
 		if repl == 0 {
 			repl = 1
 		}
-		detail := &sarama.TopicDetail{NumPartitions: t.Partitions, ReplicationFactor: repl}
+		var configs map[string]*string
 		if len(t.Configs) > 0 {
-			detail.ConfigEntries = map[string]*string{}
+			configs = make(map[string]*string, len(t.Configs))
 			for k, v := range t.Configs {
-				detail.ConfigEntries[k] = &v
+				configs[k] = &v
 			}
 		}
-		err := admin.CreateTopic(t.Name, detail, false)
-		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		// CreateTopic returns the topic's own error too.
+		_, err := admin.CreateTopic(ctx, t.Partitions, repl, configs, t.Name)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("create topic %q (%d partitions): %w", t.Name, t.Partitions, err)
 		}
 		if err := waitPartitions(ctx, admin, t.Name, t.Partitions); err != nil {
@@ -54,18 +58,25 @@ func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
 	return nil
 }
 
-func waitPartitions(ctx context.Context, admin sarama.ClusterAdmin, topic string, want int32) error {
+// waitPartitions waits until topic's metadata shows it, then checks its
+// partition count: a topic just created takes a moment to appear on every
+// broker, and a client that produces to it before then is told it does not
+// exist.
+func waitPartitions(ctx context.Context, admin *kadm.Client, topic string, want int32) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		md, err := admin.DescribeTopics([]string{topic})
-		if err == nil && len(md) == 1 && md[0].Err == sarama.ErrNoError {
-			if got := int32(len(md[0].Partitions)); got != want {
+		tds, err := admin.ListTopics(ctx, topic)
+		if err == nil {
+			err = tds[topic].Err
+		}
+		if err == nil {
+			if got := int32(len(tds[topic].Partitions)); got != want {
 				return fmt.Errorf("topic %q exists with %d partitions, but %d are required", topic, got, want)
 			}
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %q did not become visible: %v", topic, err)
+			return fmt.Errorf("topic %q did not become visible: %w", topic, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -79,29 +90,31 @@ func waitPartitions(ctx context.Context, admin sarama.ClusterAdmin, topic string
 // brokers accept (the topic's max.message.bytes, which defaults to the
 // broker's message.max.bytes).
 func MaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[string]int, error) {
-	admin, err := sarama.NewClusterAdmin(c.Brokers, c.failFast())
+	cl, err := c.NewReaderClient(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
+		return nil, err
 	}
-	defer admin.Close()
+	defer cl.Close()
+	configs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("describe config of topics %q: %w", topics, err)
+	}
 	out := make(map[string]int, len(topics))
 	for _, t := range topics {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		rc, err := configs.On(t, nil)
+		if err == nil {
+			err = rc.Err
 		}
-		entries, err := admin.DescribeConfig(sarama.ConfigResource{
-			Type: sarama.TopicResource, Name: t, ConfigNames: []string{"max.message.bytes"},
-		})
 		if err != nil {
 			return nil, fmt.Errorf("describe config of topic %q: %w", t, err)
 		}
-		for _, e := range entries {
-			if e.Name != "max.message.bytes" {
+		for _, e := range rc.Configs {
+			if e.Key != "max.message.bytes" {
 				continue
 			}
-			n, err := strconv.Atoi(e.Value)
+			n, err := strconv.Atoi(e.MaybeValue())
 			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("topic %q: max.message.bytes is %q, not a positive number", t, e.Value)
+				return nil, fmt.Errorf("topic %q: max.message.bytes is %q, not a positive number", t, e.MaybeValue())
 			}
 			out[t] = n
 		}
@@ -113,110 +126,87 @@ func MaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[strin
 }
 
 // Partitions returns the partition count of topic, or an error that names the
-// topic when it does not exist.
+// topic when it does not exist. It takes no context: a reader's few retries
+// bound it (see NewReaderClient).
 func Partitions(c Config, topic string) (int32, error) {
-	client, err := sarama.NewClient(c.Brokers, c.failFast())
+	ctx := context.Background()
+	cl, err := c.NewReaderClient(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(err))
+		return 0, err
 	}
-	defer client.Close()
-	ps, err := client.Partitions(topic)
+	defer cl.Close()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err == nil {
+		err = tds[topic].Err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("topic %q: %w", topic, err)
 	}
-	return int32(len(ps)), nil
+	return int32(len(tds[topic].Partitions)), nil
 }
 
-// failFast is the config of short administrative calls at start-up: a wrong
-// address or password is reported within seconds instead of after the half
-// minute of retries that long-lived clients get.
-func (c Config) failFast() *sarama.Config {
-	cfg := c.Sarama()
-	cfg.Metadata.Retry.Max = 3
-	return cfg
-}
-
-// ReaderSarama is the config of short-lived readers: topicread, and the
-// clients compare, bench and the demo open to read topics, offsets or a
-// group's lag. It is Sarama with the start-up checks' few metadata retries.
-// A long-lived client retries metadata for RetryFor (minutes) to ride out a
-// broker restart, but sarama.NewClient and the client's metadata calls take
-// no context: a reader with that config would ignore its caller's deadline
-// and Ctrl-C for minutes when Kafka is unreachable or a topic is missing.
-// Readers retry, where they retry at all, in their own loops that check ctx.
-func (c Config) ReaderSarama() *sarama.Config {
-	return c.failFast()
-}
-
-// NewReaderClient connects a short-lived reader (see ReaderSarama). It
-// returns when ctx is done even though sarama.NewClient cannot be cancelled:
-// the connection attempt then finishes in the background, and a client it
-// still makes is closed.
-func (c Config) NewReaderClient(ctx context.Context) (sarama.Client, error) {
-	type result struct {
-		client sarama.Client
-		err    error
+// NewReaderClient connects a short-lived reader: topicread, topic
+// administration, lag, and the clients compare, bench and the demo open to
+// read topics, offsets or a group's lag. Its requests are retried a few
+// times, not for RetryFor (see reader), and it pings the brokers before it
+// returns, so that an unreachable Kafka, a wrong TLS setting or password
+// is reported here, in words a user can act on, rather than by whatever
+// request comes first. It gives up when ctx is done. Wrap it in
+// kadm.NewClient for administration; closing either closes both.
+func (c Config) NewReaderClient(ctx context.Context) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(c.reader()...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client for %v: %w", c.Brokers, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		client, err := sarama.NewClient(c.Brokers, c.ReaderSarama())
-		done <- result{client, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.Explain(r.err))
+	for attempt := 0; ; attempt++ {
+		err = cl.Ping(ctx)
+		var kafkaErr *kerr.Error
+		// A broker's answer (a refused password) will not change.
+		if err == nil || attempt == readerRetries || errors.As(err, &kafkaErr) || ctx.Err() != nil {
+			break
 		}
-		return r.client, nil
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.client != nil {
-				r.client.Close()
-			}
-		}()
-		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, ctx.Err())
+		select {
+		case <-ctx.Done():
+		case <-time.After(readerBackoff):
+		}
 	}
+	if err != nil {
+		cl.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.explain(err))
+	}
+	return cl, nil
 }
 
 // GroupLag is how many records of topics the consumer group has not committed
 // yet: the sum over their partitions of the end offset minus the committed
 // one (a partition without a commit counts from 0). A group that does not
 // exist yet lags by everything.
-func GroupLag(ctx context.Context, client sarama.Client, group string, topics ...string) (int64, error) {
-	// The admin shares the client; closing it would close the client too.
-	admin, err := sarama.NewClusterAdminFromClient(client)
+func GroupLag(ctx context.Context, admin *kadm.Client, group string, topics ...string) (int64, error) {
+	ends, err := admin.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		return 0, fmt.Errorf("kafka admin: %w", err)
+		return 0, fmt.Errorf("end offsets of topics %q: %w", topics, err)
 	}
-	req := map[string][]int32{}
-	for _, topic := range topics {
-		ps, err := client.Partitions(topic)
-		if err != nil {
-			return 0, fmt.Errorf("partitions of %q: %w", topic, err)
-		}
-		req[topic] = ps
-	}
-	resp, err := admin.ListConsumerGroupOffsets(group, req)
-	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+	committed, err := admin.FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return 0, fmt.Errorf("offsets of group %q: %w", group, err)
 	}
 	var lag int64
-	for topic, ps := range req {
-		for _, part := range ps {
-			if err := ctx.Err(); err != nil {
-				return 0, err
+	for _, topic := range topics {
+		for part, end := range ends[topic] {
+			if end.Err != nil {
+				return 0, fmt.Errorf("end of %s/%d: %w", topic, part, end.Err)
 			}
-			end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
-			if err != nil {
-				return 0, fmt.Errorf("end of %s/%d: %w", topic, part, err)
-			}
-			committed := int64(0)
-			if resp != nil {
-				if b := resp.GetBlock(topic, part); b != nil && b.Offset >= 0 {
-					committed = b.Offset
+			var from int64
+			if o, ok := committed.Lookup(topic, part); ok {
+				if o.Err != nil {
+					return 0, fmt.Errorf("offset of group %q on %s/%d: %w", group, topic, part, o.Err)
 				}
+				from = max(0, o.At)
 			}
-			lag += max(0, end-committed)
+			lag += max(0, end.Offset-from)
 		}
 	}
 	return lag, nil

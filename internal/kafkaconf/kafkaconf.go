@@ -1,7 +1,10 @@
-// Package kafkaconf is the one place that builds *sarama.Config for northpole.
-// Every client (elves, goka processors, readers, admin) asks for a fresh config
-// here and gets its own copy: goka's *BuilderWithConfig helpers mutate the
-// config they are given, so sharing one between builders is a data race.
+// Package kafkaconf is the one place that builds Kafka client configuration
+// for northpole: franz-go options for every client of ours (the elves'
+// producer and goka's, readers, topic administration and lag, on kgo and
+// kadm), and *sarama.Config for what goka itself runs on sarama (its
+// consumers and topic manager). Each goka builder asks for a fresh
+// *sarama.Config: goka's *BuilderWithConfig helpers mutate the config they
+// are given, so sharing one between builders is a data race.
 package kafkaconf
 
 import (
@@ -83,8 +86,8 @@ func SplitBrokers(s string) []string {
 	return out
 }
 
-// Sarama returns a new *sarama.Config for one client (Kgo is its franz-go
-// counterpart). Producers are idempotent
+// Sarama returns a new *sarama.Config for one goka builder (Kgo is its
+// franz-go counterpart). Producers are idempotent
 // (acks=all, one request in flight per broker): the packer's correctness under
 // crashes relies on each partition's writes becoming durable in the order they
 // were sent, without gaps. See docs/ARCHITECTURE.md, "Why replays are harmless".
@@ -94,10 +97,7 @@ func (c Config) Sarama() *sarama.Config {
 	if cfg.Version == (sarama.KafkaVersion{}) {
 		cfg.Version = DefaultVersion
 	}
-	cfg.ClientID = c.ClientID
-	if cfg.ClientID == "" {
-		cfg.ClientID = "northpole"
-	}
+	cfg.ClientID = c.clientID()
 	cfg.Metadata.RefreshFrequency = 30 * time.Second
 
 	cfg.Producer.Idempotent = true
@@ -125,6 +125,14 @@ func (c Config) Sarama() *sarama.Config {
 	cfg.Consumer.IsolationLevel = sarama.ReadUncommitted
 	c.Security.apply(cfg)
 	return cfg
+}
+
+// clientID is ClientID or its default.
+func (c Config) clientID() string {
+	if c.ClientID == "" {
+		return "northpole"
+	}
+	return c.ClientID
 }
 
 // retries is RetryFor in retries of retryBackoff (at least one).

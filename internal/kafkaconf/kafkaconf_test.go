@@ -25,10 +25,6 @@ func TestRetryForBecomesRetries(t *testing.T) {
 			t.Errorf("RetryFor %v: retries cover only %v", tc.retryFor, got)
 		}
 	}
-	// Start-up checks fail fast whatever RetryFor says.
-	if got := (Config{RetryFor: time.Hour}).failFast().Metadata.Retry.Max; got != 3 {
-		t.Errorf("failFast metadata retries = %d, want 3", got)
-	}
 }
 
 func TestConfigValidate(t *testing.T) {

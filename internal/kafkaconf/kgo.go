@@ -17,15 +17,12 @@ import (
 // topic's max.message.bytes, see MaxMessageBytes).
 const ProducerMaxBytes = 1 << 20
 
-// Kgo returns options for a franz-go client that produces as a Sarama()
-// config does: the same client id and security, idempotent writes with
-// acks=all, records batched for at most FlushFrequency, and retried for
-// RetryFor before they fail. Brokers are left to the caller.
+// Kgo returns options for a long-lived franz-go client that produces (the
+// elves', goka's through internal/gokaproducer): the client id and security
+// of a Sarama() config, idempotent writes with acks=all, records batched for
+// at most FlushFrequency, and retried for RetryFor before they fail. Brokers
+// and the partitioner are left to the caller.
 func (c Config) Kgo() []kgo.Opt {
-	id := c.ClientID
-	if id == "" {
-		id = "northpole"
-	}
 	linger := c.FlushFrequency
 	if linger == 0 {
 		linger = DefaultFlushFrequency
@@ -35,7 +32,7 @@ func (c Config) Kgo() []kgo.Opt {
 		retryFor = DefaultRetryFor
 	}
 	opts := []kgo.Opt{
-		kgo.ClientID(id),
+		kgo.ClientID(c.clientID()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.ProducerBatchMaxBytes(ProducerMaxBytes),
@@ -56,7 +53,33 @@ func (c Config) Kgo() []kgo.Opt {
 	return append(opts, c.Security.kgoOpts()...)
 }
 
-// kgoOpts is the security part of Kgo.
+// readerRetries is how many times a short-lived reader retries a request, or
+// its first connection, readerBackoff apart: enough for a leader that moves,
+// few enough that an unreachable broker or a wrong password is reported
+// within seconds.
+const readerRetries = 3
+
+// readerBackoff is the pause between a reader's retries.
+const readerBackoff = retryBackoff
+
+// reader returns the options of a short-lived reader (see NewReaderClient):
+// Kgo's client id and security, the seed brokers, and readerRetries instead
+// of RetryFor. A long-lived client retries for RetryFor (minutes) to ride
+// out a broker restart; a reader with that setting would answer a missing
+// topic or an unreachable Kafka only when its caller's deadline ends, and a
+// command without one (compare, the demo) would appear to hang. Readers
+// retry, where they retry at all, in their own loops (WaitQuiet).
+func (c Config) reader() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ClientID(c.clientID()),
+		kgo.RequestRetries(readerRetries),
+		kgo.RetryBackoffFn(func(int) time.Duration { return readerBackoff }),
+	}
+	return append(opts, c.Security.kgoOpts()...)
+}
+
+// kgoOpts is the security part of Kgo and reader.
 func (s Security) kgoOpts() []kgo.Opt {
 	var opts []kgo.Opt
 	if s.TLS {

@@ -7,27 +7,43 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
 )
 
-// TestReaderSarama: readers retry metadata a few times whatever RetryFor
+// TestReaderRetries: readers retry requests a few times whatever RetryFor
 // says; long-lived clients keep retrying for RetryFor.
-func TestReaderSarama(t *testing.T) {
-	kc := kafkaconf.Config{Brokers: []string{"k:9092"}, RetryFor: time.Hour}
-	if got := kc.ReaderSarama().Metadata.Retry.Max; got != 3 {
-		t.Errorf("ReaderSarama metadata retries = %d, want 3", got)
+func TestReaderRetries(t *testing.T) {
+	kc := testkafka.Config(t)
+	kc.RetryFor = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reader, err := kc.NewReaderClient(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := kc.Sarama().Metadata.Retry.Max; got < 1000 {
-		t.Errorf("Sarama metadata retries = %d, want RetryFor's (an hour)", got)
+	defer reader.Close()
+	if got := reader.OptValue(kgo.RequestRetries); got != int64(3) {
+		t.Errorf("reader request retries = %v, want 3", got)
+	}
+	long, err := kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Close()
+	if got := long.OptValue(kgo.RetryTimeout); got != time.Hour {
+		t.Errorf("long-lived client retries requests for %v, want RetryFor (an hour)", got)
+	}
+	if got := long.OptValue(kgo.RecordDeliveryTimeout); got != time.Hour {
+		t.Errorf("long-lived client retries records for %v, want RetryFor (an hour)", got)
 	}
 }
 
-var errAny = errors.New("any error")
-
-// TestNewReaderClient: connecting gives up when ctx is done, even while
-// sarama.NewClient (which takes no context) still waits for a broker, and
-// fails within seconds when nothing listens.
+// TestNewReaderClient: connecting gives up when ctx is done, even while a
+// broker accepts the connection and never answers, and fails within seconds
+// when nothing listens.
 func TestNewReaderClient(t *testing.T) {
 	// silent accepts connections and never answers.
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
@@ -50,22 +66,19 @@ func TestNewReaderClient(t *testing.T) {
 	}
 	refused := closed.Addr().String()
 	closed.Close()
-	kf, err := kfakebroker.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
+	kc := testkafka.Config(t)
 
 	for _, tc := range []struct {
 		name    string
 		brokers []string
 		timeout time.Duration
 		within  time.Duration
-		want    error // nil: connects; errAny: any error
+		fails   bool
+		want    error // the error it fails with; nil: any
 	}{
-		{"silent broker, deadline", []string{silent.Addr().String()}, 300 * time.Millisecond, 3 * time.Second, context.DeadlineExceeded},
-		{"refused", []string{refused}, time.Minute, 10 * time.Second, errAny},
-		{"kfake", kf.Addrs(), time.Minute, 10 * time.Second, nil},
+		{"silent broker, deadline", []string{silent.Addr().String()}, 300 * time.Millisecond, 3 * time.Second, true, context.DeadlineExceeded},
+		{"refused", []string{refused}, time.Minute, 10 * time.Second, true, nil},
+		{"broker", kc.Brokers, time.Minute, 10 * time.Second, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
@@ -77,11 +90,11 @@ func TestNewReaderClient(t *testing.T) {
 				client.Close()
 			}
 			switch {
-			case tc.want == nil && err != nil:
+			case !tc.fails && err != nil:
 				t.Fatalf("NewReaderClient: %v", err)
-			case tc.want != nil && err == nil:
+			case tc.fails && err == nil:
 				t.Fatalf("NewReaderClient connected, want an error")
-			case tc.want != nil && tc.want != errAny && !errors.Is(err, tc.want):
+			case tc.want != nil && !errors.Is(err, tc.want):
 				t.Fatalf("NewReaderClient: %v, want %v", err, tc.want)
 			}
 			if took > tc.within {

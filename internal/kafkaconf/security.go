@@ -1,6 +1,7 @@
 package kafkaconf
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/tls"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/xdg-go/scram"
 )
 
@@ -133,7 +135,7 @@ func (s Security) Resolve() (Security, error) {
 	return s, nil
 }
 
-// apply sets the security part of a sarama config.
+// apply sets the security part of a sarama config (goka's consumers).
 func (s Security) apply(cfg *sarama.Config) {
 	if s.TLS {
 		cfg.Net.TLS.Enable = true
@@ -179,16 +181,17 @@ func (c *scramClient) Begin(user, password, authzID string) error {
 func (c *scramClient) Step(challenge string) (string, error) { return c.conv.Step(challenge) }
 func (c *scramClient) Done() bool                            { return c.conv.Done() }
 
-// Explain turns sarama's connection errors into what a user should check.
-func (c Config) Explain(err error) error {
-	if err == nil {
-		return nil
-	}
+// explain turns the error of a first connection into what a user should
+// check. kgo reports a refused password as Kafka's error code, and anything
+// that kept it from talking to a broker at all (nothing listening, TLS on one
+// side only, an untrusted certificate) as the network's or TLS's error.
+func (c Config) explain(err error) error {
+	var kafkaErr *kerr.Error
 	switch {
-	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		return fmt.Errorf("kafka %v refused SASL %s authentication for user %q (wrong user or password?): %w", c.Brokers, c.Security.SASLMechanism, c.Security.SASLUser, err)
-	case errors.Is(err, sarama.ErrOutOfBrokers):
-		return fmt.Errorf("cannot reach kafka at %v (is it running? right port? TLS/SASL settings match the listener?): %w", c.Brokers, err)
+	case errors.As(err, &kafkaErr), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
 	}
-	return err
+	return fmt.Errorf("cannot reach kafka at %v (is it running? right port? TLS/SASL settings match the listener?): %w", c.Brokers, err)
 }

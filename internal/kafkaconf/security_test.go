@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -106,7 +107,7 @@ func TestSCRAMAgainstRealBroker(t *testing.T) {
 			if err == nil {
 				t.Fatal("a wrong password was accepted")
 			}
-			if !errors.Is(err, sarama.ErrSASLAuthenticationFailed) || !strings.Contains(err.Error(), "refused SASL") || !strings.Contains(err.Error(), user) {
+			if !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), "refused SASL") || !strings.Contains(err.Error(), user) {
 				t.Fatalf("error is not a clear authentication failure: %v", err)
 			}
 			if strings.Contains(err.Error(), password) {
@@ -130,6 +131,7 @@ func TestSCRAMAgainstRealBroker(t *testing.T) {
 			if err := EnsureTopics(ctx, c, Topic{Name: topic, Partitions: 1}); err != nil {
 				t.Fatalf("authenticated admin: %v", err)
 			}
+			// goka's consumers connect with the sarama config.
 			p, err := sarama.NewSyncProducer(c.Brokers, c.Sarama())
 			if err != nil {
 				t.Fatalf("authenticated producer: %v", err)

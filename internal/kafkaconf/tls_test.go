@@ -146,6 +146,7 @@ func TestTLSAgainstBroker(t *testing.T) {
 			if err != nil {
 				t.Fatalf("EnsureTopics over TLS: %v", err)
 			}
+			// goka's consumers connect with the sarama config.
 			prod, err := sarama.NewSyncProducer(kc.Brokers, kc.Sarama())
 			if err != nil {
 				t.Fatalf("producer over TLS: %v", err)

@@ -5,13 +5,12 @@ package topicread
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
-	"github.com/IBM/sarama"
-	"golang.org/x/sync/errgroup"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -24,81 +23,77 @@ type Message struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte
-	Headers   []*sarama.RecordHeader
+	Headers   []kgo.RecordHeader
 	// Timestamp is the record's Kafka timestamp.
 	Timestamp time.Time
 }
 
 // All reads topic from start to the current end, ordered by (partition, offset).
-// A read that fails on a connection-level error (sarama sometimes closes a
-// broker connection that concurrent partition readers share: "broker not
-// connected") is retried from the start, twice at most. Kafka that cannot be
-// reached at all, or a missing topic, is reported within seconds: the client
-// is a fail-fast reader (kafkaconf.Config.ReaderSarama), not one that retries
-// for minutes, and the read gives up as soon as ctx is done.
+// Kafka that cannot be reached at all, or a missing topic, is reported within
+// seconds: the client is a fail-fast reader (kafkaconf.Config.NewReaderClient),
+// not one that retries for minutes, and the read gives up as soon as ctx is
+// done. A broker connection lost during the read is the client's to redial.
 func All(ctx context.Context, kc kafkaconf.Config, topic string) ([]Message, error) {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		var out []Message
-		var connected bool
-		out, connected, err = readAll(ctx, kc, topic)
-		// A failed connect already retried (ReaderSarama): not again.
-		if err == nil || !connected || !transient(err) || ctx.Err() != nil {
-			return out, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 300 * time.Millisecond):
-		}
-	}
-	return nil, err
-}
-
-func transient(err error) bool {
-	return errors.Is(err, sarama.ErrNotConnected) || errors.Is(err, sarama.ErrOutOfBrokers) ||
-		errors.Is(err, sarama.ErrLeaderNotAvailable) || errors.Is(err, sarama.ErrNotLeaderForPartition) ||
-		errors.Is(err, sarama.ErrClosedClient)
-}
-
-// readAll reads topic once; connected says whether the client connected.
-func readAll(ctx context.Context, kc kafkaconf.Config, topic string) (out []Message, connected bool, err error) {
-	client, err := kc.NewReaderClient(ctx)
+	cl, err := kc.NewReaderClient(ctx)
 	if err != nil {
-		return nil, false, err
-	}
-	defer client.Close()
-	out, err = readTopic(ctx, client, topic)
-	return out, true, err
-}
-
-func readTopic(ctx context.Context, client sarama.Client, topic string) ([]Message, error) {
-	consumer, err := sarama.NewConsumerFromClient(client)
-	if err != nil {
-		return nil, fmt.Errorf("consumer for %q: %w", topic, err)
-	}
-	defer consumer.Close()
-	parts, err := client.Partitions(topic)
-	if err != nil {
-		return nil, fmt.Errorf("partitions of %q: %w", topic, err)
-	}
-	// Partitions are read concurrently: each fetch may wait for the broker's
-	// max wait time, which adds up over many partitions.
-	perPart := make([][]Message, len(parts))
-	g, gctx := errgroup.WithContext(ctx)
-	for i, p := range parts {
-		g.Go(func() error {
-			msgs, err := readPartition(gctx, client, consumer, topic, p)
-			perPart[i] = msgs
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	defer cl.Close()
+	admin := kadm.NewClient(cl)
+	starts, err := admin.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("start offsets of %q: %w", topic, err)
+	}
+	ends, err := admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %q: %w", topic, err)
+	}
+	end := map[int32]int64{} // of each partition that has records
+	from := map[int32]kgo.Offset{}
+	for p, e := range ends[topic] {
+		s := starts[topic][p]
+		switch {
+		case p == -1: // kadm's entry for a topic that does not exist
+			return nil, fmt.Errorf("topic %q: %w", topic, e.Err)
+		case e.Err != nil:
+			return nil, fmt.Errorf("end offset of %s/%d: %w", topic, p, e.Err)
+		case s.Err != nil:
+			return nil, fmt.Errorf("start offset of %s/%d: %w", topic, p, s.Err)
+		case s.Offset < e.Offset:
+			end[p], from[p] = e.Offset, kgo.NewOffset().At(s.Offset)
+		}
+	}
+	if len(end) == 0 {
+		return nil, nil
+	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: from})
 	var out []Message
-	for _, msgs := range perPart {
-		out = append(out, msgs...)
+	for len(end) > 0 {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var fetchErr error
+		fetches.EachError(func(t string, p int32, err error) {
+			fetchErr = fmt.Errorf("read %s/%d: %w", t, p, err)
+		})
+		if fetchErr != nil {
+			return nil, fetchErr
+		}
+		var done []int32
+		fetches.EachRecord(func(r *kgo.Record) {
+			e, reading := end[r.Partition]
+			if !reading || r.Offset >= e {
+				return // written after the read started
+			}
+			out = append(out, Message{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+				Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+			if r.Offset == e-1 {
+				delete(end, r.Partition)
+				done = append(done, r.Partition)
+			}
+		})
+		cl.RemoveConsumePartitions(map[string][]int32{topic: done})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Partition != out[j].Partition {
@@ -120,37 +115,4 @@ func Inputs(ctx context.Context, kc kafkaconf.Config, topic string, stream recor
 		in[i] = record.Input{Stream: stream, Topic: topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value}
 	}
 	return in, nil
-}
-
-func readPartition(ctx context.Context, client sarama.Client, consumer sarama.Consumer, topic string, p int32) ([]Message, error) {
-	end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
-	if err != nil {
-		return nil, fmt.Errorf("end offset of %s/%d: %w", topic, p, err)
-	}
-	start, err := client.GetOffset(topic, p, sarama.OffsetOldest)
-	if err != nil {
-		return nil, fmt.Errorf("start offset of %s/%d: %w", topic, p, err)
-	}
-	if start >= end {
-		return nil, nil
-	}
-	pc, err := consumer.ConsumePartition(topic, p, start)
-	if err != nil {
-		return nil, fmt.Errorf("consume %s/%d: %w", topic, p, err)
-	}
-	defer pc.Close()
-	var out []Message
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case m := <-pc.Messages():
-			out = append(out, Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: m.Headers, Timestamp: m.Timestamp})
-			if m.Offset >= end-1 {
-				return out, nil
-			}
-		case e := <-pc.Errors():
-			return nil, fmt.Errorf("read %s/%d: %w", topic, p, e)
-		}
-	}
 }

@@ -6,39 +6,34 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
 func TestAll(t *testing.T) {
-	kf, err := kfakebroker.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	kc := kafkaconf.Config{Brokers: kf.Addrs()}
+	kc := testkafka.Config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: "t", Partitions: 2}); err != nil {
+	topic := testkafka.Unique("topicread")
+	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := kc.Sarama()
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	p, err := sarama.NewSyncProducer(kc.Brokers, cfg)
+	p, err := kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, part := range []int32{1, 0, 1} {
-		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "t", Partition: part, Value: sarama.StringEncoder([]string{"a", "b", "c"}[i])}); err != nil {
+		r := &kgo.Record{Topic: topic, Partition: part, Value: []byte([]string{"a", "b", "c"}[i])}
+		if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	p.Close()
 
-	msgs, err := topicread.All(ctx, kc, "t")
+	msgs, err := topicread.All(ctx, kc, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -500,20 +500,35 @@ func (r *run) stop() error {
 }
 
 // alterMaxMessageBytes sets (or, with "", removes) a topic's max.message.bytes.
-func alterMaxMessageBytes(t *testing.T, kc kafkaconf.Config, topic, value string) {
+func alterMaxMessageBytes(t *testing.T, ctx context.Context, kc kafkaconf.Config, topic, value string) {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(kc.Brokers, kc.Sarama())
+	admin := readerAdmin(t, ctx, kc)
+	alter := kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "max.message.bytes"}
+	if value != "" {
+		alter = kadm.AlterConfig{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &value}
+	}
+	resps, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{alter}, topic)
+	if err == nil {
+		var resp kadm.AlterConfigsResponse
+		resp, err = resps.On(topic, nil)
+		if err == nil {
+			err = resp.Err
+		}
+	}
+	if err != nil {
+		t.Fatalf("alter max.message.bytes of %s: %v", topic, err)
+	}
+}
+
+// readerAdmin is an admin client that the test closes at its end.
+func readerAdmin(t *testing.T, ctx context.Context, kc kafkaconf.Config) *kadm.Client {
+	t.Helper()
+	cl, err := kc.NewReaderClient(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
-	entries := map[string]*string{}
-	if value != "" {
-		entries["max.message.bytes"] = &value
-	}
-	if err := admin.AlterConfig(sarama.TopicResource, topic, entries, false); err != nil {
-		t.Fatalf("alter max.message.bytes of %s: %v", topic, err)
-	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
 }
 
 // TestFailedWriteIsNotCommittedPast makes the write of one record's outcome
@@ -549,7 +564,7 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	alterMaxMessageBytes(t, kc, pl.cfg.Topics.Dead, "100")
+	alterMaxMessageBytes(t, ctx, kc, pl.cfg.Topics.Dead, "100")
 	bad := &rawRecord{name: "malformed", stream: record.Toys, key: M, value: []byte("not json, and a dead letter of more than 100 bytes")}
 	later := []*rawRecord{bad}
 	for i := range 50 {
@@ -568,7 +583,7 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the packer went on after a write failed")
 	}
-	if c := committed(t, kc, pl.cfg.Group+"-dedupe", pl.cfg.Topics.Toys); c > bad.offset {
+	if c := committed(t, ctx, kc, pl.cfg.Group+"-dedupe", pl.cfg.Topics.Toys); c > bad.offset {
 		t.Fatalf("toys committed up to offset %d, past the record at %d whose dead letter failed", c, bad.offset)
 	}
 
@@ -584,7 +599,7 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 		t.Fatal("the packer started although a topic it writes takes only 100 bytes")
 	}
 
-	alterMaxMessageBytes(t, kc, pl.cfg.Topics.Dead, "")
+	alterMaxMessageBytes(t, ctx, kc, pl.cfg.Topics.Dead, "")
 	pk, r = start()
 	produceRaw(t, ctx, prod, pl, finalHeartbeats())
 	if err := pk.WaitQuiet(ctx, 100*time.Millisecond, r.done); err != nil {
@@ -597,19 +612,17 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 }
 
 // committed is the offset group has committed on partition 0 of topic.
-func committed(t *testing.T, kc kafkaconf.Config, group, topic string) int64 {
+func committed(t *testing.T, ctx context.Context, kc kafkaconf.Config, group, topic string) int64 {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(kc.Brokers, kc.Sarama())
+	resps, err := readerAdmin(t, ctx, kc).FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
-	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {0}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := resp.GetBlock(topic, 0); b != nil {
-		return b.Offset
+	if o, ok := resps.Lookup(topic, 0); ok {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		return o.At
 	}
 	return -1
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -81,7 +81,12 @@ func readInto[T any](ctx context.Context, kc kafkaconf.Config, topic string, raw
 // over all their inputs (including loops and the tables they read as streams).
 // Zero, twice in a row after the elves stopped, means quiescence.
 func (p *Packer) Lag(ctx context.Context) (int64, error) {
-	lags, err := p.groupLags(ctx)
+	admin, err := p.lagAdmin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer admin.Close()
+	lags, err := p.groupLags(ctx, admin)
 	var total int64
 	for _, l := range lags {
 		total += l
@@ -89,14 +94,20 @@ func (p *Packer) Lag(ctx context.Context) (int64, error) {
 	return total, err
 }
 
-// groupLags is Lag per group, in pipeline order.
-func (p *Packer) groupLags(ctx context.Context) ([]int64, error) {
-	c := p.cfg
-	client, err := sarama.NewClient(c.Kafka.Brokers, c.Kafka.Sarama())
+// lagAdmin connects a client to read the groups' lag with: a reader's, which
+// fails within seconds (kafkaconf.Config.NewReaderClient), as its callers
+// poll and retry in loops of their own.
+func (p *Packer) lagAdmin(ctx context.Context) (*kadm.Client, error) {
+	cl, err := p.cfg.Kafka.NewReaderClient(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect to kafka: %w", err)
+		return nil, err
 	}
-	defer client.Close()
+	return kadm.NewClient(cl), nil
+}
+
+// groupLags is Lag per group, in pipeline order.
+func (p *Packer) groupLags(ctx context.Context, admin *kadm.Client) ([]int64, error) {
+	c := p.cfg
 	inputs := map[string][]string{
 		c.dedupeGroup(): {c.Topics.Toys, c.Topics.Boxes, c.dedupeGroup() + "-loop"},
 		c.clockGroup():  {c.dedupeEvents()},
@@ -104,7 +115,7 @@ func (p *Packer) groupLags(ctx context.Context) ([]int64, error) {
 	}
 	var lags []int64
 	for _, group := range c.Groups() {
-		lag, err := kafkaconf.GroupLag(ctx, client, group, inputs[group]...)
+		lag, err := kafkaconf.GroupLag(ctx, admin, group, inputs[group]...)
 		if err != nil {
 			return nil, err
 		}
@@ -119,8 +130,23 @@ func (p *Packer) groupLags(ctx context.Context) ([]int64, error) {
 // a while) until ctx ends; the last one is reported then. If stopped
 // delivers, the packer ended early.
 func (p *Packer) WaitQuiet(ctx context.Context, every time.Duration, stopped <-chan error) error {
+	// One client for the whole wait, connected by the first poll that can:
+	// a Kafka not reachable yet is that poll's error, retried by the next.
+	var admin *kadm.Client
+	defer func() {
+		if admin != nil {
+			admin.Close()
+		}
+	}()
 	lags := func(ctx context.Context) ([]int64, error) {
-		lags, err := p.groupLags(ctx)
+		var lags []int64
+		var err error
+		if admin == nil {
+			admin, err = p.lagAdmin(ctx)
+		}
+		if err == nil {
+			lags, err = p.groupLags(ctx, admin)
+		}
 		if err != nil {
 			p.log.Debug("lag not available yet", "err", err)
 		}
