@@ -58,10 +58,11 @@ func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
 	return nil
 }
 
-// waitPartitions waits until topic's metadata shows it, then checks its
-// partition count: a topic just created takes a moment to appear on every
-// broker, and a client that produces to it before then is told it does not
-// exist.
+// waitPartitions waits until topic's metadata shows it with a leader for
+// every partition, and checks its partition count. A topic just created
+// takes a moment to appear on every broker and to get its leaders: a client
+// that writes to it before then is told it does not exist, or has no leader,
+// and waits for its next metadata refresh (see minMetadataAge).
 func waitPartitions(ctx context.Context, admin *kadm.Client, topic string, want int32) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -73,10 +74,13 @@ func waitPartitions(ctx context.Context, admin *kadm.Client, topic string, want 
 			if got := int32(len(tds[topic].Partitions)); got != want {
 				return fmt.Errorf("topic %q exists with %d partitions, but %d are required", topic, got, want)
 			}
+			err = leaderless(tds[topic])
+		}
+		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %q did not become visible: %w", topic, err)
+			return fmt.Errorf("topic %q did not become ready (visible, a leader for every partition): %w", topic, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -84,6 +88,19 @@ func waitPartitions(ctx context.Context, admin *kadm.Client, topic string, want 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// leaderless reports the first partition of td without a leader.
+func leaderless(td kadm.TopicDetail) error {
+	for _, p := range td.Partitions.Sorted() {
+		switch {
+		case p.Err != nil:
+			return fmt.Errorf("partition %d: %w", p.Partition, p.Err)
+		case p.Leader < 0:
+			return fmt.Errorf("partition %d has no leader yet", p.Partition)
+		}
+	}
+	return nil
 }
 
 // MaxMessageBytes returns, for each topic, the largest record batch its

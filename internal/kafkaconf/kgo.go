@@ -49,9 +49,18 @@ func (c Config) Kgo() []kgo.Opt {
 		kgo.UnknownTopicRetries(-1),
 		kgo.RetryTimeout(retryFor),
 		kgo.MetadataMaxAge(30 * time.Second),
+		minMetadataAge,
 	}
 	return append(opts, c.Security.kgoOpts()...)
 }
+
+// minMetadataAge lets a client refresh its metadata every retryBackoff, as
+// sarama's do, instead of kgo's 5 s. A write answered NOT_LEADER waits for a
+// refresh: Apache Kafka gives that answer for a moment after a topic is
+// created (its metadata already names the leader, which has not yet loaded
+// the partition) and while a leader moves, and each write to a new topic in
+// the tests took 5 s more.
+var minMetadataAge = kgo.MetadataMinAge(retryBackoff)
 
 // readerRetries is how many times a short-lived reader retries a request, or
 // its first connection, readerBackoff apart: enough for a leader that moves,
@@ -75,6 +84,7 @@ func (c Config) reader() []kgo.Opt {
 		kgo.ClientID(c.clientID()),
 		kgo.RequestRetries(readerRetries),
 		kgo.RetryBackoffFn(func(int) time.Duration { return readerBackoff }),
+		minMetadataAge,
 	}
 	return append(opts, c.Security.kgoOpts()...)
 }
