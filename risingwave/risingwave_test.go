@@ -87,7 +87,8 @@ func TestScriptRunsTheSharedText(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"FORMAT PLAIN ENCODE BYTES", "INCLUDE partition AS kpartition", "INCLUDE offset AS koffset",
-		"topic = 'toys'", "properties.bootstrap.server = 'localhost:9092'", "CREATE MATERIALIZED VIEW np_input AS"} {
+		"topic = 'toys'", "properties.bootstrap.server = 'localhost:9092'", "CREATE MATERIALIZED VIEW np_input AS",
+		"psql -v ON_ERROR_STOP=1 "} {
 		if !strings.Contains(script, s) {
 			t.Errorf("the script lacks %q", s)
 		}

@@ -52,7 +52,9 @@ func Script(o ScriptOptions) (string, error) {
 -- do not edit: change risingwave/sql/ and regenerate (see risingwave/README.md).
 --
 -- W = %v (%d µs), L = %v (%d µs), Kafka %s, topics %s and %s.
--- Run it with psql against RisingWave (e.g. psql -h localhost -p 4566 -d dev -U root -f FILE),
+-- Run it with psql against RisingWave, stopping at the first statement that fails (each
+-- view reads the ones before it, so going on would only add errors):
+--   psql -v ON_ERROR_STOP=1 -h localhost -p 4566 -d dev -U root -f FILE
 -- then compare with Goka: northpole compare --sql postgres://root@localhost:4566/dev
 --
 -- Part 1, RisingWave's wrapper (only RisingWave runs it): Kafka sources and np_input.
