@@ -4,8 +4,8 @@
 // describes.
 //
 // Generation is pure and deterministic (Generator, Plan, FinalHeartbeats): the
-// same Config yields the same records. Run sends them with a sarama
-// AsyncProducer from a few concurrent elf goroutines.
+// same Config yields the same records. Run sends them with a franz-go (kgo)
+// producer from a few concurrent elf goroutines.
 package producers
 
 import (

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -68,6 +71,11 @@ func (s Stats) Rate() float64 {
 	return float64(s.Records) / s.Elapsed.Seconds()
 }
 
+// maxBuffered bounds the records handed to the producer and not yet
+// answered. It is kgo's own default limit, said out loud because the elves
+// wait for room themselves (see runner.send).
+const maxBuffered = 50_000
+
 // maxErrors bounds the distinct producer errors kept for Run's error (and
 // logged); the rest are counted.
 const maxErrors = 10
@@ -84,12 +92,14 @@ type failure struct {
 // runner is the shared state of one Run.
 type runner struct {
 	cfg      Config
+	log      *slog.Logger
 	start    time.Time
 	mu       sync.Mutex
 	stats    Stats
 	maxMade  time.Time
 	failures []*failure
 	answered chan struct{} // a token whenever an ack or error arrives
+	room     chan struct{} // a token per record handed over and not yet answered
 	failed   chan struct{} // closed on the first producer error
 	failOnce sync.Once
 	tracer   *kafkatrace.Producer // nil: tracing off
@@ -105,16 +115,16 @@ func (r *runner) snapshot() Stats {
 }
 
 // handing counts m as sent before it goes into the producer, so that an
-// answer can never be counted before its message; unhand undoes it.
-func (r *runner) handing(m Message, delta int64) {
+// answer can never be counted before its message.
+func (r *runner) handing(m Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stats.Sent += delta
-	r.stats.Kinds[m.Kind] += delta
+	r.stats.Sent++
+	r.stats.Kinds[m.Kind]++
 	if m.Kind != KindHeartbeat {
-		r.stats.Records += delta
+		r.stats.Records++
 	}
-	if delta > 0 && !m.MadeAt.IsZero() && m.MadeAt.After(r.maxMade) {
+	if !m.MadeAt.IsZero() && m.MadeAt.After(r.maxMade) {
 		r.maxMade = m.MadeAt
 	}
 }
@@ -126,42 +136,30 @@ func (r *runner) poke() {
 	}
 }
 
-// collect reads the producer's answers until both channels are closed.
-func (r *runner) collect(p sarama.AsyncProducer, log *slog.Logger) {
-	succ, errc := p.Successes(), p.Errors()
-	for succ != nil || errc != nil {
-		select {
-		case msg, ok := <-succ:
-			if !ok {
-				succ = nil
-				continue
-			}
-			endSend(msg, nil)
-			r.mu.Lock()
-			r.stats.Acked++
-			r.mu.Unlock()
-		case pe, ok := <-errc:
-			if !ok {
-				errc = nil
-				continue
-			}
-			r.failedOne(pe, log)
-			r.failOnce.Do(func() { close(r.failed) })
-		}
-		r.poke()
+// answer counts Kafka's answer to a record of kind: kgo calls it, from one
+// goroutine, for every record handed to Produce.
+func (r *runner) answer(kind string, span trace.Span, rec *kgo.Record, err error) {
+	kafkatrace.End(span, rec, err)
+	if err != nil {
+		r.failedOne(kind, rec, err)
+		r.failOnce.Do(func() { close(r.failed) })
+	} else {
+		r.mu.Lock()
+		r.stats.Acked++
+		r.mu.Unlock()
 	}
+	<-r.room
+	r.poke()
 }
 
 // failedOne counts a producer error under its distinct (partition, error).
-func (r *runner) failedOne(pe *sarama.ProducerError, log *slog.Logger) {
-	endSend(pe.Msg, pe.Err)
-	kind := metaOf(pe.Msg).kind
+func (r *runner) failedOne(kind string, rec *kgo.Record, cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Failed++
-	text := pe.Err.Error()
+	text := cause.Error()
 	for _, f := range r.failures {
-		if f.partition == pe.Msg.Partition && f.text == text {
+		if f.partition == rec.Partition && f.text == text {
 			f.count++
 			return
 		}
@@ -169,9 +167,9 @@ func (r *runner) failedOne(pe *sarama.ProducerError, log *slog.Logger) {
 	if len(r.failures) >= maxErrors {
 		return
 	}
-	err := fmt.Errorf("produce %s record to topic %q partition %d: %w", kind, pe.Msg.Topic, pe.Msg.Partition, pe.Err)
-	r.failures = append(r.failures, &failure{partition: pe.Msg.Partition, text: text, err: err, count: 1})
-	log.Error("elves: record not written", "err", err)
+	err := fmt.Errorf("produce %s record to topic %q partition %d: %w", kind, rec.Topic, rec.Partition, cause)
+	r.failures = append(r.failures, &failure{partition: rec.Partition, text: text, err: err, count: 1})
+	r.log.Error("elves: record not written", "err", err)
 }
 
 // failureError is the error of every message Kafka refused.
@@ -224,33 +222,44 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Sta
 	}
 	log := slog.Default().With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic)
 
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	fnv1a := func(key []byte) uint32 {
+		h := fnv.New32a()
+		h.Write(key)
+		return h.Sum32()
+	}
+	producer, err := kgo.NewClient(append(kc.Kgo(),
+		kgo.SeedBrokers(kc.Brokers...),
+		// A key's partition is the one sarama's hash partitioner and goka
+		// give it: the packer's stages rely on every record of a size
+		// being in the partition that size hashes to.
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv1a))),
+		kgo.MaxBufferedRecords(maxBuffered),
+	)...)
 	if err != nil {
+		return none, fmt.Errorf("elves: producer for topic %q: %w", cfg.Topic, err)
+	}
+	// The admin shares the producer's client; closing it would close both.
+	topics, err := kadm.NewClient(producer).ListTopics(ctx, cfg.Topic)
+	if err != nil {
+		producer.Close()
 		return none, fmt.Errorf("elves: connect to kafka %v: %w", kc.Brokers, err)
 	}
-	defer client.Close()
-	parts, err := client.Partitions(cfg.Topic)
-	if err != nil {
+	if err := topics[cfg.Topic].Err; err != nil {
+		producer.Close()
 		return none, fmt.Errorf("elves: topic %q on %v (it must exist before the elves start): %w", cfg.Topic, kc.Brokers, err)
 	}
-	producer, err := sarama.NewAsyncProducerFromClient(client)
-	if err != nil {
-		return none, fmt.Errorf("elves: start producer for topic %q: %w", cfg.Topic, err)
-	}
+	parts := topics[cfg.Topic].Partitions
 
 	r := &runner{
 		cfg:      cfg,
+		log:      log,
 		start:    time.Now(),
 		stats:    Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}},
 		answered: make(chan struct{}, 1),
+		room:     make(chan struct{}, maxBuffered),
 		failed:   make(chan struct{}),
-		tracer:   kafkatrace.NewProducer(cfg.Tracer, kc.Sarama().ClientID, kc.Brokers...),
+		tracer:   kafkatrace.NewProducer(cfg.Tracer, producer.OptValue(kgo.ClientID).(string), kc.Brokers...),
 	}
-	collected := make(chan struct{})
-	go func() {
-		defer close(collected)
-		r.collect(producer, log)
-	}()
 
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
@@ -284,16 +293,13 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Sta
 		errs = append(errs, fmt.Errorf("elves: flush topic %q: %w", cfg.Topic, err))
 	}
 	if len(errs) == 0 && !r.hasFailed() {
-		if err := r.sendFinal(flushCtx, producer, log); err != nil {
+		if err := r.sendFinal(flushCtx, producer); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	producer.AsyncClose()
-	select {
-	case <-collected:
-	case <-flushCtx.Done():
-		errs = append(errs, fmt.Errorf("elves: producer for topic %q did not shut down within %v", cfg.Topic, FlushTimeout))
-	}
+	// Closing fails what is still buffered, which only a flush that timed
+	// out leaves; those records are counted as failed.
+	producer.Close()
 	close(stopProgress)
 	<-progressDone
 
@@ -320,8 +326,8 @@ func (r *runner) hasFailed() bool {
 
 // produce runs the generator and the elves until the plan is done, the
 // duration is over, ctx is cancelled or a write fails. It returns ctx's error
-// when ctx was cancelled, nil otherwise (write failures are counted by collect).
-func (r *runner) produce(ctx context.Context, producer sarama.AsyncProducer) error {
+// when ctx was cancelled, nil otherwise (write failures are counted by answer).
+func (r *runner) produce(ctx context.Context, producer *kgo.Client) error {
 	cfg := r.cfg
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -389,33 +395,29 @@ func (r *runner) produce(ctx context.Context, producer sarama.AsyncProducer) err
 	return ctx.Err()
 }
 
-// send hands one message to the producer, or gives up when ctx is done.
-func (r *runner) send(ctx context.Context, producer sarama.AsyncProducer, m Message) error {
-	pm := &sarama.ProducerMessage{
-		Topic:    r.cfg.Topic,
-		Key:      sarama.ByteEncoder(m.Key),
-		Value:    sarama.ByteEncoder(m.Value),
-		Metadata: sendMeta{kind: m.Kind},
-	}
-	if r.tracer != nil {
-		// The span starts before the record is handed over, so that its
-		// context can go into the headers; it ends when Kafka answers.
-		pm.Metadata = sendMeta{kind: m.Kind, span: r.tracer.Start(ctx, pm)}
-	}
-	r.handing(m, 1)
+// send hands one message to the producer, or gives up when ctx is done
+// before there is room for it. The elves wait for room here, where ctx is
+// heeded, and hand records over with a context that never ends: kgo would
+// fail a buffered record whose context ends, and Run delivers every record
+// it handed over, also after a cancellation.
+func (r *runner) send(ctx context.Context, producer *kgo.Client, m Message) error {
 	select {
-	case producer.Input() <- pm:
-		return nil
+	case r.room <- struct{}{}:
 	case <-ctx.Done():
-		r.handing(m, -1)
-		endSend(pm, ctx.Err())
 		return ctx.Err()
 	}
+	rec := &kgo.Record{Topic: r.cfg.Topic, Key: m.Key, Value: m.Value}
+	// The span starts before the record is handed over, so that its context
+	// can go into the headers; it ends when Kafka answers.
+	span := r.tracer.Start(ctx, rec)
+	r.handing(m)
+	producer.Produce(context.WithoutCancel(ctx), rec, func(rec *kgo.Record, err error) { r.answer(m.Kind, span, rec, err) })
+	return nil
 }
 
 // sendFinal writes the final heartbeats once everything else is acked, so
 // that they follow every other record of their partition.
-func (r *runner) sendFinal(ctx context.Context, producer sarama.AsyncProducer, log *slog.Logger) error {
+func (r *runner) sendFinal(ctx context.Context, producer *kgo.Client) error {
 	r.mu.Lock()
 	maxMade := r.maxMade
 	r.mu.Unlock()
@@ -432,7 +434,7 @@ func (r *runner) sendFinal(ctx context.Context, producer sarama.AsyncProducer, l
 		r.mu.Lock()
 		r.stats.FinalHeartbeatAt = final[0].MadeAt
 		r.mu.Unlock()
-		log.Debug("final heartbeats written", "made_at", record.FormatTime(final[0].MadeAt))
+		r.log.Debug("final heartbeats written", "made_at", record.FormatTime(final[0].MadeAt))
 	}
 	return nil
 }

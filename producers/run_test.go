@@ -11,31 +11,32 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
-// startKafka starts an in-process broker with the given topics (4 partitions).
-func startKafka(t *testing.T, topics ...string) kafkaconf.Config {
+// startKafka gives the test a Kafka (testkafka) with the given topics, 4
+// partitions each, named uniquely; it returns their names in order.
+func startKafka(t *testing.T, topics ...string) (kafkaconf.Config, []string) {
 	t.Helper()
-	b, err := kfakebroker.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	kc := kafkaconf.Config{Brokers: b.Addrs(), ClientID: "elves-test"}
+	kc := testkafka.Config(t)
+	kc.ClientID = "elves-test"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var ts []kafkaconf.Topic
+	var names []string
 	for _, name := range topics {
-		ts = append(ts, kafkaconf.Topic{Name: name, Partitions: 4})
+		ts = append(ts, kafkaconf.Topic{Name: testkafka.Unique(name), Partitions: 4})
+		names = append(names, ts[len(ts)-1].Name)
 	}
 	if err := kafkaconf.EnsureTopics(ctx, kc, ts...); err != nil {
 		t.Fatal(err)
 	}
-	return kc
+	return kc, names
 }
 
 type consumed struct {
@@ -45,56 +46,32 @@ type consumed struct {
 	value     []byte
 }
 
-// readTopic reads every record of topic, partition by partition, in offset order.
+// readTopic reads every record of topic, partition by partition, in offset
+// order, one slice per partition of the topic.
 func readTopic(t *testing.T, kc kafkaconf.Config, topic string) [][]consumed {
 	t.Helper()
-	client, err := sarama.NewClient(kc.Brokers, kc.Sarama())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := kafkaconf.Partitions(kc, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	parts, err := client.Partitions(topic)
+	msgs, err := topicread.All(ctx, kc, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumer, err := sarama.NewConsumerFromClient(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer consumer.Close()
-	out := make([][]consumed, len(parts))
-	for _, p := range parts {
-		end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if end == 0 {
-			continue
-		}
-		pc, err := consumer.ConsumePartition(topic, p, sarama.OffsetOldest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		timeout := time.After(10 * time.Second)
-		for int64(len(out[p])) < end {
-			select {
-			case m := <-pc.Messages():
-				out[p] = append(out[p], consumed{m.Partition, m.Offset, m.Key, m.Value})
-			case err := <-pc.Errors():
-				t.Fatalf("consume %s/%d: %v", topic, p, err)
-			case <-timeout:
-				t.Fatalf("consume %s/%d: got %d of %d records", topic, p, len(out[p]), end)
-			}
-		}
-		pc.Close()
+	out := make([][]consumed, n)
+	for _, m := range msgs {
+		out[m.Partition] = append(out[m.Partition], consumed{m.Partition, m.Offset, m.Key, m.Value})
 	}
 	return out
 }
 
 func TestRunKfake(t *testing.T) {
 	t.Parallel()
-	kc := startKafka(t, "toys")
+	kc, topics := startKafka(t, "toys")
 	cfg := DefaultConfig(record.Toys)
+	cfg.Topic = topics[0]
 	cfg.Count = 2000
 	cfg.Seed = 7
 	cfg.LateRate, cfg.DupRate, cfg.BadRate = 0.05, 0.05, 0.05
@@ -134,10 +111,10 @@ func TestRunKfake(t *testing.T) {
 	}
 	mu.Unlock()
 
-	parts := readTopic(t, kc, "toys")
+	parts := readTopic(t, kc, cfg.Topic)
 	var all []consumed
 	keyPart := map[string]int32{}
-	hash := sarama.NewHashPartitioner("toys")
+	hash := sarama.NewHashPartitioner(cfg.Topic)
 	for p, recs := range parts {
 		for _, r := range recs {
 			all = append(all, r)
@@ -205,9 +182,9 @@ func TestRunKfake(t *testing.T) {
 
 func TestRunDurationAndRate(t *testing.T) {
 	t.Parallel()
-	kc := startKafka(t, "boxes-d")
+	kc, topics := startKafka(t, "boxes-d")
 	cfg := DefaultConfig(record.Boxes)
-	cfg.Topic = "boxes-d"
+	cfg.Topic = topics[0]
 	cfg.Count, cfg.Duration = 0, 500*time.Millisecond
 	cfg.Rate = 400
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -230,7 +207,7 @@ func TestRunDurationAndRate(t *testing.T) {
 		t.Fatalf("stats %+v: want everything acked and final heartbeats", stats)
 	}
 	n := 0
-	for _, recs := range readTopic(t, kc, "boxes-d") {
+	for _, recs := range readTopic(t, kc, cfg.Topic) {
 		n += len(recs)
 	}
 	if int64(n) != stats.Sent {
@@ -240,8 +217,9 @@ func TestRunDurationAndRate(t *testing.T) {
 
 func TestRunCancel(t *testing.T) {
 	t.Parallel()
-	kc := startKafka(t, "toys")
+	kc, topics := startKafka(t, "toys")
 	cfg := DefaultConfig(record.Toys)
+	cfg.Topic = topics[0]
 	cfg.Count = 1_000_000
 	cfg.Rate = 2000
 	ctx, cancel := context.WithCancel(context.Background())
@@ -257,7 +235,7 @@ func TestRunCancel(t *testing.T) {
 		t.Fatalf("cancelled run: %+v, want everything sent acked", stats)
 	}
 	// The final heartbeats were still written, after everything else.
-	parts := readTopic(t, kc, "toys")
+	parts := readTopic(t, kc, cfg.Topic)
 	n := 0
 	for _, recs := range parts {
 		n += len(recs)
@@ -269,7 +247,7 @@ func TestRunCancel(t *testing.T) {
 		t.Fatal("no final heartbeats after cancel")
 	}
 	for _, s := range record.Sizes {
-		p, _ := sarama.NewHashPartitioner("toys").Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(s)}, 4)
+		p, _ := sarama.NewHashPartitioner(cfg.Topic).Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(s)}, 4)
 		var last consumed
 		for _, r := range parts[p] {
 			if string(r.key) == s {
@@ -285,7 +263,7 @@ func TestRunCancel(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	t.Parallel()
-	kc := startKafka(t, "toys")
+	kc, _ := startKafka(t)
 	cfg := DefaultConfig(record.Toys)
 	cfg.Topic = "no-such-topic"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -328,27 +306,22 @@ func TestLimiter(t *testing.T) {
 // with topic and partition, never dropped silently.
 func TestRunProducerErrors(t *testing.T) {
 	t.Parallel()
-	b, err := kfakebroker.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	kc := kafkaconf.Config{Brokers: b.Addrs()}
+	kc := testkafka.Config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tiny := kafkaconf.Topic{Name: "tiny", Partitions: 4, Configs: map[string]string{"max.message.bytes": "100"}}
+	tiny := kafkaconf.Topic{Name: testkafka.Unique("tiny"), Partitions: 4, Configs: map[string]string{"max.message.bytes": "100"}}
 	if err := kafkaconf.EnsureTopics(ctx, kc, tiny); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig(record.Toys)
-	cfg.Topic = "tiny"
+	cfg.Topic = tiny.Name
 	cfg.Count = 200
 	stats, err := Run(ctx, kc, cfg, nil)
 	if err == nil {
 		t.Fatalf("Run to a topic that refuses every record: no error (%+v)", stats)
 	}
 	t.Logf("error: %v", err)
-	if !strings.Contains(err.Error(), `topic "tiny" partition `) || !errors.Is(err, sarama.ErrMessageSizeTooLarge) {
+	if !strings.Contains(err.Error(), fmt.Sprintf("topic %q partition ", tiny.Name)) || !errors.Is(err, kerr.MessageTooLarge) {
 		t.Fatalf("error %q does not name topic and partition or lost the cause", err)
 	}
 	if stats.Failed == 0 || stats.Acked+stats.Failed != stats.Sent || !stats.FinalHeartbeatAt.IsZero() {

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 
-	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,28 +26,29 @@ func TestCarriersRoundTrip(t *testing.T) {
 	want := span.SpanContext()
 	prop := propagator()
 
-	pm := &sarama.ProducerMessage{Headers: []sarama.RecordHeader{{Key: []byte("traceparent"), Value: []byte("stale")}, {Key: []byte("other"), Value: []byte("x")}}}
-	prop.Inject(ctx, ProducerMessageCarrier{pm})
+	shared := []kgo.RecordHeader{{Key: "traceparent", Value: []byte("stale")}, {Key: "other", Value: []byte("x")}, {Key: "traceparent", Value: []byte("older")}}
+	r := &kgo.Record{Headers: shared}
+	prop.Inject(ctx, RecordCarrier{r})
 	n := 0
-	for _, h := range pm.Headers {
-		if string(h.Key) == "traceparent" {
+	for _, h := range r.Headers {
+		if h.Key == "traceparent" {
 			n++
 		}
 	}
 	if n != 1 {
-		t.Errorf("producer message has %d traceparent headers, want 1 (replaced)", n)
+		t.Errorf("record has %d traceparent headers, want 1 (replaced)", n)
+	}
+	if string(shared[0].Value) != "stale" || string(shared[2].Value) != "older" {
+		t.Errorf("headers shared with another record changed: %v", shared)
 	}
 	// What a consumer reads is what the producer wrote.
-	cm := &sarama.ConsumerMessage{}
-	for _, h := range pm.Headers {
-		cm.Headers = append(cm.Headers, &sarama.RecordHeader{Key: h.Key, Value: h.Value})
-	}
+	read := &kgo.Record{Headers: slices.Clone(r.Headers)}
 	gh := goka.Headers{}
-	for _, h := range cm.Headers {
-		gh[string(h.Key)] = h.Value
+	for _, h := range read.Headers {
+		gh[h.Key] = h.Value
 	}
 	for name, c := range map[string]propagation.TextMapCarrier{
-		"producer": ProducerMessageCarrier{pm}, "consumer": ConsumerMessageCarrier{cm}, "goka": HeadersCarrier(gh),
+		"produced": RecordCarrier{r}, "consumed": RecordCarrier{read}, "goka": HeadersCarrier(gh),
 	} {
 		got := trace.SpanContextFromContext(prop.Extract(context.Background(), c))
 		if got.TraceID() != want.TraceID() || got.SpanID() != want.SpanID() || !got.IsRemote() {
@@ -72,7 +74,7 @@ func TestOffMeansNil(t *testing.T) {
 		t.Error("nil Goka's middleware did not call through")
 	}
 	var p *Producer
-	if p.Start(context.Background(), &sarama.ProducerMessage{}) != nil {
+	if p.Start(context.Background(), &kgo.Record{}) != nil {
 		t.Error("nil producer made a span")
 	}
 }
@@ -80,12 +82,12 @@ func TestOffMeansNil(t *testing.T) {
 func TestProducerSpan(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	p := NewProducer(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "northpole-elves", "kafka:9092", "kafka-2:9092")
-	msg := &sarama.ProducerMessage{Topic: "toys", Key: sarama.StringEncoder("M"), Value: sarama.ByteEncoder(`{"toy_id":"1"}`)}
-	span := p.Start(context.Background(), msg)
-	msg.Partition, msg.Offset = 3, 42
-	End(span, msg, nil)
-	failed := p.Start(context.Background(), &sarama.ProducerMessage{Topic: "toys"})
-	End(failed, &sarama.ProducerMessage{Topic: "toys", Partition: 1}, errors.Join(sarama.ErrNotLeaderForPartition))
+	r := &kgo.Record{Topic: "toys", Key: []byte("M"), Value: []byte(`{"toy_id":"1"}`)}
+	span := p.Start(context.Background(), r)
+	r.Partition, r.Offset = 3, 42
+	End(span, r, nil)
+	failed := p.Start(context.Background(), &kgo.Record{Topic: "toys"})
+	End(failed, &kgo.Record{Topic: "toys", Partition: 1}, fmt.Errorf("produce: %w", kerr.NotLeaderForPartition))
 
 	ended := rec.Ended()
 	if len(ended) != 2 {
@@ -108,14 +110,15 @@ func TestProducerSpan(t *testing.T) {
 		}
 	}
 	// The record carries the send span's context.
-	got := trace.SpanContextFromContext(propagator().Extract(context.Background(), ProducerMessageCarrier{msg}))
+	got := trace.SpanContextFromContext(propagator().Extract(context.Background(), RecordCarrier{r}))
 	if got.SpanID() != s.SpanContext().SpanID() {
 		t.Errorf("headers carry %v, want the send span %v", got.SpanID(), s.SpanContext().SpanID())
 	}
 	if f := ended[1]; f.Status().Code != codes.Error {
 		t.Errorf("failed send: status %v", f.Status())
-	} else if got := attrsOf(f)["error.type"]; got != "NOT_LEADER_FOR_PARTITION" {
-		t.Errorf("failed send: error.type %q, want Kafka's name of code 6", got)
+	} else if a := attrsOf(f); a["error.type"] != "NOT_LEADER_FOR_PARTITION" || a["messaging.destination.partition.id"] != "1" || a["messaging.kafka.offset"] != "" {
+		t.Errorf("failed send: error.type %q partition %q offset %q, want Kafka's name of code 6, partition 1 and no offset",
+			a["error.type"], a["messaging.destination.partition.id"], a["messaging.kafka.offset"])
 	}
 }
 
@@ -127,8 +130,8 @@ func attrsOf(s sdktrace.ReadOnlySpan) map[string]string {
 	return attrs
 }
 
-// TestErrorType: Kafka errors of either client, wrapped or not, are named by
-// their protocol code name; client-side sentinels by their variable; the
+// TestErrorType: Kafka errors, wrapped or not, are named by their protocol
+// code name; client-side sentinels by their variable; the
 // rest by the Go type under fmt's wrappers, as the conventions ask.
 func TestErrorType(t *testing.T) {
 	for _, c := range []struct {
@@ -136,15 +139,12 @@ func TestErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"sarama KError", sarama.ErrUnknownTopicOrPartition, "UNKNOWN_TOPIC_OR_PARTITION"},
-		{"sarama ProducerError", &sarama.ProducerError{Msg: &sarama.ProducerMessage{Topic: "toys"}, Err: sarama.ErrKafkaStorageError}, "KAFKA_STORAGE_ERROR"},
-		{"sarama KError wrapped", fmt.Errorf("send: %w", sarama.ErrMessageSizeTooLarge), "MESSAGE_TOO_LARGE"},
-		{"sarama unknown server error", sarama.ErrUnknown, "UNKNOWN_SERVER_ERROR"},
-		{"sarama code franz-go does not know", sarama.KError(9999), "github.com/IBM/sarama.KError"},
 		{"franz-go kerr", kerr.UnknownTopicOrPartition, "UNKNOWN_TOPIC_OR_PARTITION"},
 		{"franz-go kerr wrapped", fmt.Errorf("produce: %w", kerr.ErrorForCode(56)), "KAFKA_STORAGE_ERROR"},
+		{"franz-go unknown server error", kerr.UnknownServerError, "UNKNOWN_SERVER_ERROR"},
 		{"joined", errors.Join(errors.New("first"), kerr.NotEnoughReplicas), "NOT_ENOUGH_REPLICAS"},
-		{"sarama sentinel", &sarama.ProducerError{Msg: &sarama.ProducerMessage{}, Err: sarama.ErrOutOfBrokers}, "github.com/IBM/sarama.ErrOutOfBrokers"},
+		{"kgo sentinel", fmt.Errorf("produce to topic %q: %w", "toys", kgo.ErrRecordTimeout), "github.com/twmb/franz-go/pkg/kgo.ErrRecordTimeout"},
+		{"kgo client closed", kgo.ErrClientClosed, "github.com/twmb/franz-go/pkg/kgo.ErrClientClosed"},
 		{"context canceled", fmt.Errorf("elves: %w", context.Canceled), "context.Canceled"},
 		{"deadline", context.DeadlineExceeded, "context.deadlineExceededError"},
 		{"network", fmt.Errorf("dial: %w", &net.OpError{Op: "dial", Err: errors.New("refused")}), "*net.OpError"},
