@@ -261,10 +261,14 @@ JOIN np_watermark b ON b.stream = 'boxes' AND b.size = w.size
 WHERE t.watermark_us >= w.window_start + 10000000
   AND b.watermark_us >= w.window_start + 10000000;
 
--- contract relation np_packed, shared text 4a55e30641839d32
+-- contract relation np_packed, shared text d3090f6da2096c27
 CREATE MATERIALIZED VIEW np_packed AS
 -- np_packed: the toy of rank k goes into the box of rank k of the same size
--- and window. Final as soon as both exist: ranks never change.
+-- and window. Once every record is in, these are the contract's pairs. On the
+-- way a streaming database can retract a pair and emit another: while a view
+-- backfills (it reads the relations it depends on in no particular order), or
+-- when records reach it out of (partition, offset) order, a rank or a class
+-- is computed before an earlier record is there, and corrected when it comes.
 SELECT t.id AS toy_id, b.id AS box_id, t.size, t.window_start
 FROM np_items t
 JOIN np_items b ON b.size = t.size AND b.window_start = t.window_start AND b.rnk = t.rnk
