@@ -355,44 +355,52 @@ func (r *runner) produce(ctx context.Context, producer *kgo.Client) error {
 	for i := range chans {
 		chans[i] = make(chan []Message)
 	}
-	g.Go(func() error {
-		defer func() {
-			for _, ch := range chans {
-				close(ch)
-			}
-		}()
-		gen := NewGenerator(cfg)
-		for cfg.Count == 0 || gen.Generated() < cfg.Count {
-			msgs := gen.Next()
-			select {
-			case chans[msgs[0].Elf] <- msgs:
-			case <-deadline:
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
+	g.Go(func() error { return r.generate(gctx, chans, deadline) })
 	for i := range chans {
-		g.Go(func() error {
-			for msgs := range chans[i] {
-				for _, m := range msgs {
-					if lim != nil && m.Kind != KindHeartbeat {
-						if err := lim.wait(gctx); err != nil {
-							return err
-						}
-					}
-					if err := r.send(gctx, producer, m); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		g.Go(func() error { return r.elf(gctx, producer, lim, chans[i]) })
 	}
 	_ = g.Wait() // only context errors; what matters is why
 	return ctx.Err()
+}
+
+// generate makes the plan's messages and deals them to the elves, until the
+// plan is done or deadline fires; it closes every elf's channel then.
+func (r *runner) generate(ctx context.Context, elves []chan []Message, deadline <-chan time.Time) error {
+	defer func() {
+		for _, ch := range elves {
+			close(ch)
+		}
+	}()
+	gen := NewGenerator(r.cfg)
+	for r.cfg.Count == 0 || gen.Generated() < r.cfg.Count {
+		msgs := gen.Next()
+		select {
+		case elves[msgs[0].Elf] <- msgs:
+		case <-deadline:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// elf sends the messages dealt to it, at the rate lim allows (nil: as fast
+// as Kafka takes them; heartbeats do not count against the rate).
+func (r *runner) elf(ctx context.Context, producer *kgo.Client, lim *limiter, dealt <-chan []Message) error {
+	for msgs := range dealt {
+		for _, m := range msgs {
+			if lim != nil && m.Kind != KindHeartbeat {
+				if err := lim.wait(ctx); err != nil {
+					return err
+				}
+			}
+			if err := r.send(ctx, producer, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // send hands one message to the producer, or gives up when ctx is done
