@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/risingwave"
@@ -158,22 +155,3 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 
 // moreRowsHint says how to see the differing rows the text leaves out.
 const moreRowsHint = "--rows, or --json for all"
-
-// writeSQLFiles writes the SQL engine's five sets as DIR/sql/*.jsonl, the
-// same files as DIR/goka/.
-func writeSQLFiles(dir string, s results.Set) error {
-	if err := os.MkdirAll(filepath.Join(dir, "sql"), 0o755); err != nil {
-		return fmt.Errorf("create output directory: %w", err)
-	}
-	for _, f := range []struct {
-		name string
-		rows any
-	}{
-		{"packed", s.Packed}, {"unpacked", s.Unpacked}, {"spare", s.Spare}, {"late", s.Late}, {"dead", s.Dead},
-	} {
-		if err := writeJSONL(filepath.Join(dir, "sql", f.name+".jsonl"), f.rows); err != nil {
-			return err
-		}
-	}
-	return nil
-}

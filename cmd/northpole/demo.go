@@ -2,30 +2,25 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/compare"
-	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/demo"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -105,34 +100,20 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 	return cmd
 }
 
-func (o demoOptions) elvesConfig(stream record.Stream, count int, final time.Time) producers.Config {
-	c := producers.DefaultConfig(stream)
-	c.Count, c.Rate, c.Elves, c.Seed = count, o.rate, o.elves, o.seed
-	c.Disorder, c.LateRate, c.DupRate, c.BadRate = o.disorder, o.lateRate, o.dupRate, o.badRate
-	c.Window, c.Lateness = o.packer.Window, o.packer.Lateness
-	c.FinalHeartbeatAt = final
+// pipelineConfig is the demo's pipeline on kc (no brokers: an in-process
+// Kafka): the packer of the flags and both streams' elves.
+func (o demoOptions) pipelineConfig(kc kafkaconf.Config) pipeline.Config {
+	c := pipeline.DefaultConfig()
+	c.Kafka, c.Packer = kc, o.packer
+	c.Toys.Count, c.Boxes.Count = o.toys, o.boxes
+	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
+		e.Rate, e.Elves, e.Seed = o.rate, o.elves, o.seed
+		e.Disorder, e.LateRate, e.DupRate, e.BadRate = o.disorder, o.lateRate, o.dupRate, o.badRate
+	}
 	return c
 }
 
-// demoSummary is DIR/summary.json.
-type demoSummary struct {
-	Brokers   string                      `json:"brokers"`
-	Window    string                      `json:"window"`
-	Lateness  string                      `json:"lateness"`
-	Seed      int64                       `json:"seed"`
-	Inputs    map[string]int              `json:"inputs"`
-	Elves     map[string]map[string]int64 `json:"elves"`
-	Results   results.Counts              `json:"results"`
-	BySize    map[string]results.Counts   `json:"by_size"`
-	DeadBy    map[string]int              `json:"dead_by_reason"`
-	RawOutput packer.Raw                  `json:"raw_output"`
-	Reference string                      `json:"reference_check"`
-	SQLCheck  string                      `json:"sql_check"`
-	Seconds   float64                     `json:"seconds"`
-}
-
 func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
-	began := time.Now()
 	for _, s := range []struct {
 		name string
 		v    int
@@ -144,163 +125,68 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if o.timeout <= 0 {
 		return usageErr("--timeout must be positive, got %v", o.timeout)
 	}
-	params := o.packer.Params
-	if err := params.Validate(); err != nil {
+	if err := o.packer.Params.Validate(); err != nil {
 		return usageErr("%w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-
-	where := "in-process Kafka (kfake)"
 	kc, err := o.kafka.config("northpole-demo")
 	if err != nil {
 		return err
 	}
-	brokers := kc.Brokers
-	if len(brokers) == 0 {
-		b, err := kfakebroker.Start()
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		brokers = b.Addrs()
-	} else {
-		where = "Kafka at " + strings.Join(brokers, ",")
-	}
-	kc.Brokers = brokers
-	o.packer.Kafka = kc
 	dt, err := startDemoTracing(ctx, o.trace)
 	if err != nil {
 		return err
 	}
 	defer dt.close()
-	pk, err := packer.New(o.packer, slog.Default(), packer.WithTracerProvider(dt.provider(servicePacker)))
-	if err != nil {
-		return usageErr("%w", err)
-	}
-	// The elves' final heartbeats must close every window of both streams, so
-	// both get the same horizon: past the later stream's last window.
-	base := o.elvesConfig(record.Toys, max(o.toys, o.boxes), time.Time{})
-	final := base.Start.Add(time.Duration(max(o.toys, o.boxes)+1)*base.Spacing + o.packer.Window + o.packer.Lateness)
-	toyCfg := o.elvesConfig(record.Toys, o.toys, final)
-	boxCfg := o.elvesConfig(record.Boxes, o.boxes, final)
-	toyCfg.Tracer, boxCfg.Tracer = dt.provider(serviceToyElves), dt.provider(serviceBoxElves)
-	for _, c := range []producers.Config{toyCfg, boxCfg} {
-		if err := c.Validate(); err != nil {
-			return usageErr("%w", err)
-		}
-	}
-	fmt.Fprintf(stderr, "northpole demo on %s: %d toys, %d boxes, %d partitions, W=%v L=%v, seed %d\n",
-		where, o.toys, o.boxes, o.packer.Partitions, o.packer.Window, o.packer.Lateness, o.seed)
-	if err := pk.EnsureTopics(ctx); err != nil {
-		return err
-	}
-	if err := dt.startSleigh(ctx, kc, o.packer.Topics.Packed, o.packer.Group, o.packer.Partitions); err != nil {
-		return err
-	}
-
-	packCtx, stopPacker := context.WithCancel(ctx)
-	defer stopPacker()
-	packerDone := make(chan error, 1)
-	go func() { packerDone <- pk.Run(packCtx) }()
-
 	prog := &progress{w: stderr, tty: isTerminal(stderr), toysWant: o.toys, boxesWant: o.boxes}
-	stopProgress := prog.start(ctx, pk)
-	var toyStats, boxStats producers.Stats
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		toyStats, err = producers.Run(gctx, kc, toyCfg, prog.toys)
-		return err
-	})
-	g.Go(func() (err error) {
-		boxStats, err = producers.Run(gctx, kc, boxCfg, prog.boxes)
-		return err
-	})
-	if err := g.Wait(); err != nil {
-		stopProgress()
-		return fmt.Errorf("elves: %w", err)
-	}
-	prog.phase("packing")
-	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, packerDone); err != nil {
-		stopProgress()
-		return err
-	}
-	stopProgress()
-	stopPacker()
-	if err := <-packerDone; err != nil {
-		return err
-	}
-
-	toys, err := topicread.Inputs(ctx, kc, o.packer.Topics.Toys, record.Toys)
+	d, err := demo.New(o.pipelineConfig(kc), slog.Default(), pipeline.WithTracing(dt.provider), pipeline.WithProgress(prog.every(), prog.show))
 	if err != nil {
-		return err
-	}
-	boxes, err := topicread.Inputs(ctx, kc, o.packer.Topics.Boxes, record.Boxes)
-	if err != nil {
-		return err
-	}
-	got, raw, err := packer.ReadResults(ctx, kc, o.packer.Topics)
-	if err != nil {
-		return err
-	}
-	want := contract.Compute(slices.Concat(toys, boxes), params, contract.ClosedOnly)
-	diffs := results.Compare(got, want)
-	// The contract's shared SQL on the embedded SQLite, compared with Goka
-	// as `northpole compare` does without --sql.
-	sqlSet, err := compare.EmbeddedSQL(ctx, slices.Concat(toys, boxes), params, slog.Default())
-	if err != nil {
-		return fmt.Errorf("embedded SQL: %w", err)
-	}
-	sqlCmp := compare.Build(got, sqlSet, slices.Concat(toys, boxes), params)
-
-	sum := demoSummary{
-		Brokers: strings.Join(brokers, ","), Window: o.packer.Window.String(), Lateness: o.packer.Lateness.String(), Seed: o.seed,
-		Inputs:    map[string]int{"toys": len(toys), "boxes": len(boxes)},
-		Elves:     map[string]map[string]int64{"toys": toyStats.Kinds, "boxes": boxStats.Kinds},
-		Results:   got.Counts(),
-		BySize:    got.CountsBySize(),
-		DeadBy:    map[string]int{},
-		RawOutput: raw,
-		Reference: "equal",
-		SQLCheck:  "equal",
-		Seconds:   time.Since(began).Seconds(),
-	}
-	delete(sum.BySize, "")
-	for _, d := range got.Dead {
-		sum.DeadBy[d.Reason]++
-	}
-	if len(diffs) > 0 {
-		sum.Reference = "different"
-	}
-	if !sqlCmp.Equal {
-		sum.SQLCheck = "different"
-	}
-	printSummary(stdout, sum, where)
-	if o.out != "" {
-		if err := writeDemoFiles(o.out, toys, boxes, got, sum); err != nil {
+		var se *demo.StartError
+		if errors.As(err, &se) {
 			return err
 		}
-		if err := writeSQLFiles(o.out, sqlSet); err != nil {
+		return usageErr("%w", err)
+	}
+	defer d.Close()
+	fmt.Fprintf(stderr, "northpole demo on %s: %d toys, %d boxes, %d partitions, W=%v L=%v, seed %d\n",
+		d.Where(), o.toys, o.boxes, o.packer.Partitions, o.packer.Window, o.packer.Lateness, o.seed)
+	r, err := d.Run(ctx)
+	if err != nil {
+		return err
+	}
+	printSummary(stdout, r.Summary, d.Where())
+	if o.out != "" {
+		if err := demo.WriteFiles(o.out, r); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", o.out, o.out)
 	}
-	if err := dt.finish(ctx, stdout, demoCounts{toys: len(toys), boxes: len(boxes), packed: len(got.Packed)}, o.out); err != nil {
+	got := r.Run.Goka
+	m, c, sleighErr := d.FinishSleigh(ctx, len(got.Packed))
+	if sleighErr == nil {
+		fmt.Fprintf(stdout, "sleigh manifest: %d pairs in %d size classes, one per packed key (%d re-sent records skipped, %d conflicts)\n",
+			m.Pairs, len(m.Sizes), c.Repeats, c.Conflicts)
+	}
+	if err := dt.finish(stdout, demoCounts{toys: len(r.Run.Toys), boxes: len(r.Run.Boxes), packed: len(got.Packed)}, o.out); err != nil {
 		return err
 	}
-	if len(diffs) > 0 {
-		printDiffs(stdout, diffs)
+	if sleighErr != nil {
+		return sleighErr
+	}
+	if len(r.Reference) > 0 {
+		printDiffs(stdout, r.Reference)
 		return &exitError{code: 3, err: errors.New("the Goka results differ from the reference implementation")}
 	}
-	if !sqlCmp.Equal {
+	if !r.SQLComparison.Equal {
 		fmt.Fprintln(stdout)
-		compare.WriteText(stdout, sqlCmp, 10, moreRowsHint)
+		compare.WriteText(stdout, r.SQLComparison, 10, moreRowsHint)
 		return &exitError{code: 3, err: errors.New("the Goka results differ from the embedded SQL engine's")}
 	}
 	return nil
 }
 
-func printSummary(w io.Writer, s demoSummary, where string) {
+func printSummary(w io.Writer, s demo.Summary, where string) {
 	fmt.Fprintf(w, "\nPacked on %s in %.1fs: %d toys and %d boxes read back from Kafka.\n\n",
 		where, s.Seconds, s.Inputs["toys"], s.Inputs["boxes"])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -361,128 +247,42 @@ func printDiffs(w io.Writer, diffs []results.Diff) {
 	}
 }
 
-// inputLine is one line of DIR/input/*.jsonl. A value that is not UTF-8 cannot
-// be a JSON string without loss, so it is also given in base64.
-type inputLine struct {
-	Topic       string `json:"topic"`
-	Partition   int32  `json:"partition"`
-	Offset      int64  `json:"offset"`
-	Key         string `json:"key"`
-	Value       string `json:"value"`
-	ValueBase64 []byte `json:"value_base64,omitempty"`
-}
-
-func writeDemoFiles(dir string, toys, boxes []record.Input, got results.Set, sum demoSummary) error {
-	for _, sub := range []string{"input", "goka"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return fmt.Errorf("create output directory: %w", err)
-		}
-	}
-	toLines := func(in []record.Input) []inputLine {
-		out := make([]inputLine, len(in))
-		for i, r := range in {
-			out[i] = inputLine{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)}
-			if !utf8.Valid(r.Value) {
-				out[i].ValueBase64 = r.Value
-			}
-		}
-		return out
-	}
-	files := []struct {
-		name string
-		rows any
-	}{
-		{"input/toys.jsonl", toLines(toys)}, {"input/boxes.jsonl", toLines(boxes)},
-		{"goka/packed.jsonl", got.Packed}, {"goka/unpacked.jsonl", got.Unpacked}, {"goka/spare.jsonl", got.Spare},
-		{"goka/late.jsonl", got.Late}, {"goka/dead.jsonl", got.Dead},
-	}
-	for _, f := range files {
-		if err := writeJSONL(filepath.Join(dir, f.name), f.rows); err != nil {
-			return err
-		}
-	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
-}
-
-func writeJSONL(path string, rows any) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	enc := json.NewEncoder(f)
-	var list []any
-	b, _ := json.Marshal(rows)
-	_ = json.Unmarshal(b, &list)
-	for _, r := range list {
-		if err := enc.Encode(r); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // progress shows one status line while the demo runs: rewritten in place on a
 // terminal, a line every few seconds otherwise (CI logs).
 type progress struct {
 	w                   io.Writer
 	tty                 bool
 	toysWant, boxesWant int
-	mu                  sync.Mutex
-	toysSent, boxesSent int64
-	stage               string
 }
 
-func (p *progress) toys(s producers.Stats)  { p.mu.Lock(); p.toysSent = s.Records; p.mu.Unlock() }
-func (p *progress) boxes(s producers.Stats) { p.mu.Lock(); p.boxesSent = s.Records; p.mu.Unlock() }
-func (p *progress) phase(s string)          { p.mu.Lock(); p.stage = s; p.mu.Unlock() }
+// every is how often the line is shown.
+func (p *progress) every() time.Duration {
+	if p.tty {
+		return 500 * time.Millisecond
+	}
+	return 3 * time.Second
+}
 
-func (p *progress) start(ctx context.Context, pk *packer.Packer) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	p.stage = "producing"
-	go func() {
-		defer close(done)
-		every := 500 * time.Millisecond
-		if !p.tty {
-			every = 3 * time.Second
+// show shows pr (pipeline.WithProgress); once the run is done it clears the
+// line on a terminal.
+func (p *progress) show(pr pipeline.Progress) {
+	if pr.Phase == pipeline.PhaseDone {
+		if p.tty {
+			fmt.Fprint(p.w, "\r\033[K")
 		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		began := time.Now()
-		for {
-			select {
-			case <-ctx.Done():
-				if p.tty {
-					fmt.Fprint(p.w, "\r\033[K")
-				}
-				return
-			case <-t.C:
-			}
-			lag, err := pk.Lag(ctx)
-			backlog := fmt.Sprint(lag)
-			if err != nil {
-				backlog = "?"
-			}
-			p.mu.Lock()
-			line := fmt.Sprintf("[%5.1fs] %s: toys %d/%d, boxes %d/%d sent; packer backlog %s records",
-				time.Since(began).Seconds(), p.stage, p.toysSent, p.toysWant, p.boxesSent, p.boxesWant, backlog)
-			p.mu.Unlock()
-			if p.tty {
-				fmt.Fprint(p.w, "\r\033[K"+line)
-			} else {
-				fmt.Fprintln(p.w, line)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+		return
+	}
+	backlog := fmt.Sprint(pr.Lag)
+	if pr.LagErr != nil {
+		backlog = "?"
+	}
+	line := fmt.Sprintf("[%5.1fs] %s: toys %d/%d, boxes %d/%d sent; packer backlog %s records",
+		pr.Elapsed.Seconds(), pr.Phase, pr.Toys.Records, p.toysWant, pr.Boxes.Records, p.boxesWant, backlog)
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K"+line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
 }
 
 func isTerminal(w io.Writer) bool {

@@ -7,15 +7,13 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
-	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
 
 // demoTraceOptions are the demo's flags about tracing and the sleigh.
@@ -28,17 +26,13 @@ func bindDemoTracing(f *pflag.FlagSet, o *demoTraceOptions) {
 	f.BoolVar(&o.serviceMap, "servicemap", o.serviceMap, "trace every component in process and print the service map it draws (OTEL_* may send the spans elsewhere too)")
 }
 
-// demoTracing runs the demo's telemetry (one service.name per component,
-// all sharing the span processors: the OTLP exporter when OTEL_* asks for
-// one, and the in-process service map) and the sleigh.
+// demoTracing is the demo's telemetry: one service.name per component, all
+// sharing the span processors (the OTLP exporter when OTEL_* asks for one,
+// and the in-process service map).
 type demoTracing struct {
 	tel     *telemetry.Telemetry
 	stop    func()
 	b       *servicemap.Builder
-	sleigh  *sleigh.Sleigh
-	cancel  context.CancelFunc
-	done    chan error
-	drained bool // done was read
 	stopped bool
 }
 
@@ -64,60 +58,23 @@ func (d *demoTracing) provider(service string) trace.TracerProvider {
 	return d.tel.TracerProvider(service)
 }
 
-// startSleigh runs the sleigh on the packer's packed topic until finish.
-func (d *demoTracing) startSleigh(ctx context.Context, kc kafkaconf.Config, packedTopic, group string, partitions int32) error {
-	cfg := sleigh.DefaultConfig()
-	cfg.Kafka, cfg.Topic, cfg.Group, cfg.Partitions = kc, packedTopic, group+"-sleigh", partitions
-	cfg.Tracer = d.provider(serviceSleigh)
-	s, err := sleigh.New(cfg, slog.Default())
-	if err != nil {
-		return err
-	}
-	if err := s.EnsureTopics(ctx); err != nil {
-		return err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	d.sleigh, d.cancel, d.done = s, cancel, make(chan error, 1)
-	go func() { d.done <- s.Run(sctx) }()
-	return nil
-}
-
 // demoCounts are what the demo read back from Kafka, which the map's
 // edges must equal.
 type demoCounts struct {
 	toys, boxes, packed int
 }
 
-// finish waits until the sleigh's manifest holds every packed pair, stops
-// the sleigh, flushes the spans, prints what became of them and the service
-// map (also written as Mermaid and SVG under outDir, when given).
-func (d *demoTracing) finish(ctx context.Context, w io.Writer, n demoCounts, outDir string) error {
-	var errs error
-	if d.sleigh != nil {
-		m, err := d.waitManifest(ctx, n.packed)
-		switch {
-		case err != nil:
-			errs = err
-		case m.Pairs != n.packed:
-			errs = fmt.Errorf("sleigh: the manifest holds %d pairs, the packed topic %d", m.Pairs, n.packed)
-		default:
-			c := d.sleigh.Counts()
-			fmt.Fprintf(w, "sleigh manifest: %d pairs in %d size classes, one per packed key (%d re-sent records skipped, %d conflicts)\n",
-				m.Pairs, len(m.Sizes), c.Repeats, c.Conflicts)
-		}
-		d.cancel()
-		if err := <-d.done; err != nil && errs == nil {
-			errs = err
-		}
-		d.drained = true
-	}
+// finish flushes the spans (every component has stopped), prints what became
+// of them and the service map (also written as Mermaid and SVG under outDir,
+// when given).
+func (d *demoTracing) finish(w io.Writer, n demoCounts, outDir string) error {
 	d.close()
 	if stats := d.tel.SpanStats(); len(stats) > 0 {
 		fmt.Fprintln(w)
 		printSpanStats(w, stats)
 	}
 	if d.b == nil {
-		return errs
+		return nil
 	}
 	g := d.b.Graph()
 	fmt.Fprintln(w)
@@ -131,48 +88,15 @@ func (d *demoTracing) finish(ctx context.Context, w io.Writer, n demoCounts, out
 		}
 		fmt.Fprintf(w, "wrote %s/servicemap.{mmd,svg}\n", outDir)
 	}
-	return errs
+	return nil
 }
 
-// waitManifest polls the manifest until it has want pairs (the sleigh reads
-// the packed topic, then its view reads the sleigh's table).
-func (d *demoTracing) waitManifest(ctx context.Context, want int) (sleigh.Manifest, error) {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m, err := d.sleigh.Manifest()
-		if err == nil && m.Pairs >= want {
-			return m, nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return m, fmt.Errorf("sleigh: manifest: %w", err)
-			}
-			return m, nil
-		}
-		select {
-		case <-ctx.Done():
-			return m, fmt.Errorf("waiting for the sleigh: %w", ctx.Err())
-		case err := <-d.done:
-			d.done <- err
-			return m, fmt.Errorf("sleigh stopped early: %w", err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// close stops the sleigh (if finish did not) and flushes the telemetry.
+// close flushes the telemetry, once.
 func (d *demoTracing) close() {
-	if d.stopped {
-		return
+	if !d.stopped {
+		d.stopped = true
+		d.stop()
 	}
-	d.stopped = true
-	if d.cancel != nil {
-		d.cancel()
-		if !d.drained {
-			<-d.done
-		}
-	}
-	d.stop()
 }
 
 // printSpanStats says what became of the spans, per exporter: a lost span
@@ -201,9 +125,9 @@ func printMapCheck(w io.Writer, g servicemap.Graph, n demoCounts) {
 		want     int
 		what     string
 	}{
-		{serviceToyElves, servicePacker, n.toys, "toys read back"},
-		{serviceBoxElves, servicePacker, n.boxes, "boxes read back"},
-		{servicePacker, serviceSleigh, n.packed, "pairs packed"},
+		{pipeline.ServiceToyElves, pipeline.ServicePacker, n.toys, "toys read back"},
+		{pipeline.ServiceBoxElves, pipeline.ServicePacker, n.boxes, "boxes read back"},
+		{pipeline.ServicePacker, pipeline.ServiceSleigh, n.packed, "pairs packed"},
 	}
 	equal := true
 	parts := make([]string, len(checks))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
@@ -93,7 +94,7 @@ Examples:
 				return err
 			}
 			defer stopTelemetry()
-			c.Tracer = tel.TracerProvider(telemetry.ServiceName(elvesService(c.Stream)))
+			c.Tracer = tel.TracerProvider(telemetry.ServiceName(pipeline.ElvesService(c.Stream)))
 			return runElves(ctx, kc, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

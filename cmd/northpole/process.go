@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -90,7 +91,7 @@ count differs from --partitions is refused. Several instances with the same
 				return err
 			}
 			defer stopTelemetry()
-			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(servicePacker))))
+			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(pipeline.ServicePacker))))
 			if err != nil {
 				return usageErr("%w", err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
@@ -45,7 +46,7 @@ in service sleigh, child of the packer's "send packed" span.`,
 				return err
 			}
 			defer stop()
-			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(serviceSleigh))
+			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(pipeline.ServiceSleigh))
 			s, err := sleigh.New(cfg, slog.Default())
 			if err != nil {
 				return usageErr("%w", err)

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
@@ -28,21 +27,4 @@ func startTelemetry(ctx context.Context, opts telemetry.Options) (tel *telemetry
 			slog.Warn("telemetry: spans or metrics may be lost", "err", err)
 		}
 	}, nil
-}
-
-// Service names of the components: each keeps its own in the embedded demo;
-// a command that runs one component takes $OTEL_SERVICE_NAME when set.
-const (
-	serviceToyElves = "toy-elves"
-	serviceBoxElves = "box-elves"
-	servicePacker   = "packer"
-	serviceSleigh   = "sleigh"
-)
-
-// elvesService is the service name of the elves of one stream.
-func elvesService(x record.Stream) string {
-	if x == record.Boxes {
-		return serviceBoxElves
-	}
-	return serviceToyElves
 }

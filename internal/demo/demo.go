@@ -1,0 +1,186 @@
+// Package demo is `northpole demo` without its command line: the whole
+// workshop in one process (the pipeline harness with the sleigh, on an
+// in-process kfake unless a Kafka is given), then the Goka results checked
+// against the batch reference and against the contract's SQL on the embedded
+// SQLite, row for row, and the sleigh's manifest against the packed topic.
+// WriteFiles writes what the run read back and computed.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/sleigh"
+)
+
+// StartError is the one error of New that is not the configuration's: the
+// in-process Kafka did not start.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Demo is one run of the demo.
+type Demo struct {
+	p      *pipeline.Pipeline
+	broker *kfakebroker.Broker // nil on a given Kafka
+	where  string
+	began  time.Time
+	log    *slog.Logger
+}
+
+// New starts an in-process Kafka when cfg names no brokers, and builds the
+// pipeline (with the sleigh) that Run runs; opts are the harness's (tracing,
+// progress). A nil log discards the components' logs.
+func New(cfg pipeline.Config, log *slog.Logger, opts ...pipeline.Option) (*Demo, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Demo{began: time.Now(), log: log}
+	if len(cfg.Kafka.Brokers) == 0 {
+		b, err := kfakebroker.Start()
+		if err != nil {
+			return nil, &StartError{err}
+		}
+		d.broker, d.where = b, "in-process Kafka (kfake)"
+		cfg.Kafka.Brokers = b.Addrs()
+	} else {
+		d.where = "Kafka at " + strings.Join(cfg.Kafka.Brokers, ",")
+	}
+	cfg.Sleigh = true
+	p, err := pipeline.New(cfg, log, opts...)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.p = p
+	return d, nil
+}
+
+// Where says which Kafka the demo runs on, for people.
+func (d *Demo) Where() string { return d.where }
+
+// Config is the pipeline's configuration, completed (pipeline.Config).
+func (d *Demo) Config() pipeline.Config { return d.p.Config() }
+
+// Summary is DIR/summary.json.
+type Summary struct {
+	Brokers   string                      `json:"brokers"`
+	Window    string                      `json:"window"`
+	Lateness  string                      `json:"lateness"`
+	Seed      int64                       `json:"seed"`
+	Inputs    map[string]int              `json:"inputs"`
+	Elves     map[string]map[string]int64 `json:"elves"`
+	Results   results.Counts              `json:"results"`
+	BySize    map[string]results.Counts   `json:"by_size"`
+	DeadBy    map[string]int              `json:"dead_by_reason"`
+	RawOutput packer.Raw                  `json:"raw_output"`
+	Reference string                      `json:"reference_check"`
+	SQLCheck  string                      `json:"sql_check"`
+	Seconds   float64                     `json:"seconds"`
+}
+
+// Report is what Run found.
+type Report struct {
+	Summary Summary
+	// Run is what the elves wrote and what Kafka held afterwards.
+	Run pipeline.Result
+	// Reference are the differences between Goka and the batch reference
+	// (contract.Compute in mode ClosedOnly): none when they are equal.
+	Reference []results.Diff
+	// SQL is the embedded SQLite's five sets, and SQLComparison Goka's
+	// against them (compare.Build).
+	SQL           results.Set
+	SQLComparison compare.Comparison
+}
+
+// Equal reports whether Goka equals both the reference and the SQL.
+func (r Report) Equal() bool { return len(r.Reference) == 0 && r.SQLComparison.Equal }
+
+// Run runs the pipeline to the end (pipeline.Run) and checks what Goka wrote
+// against the reference and the embedded SQL. The sleigh goes on until
+// FinishSleigh or Close.
+func (d *Demo) Run(ctx context.Context) (Report, error) {
+	var r Report
+	res, err := d.p.Run(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.Run = res
+	cfg := d.p.Config()
+	params := cfg.Packer.Params
+	inputs := res.Inputs()
+	r.Reference = results.Compare(res.Goka, contract.Compute(inputs, params, contract.ClosedOnly))
+	if r.SQL, err = compare.EmbeddedSQL(ctx, inputs, params, d.log); err != nil {
+		return r, fmt.Errorf("embedded SQL: %w", err)
+	}
+	r.SQLComparison = compare.Build(res.Goka, r.SQL, inputs, params)
+	r.Summary = d.summary(cfg, r)
+	return r, nil
+}
+
+func (d *Demo) summary(cfg pipeline.Config, r Report) Summary {
+	got := r.Run.Goka
+	s := Summary{
+		Brokers: strings.Join(cfg.Kafka.Brokers, ","), Window: cfg.Packer.Window.String(), Lateness: cfg.Packer.Lateness.String(),
+		Seed:      cfg.Toys.Seed,
+		Inputs:    map[string]int{"toys": len(r.Run.Toys), "boxes": len(r.Run.Boxes)},
+		Elves:     map[string]map[string]int64{"toys": r.Run.ToyStats.Kinds, "boxes": r.Run.BoxStats.Kinds},
+		Results:   got.Counts(),
+		BySize:    got.CountsBySize(),
+		DeadBy:    map[string]int{},
+		RawOutput: r.Run.Raw,
+		Reference: "equal",
+		SQLCheck:  "equal",
+		Seconds:   time.Since(d.began).Seconds(),
+	}
+	delete(s.BySize, "")
+	for _, dl := range got.Dead {
+		s.DeadBy[dl.Reason]++
+	}
+	if len(r.Reference) > 0 {
+		s.Reference = "different"
+	}
+	if !r.SQLComparison.Equal {
+		s.SQLCheck = "different"
+	}
+	return s
+}
+
+// FinishSleigh waits until the sleigh's manifest holds the packed pairs
+// (pipeline.WaitManifest), then stops the sleigh. It returns the manifest and
+// the sleigh's counts, and an error when the manifest holds another number of
+// pairs or the sleigh failed.
+func (d *Demo) FinishSleigh(ctx context.Context, packed int) (sleigh.Manifest, sleigh.Counts, error) {
+	m, err := d.p.WaitManifest(ctx, packed)
+	if err == nil && m.Pairs != packed {
+		err = fmt.Errorf("sleigh: the manifest holds %d pairs, the packed topic %d", m.Pairs, packed)
+	}
+	counts := d.p.Sleigh().Counts()
+	if cerr := d.p.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return m, counts, err
+}
+
+// Close stops what still runs and the in-process Kafka.
+func (d *Demo) Close() {
+	if d.p != nil {
+		if err := d.p.Close(); err != nil {
+			d.log.Warn("demo: stopping the pipeline", "err", err)
+		}
+	}
+	if d.broker != nil {
+		d.broker.Close()
+		d.broker = nil
+	}
+}

@@ -1,0 +1,86 @@
+package demo
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+)
+
+// inputLine is one line of DIR/input/*.jsonl. A value that is not UTF-8 cannot
+// be a JSON string without loss, so it is also given in base64.
+type inputLine struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Offset      int64  `json:"offset"`
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+	ValueBase64 []byte `json:"value_base64,omitempty"`
+}
+
+// WriteFiles writes, under dir, every input record as read back
+// (input/toys.jsonl, input/boxes.jsonl), Goka's five result sets
+// (goka/{packed,unpacked,spare,late,dead}.jsonl), the embedded SQLite's
+// (sql/, the same five files) and summary.json.
+func WriteFiles(dir string, r Report) error {
+	for _, sub := range []string{"input", "goka", "sql"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
+		}
+	}
+	toLines := func(in []record.Input) []inputLine {
+		out := make([]inputLine, len(in))
+		for i, r := range in {
+			out[i] = inputLine{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)}
+			if !utf8.Valid(r.Value) {
+				out[i].ValueBase64 = r.Value
+			}
+		}
+		return out
+	}
+	type file struct {
+		name string
+		rows any
+	}
+	files := []file{{"input/toys.jsonl", toLines(r.Run.Toys)}, {"input/boxes.jsonl", toLines(r.Run.Boxes)}}
+	for side, s := range map[string]results.Set{"goka": r.Run.Goka, "sql": r.SQL} {
+		files = append(files, file{side + "/packed.jsonl", s.Packed}, file{side + "/unpacked.jsonl", s.Unpacked},
+			file{side + "/spare.jsonl", s.Spare}, file{side + "/late.jsonl", s.Late}, file{side + "/dead.jsonl", s.Dead})
+	}
+	for _, f := range files {
+		if err := writeJSONL(filepath.Join(dir, f.name), f.rows); err != nil {
+			return err
+		}
+	}
+	b, err := json.MarshalIndent(r.Summary, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
+}
+
+// writeJSONL writes the elements of the slice rows, one JSON document a line.
+func writeJSONL(path string, rows any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	enc := json.NewEncoder(f)
+	var list []any
+	b, _ := json.Marshal(rows)
+	_ = json.Unmarshal(b, &list)
+	for _, r := range list {
+		if err := enc.Encode(r); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
