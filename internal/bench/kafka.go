@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -15,24 +15,29 @@ import (
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
+// admin connects a short-lived admin client (kafkaconf's reader client).
+func admin(ctx context.Context, kc kafkaconf.Config) (*kadm.Client, error) {
+	cl, err := kc.NewReaderClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
 // waitStable waits until every group is Stable (all members joined), or the
 // worker has exited.
 func waitStable(ctx context.Context, kc kafkaconf.Config, groups []string, proc *process) error {
-	client, err := kc.NewReaderClient(ctx)
+	adm, err := admin(ctx, kc)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return err
-	}
+	defer adm.Close()
 	for {
-		ds, err := admin.DescribeConsumerGroups(groups)
+		ds, err := adm.DescribeGroups(ctx, groups...)
 		stable := 0
 		if err == nil {
 			for _, d := range ds {
-				if d.State == "Stable" {
+				if d.Err == nil && d.State == "Stable" {
 					stable++
 				}
 			}
@@ -53,36 +58,31 @@ func waitStable(ctx context.Context, kc kafkaconf.Config, groups []string, proc 
 // endOffsets is the sum of the end offsets of every partition of topics:
 // their record count, as the bench's topics are new and never compacted.
 func endOffsets(ctx context.Context, kc kafkaconf.Config, topics ...string) (int64, error) {
-	client, err := kc.NewReaderClient(ctx)
+	adm, err := admin(ctx, kc)
 	if err != nil {
 		return 0, err
 	}
-	defer client.Close()
-	var n int64
-	for _, t := range topics {
-		ps, err := client.Partitions(t)
-		if err != nil {
-			return 0, err
-		}
-		for _, p := range ps {
-			end, err := client.GetOffset(t, p, sarama.OffsetNewest)
-			if err != nil {
-				return 0, err
-			}
-			n += end
-		}
+	defer adm.Close()
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return 0, err
 	}
+	if err := ends.Error(); err != nil {
+		return 0, err
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
 	return n, nil
 }
 
 // hopLag is the records of topics the hop worker's group has not committed.
 func hopLag(ctx context.Context, kc kafkaconf.Config, group string, topics []string) (int64, error) {
-	client, err := kc.NewReaderClient(ctx)
+	adm, err := admin(ctx, kc)
 	if err != nil {
 		return 0, err
 	}
-	defer client.Close()
-	return kafkaconf.GroupLag(ctx, client, group, topics...)
+	defer adm.Close()
+	return kafkaconf.GroupLag(ctx, adm, group, topics...)
 }
 
 // packLatencies: for each packed record, its Kafka timestamp minus the later
