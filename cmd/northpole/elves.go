@@ -133,7 +133,7 @@ func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream reco
 	}
 	var err error
 	if c.SizeMix, err = producers.ParseSizeMix(o.sizes); err != nil {
-		return c, kafkaconf.Config{}, err
+		return c, kafkaconf.Config{}, fmt.Errorf("--sizes: %w", err)
 	}
 	if c.Start, err = record.ParseMadeAt(o.start); err != nil {
 		return c, kafkaconf.Config{}, fmt.Errorf("--start: %w", err)
@@ -271,12 +271,8 @@ func ensureElvesTopic(ctx context.Context, kc kafkaconf.Config, topic string, pa
 	if partitions < 1 {
 		return usageErr("elves: --partitions must be at least 1, got %d", partitions)
 	}
-	n, err := kafkaconf.Partitions(kc, topic)
-	if err != nil {
-		return kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: partitions})
-	}
-	if explicit && n != partitions {
-		return fmt.Errorf("elves: topic %q exists with %d partitions, not --partitions %d", topic, n, partitions)
+	if err := producers.EnsureTopic(ctx, kc, topic, partitions, explicit); err != nil {
+		return fmt.Errorf("elves: %w", err)
 	}
 	return nil
 }
