@@ -16,7 +16,7 @@ import (
 // OpenPostgres connects to PostgreSQL (a libpq URL or key=value DSN, through
 // pgx) as a batch engine whose relations live in schema, which it creates if
 // needed. The connections' search_path is schema, so that the shared text's
-// unqualified names resolve there.
+// unqualified names resolve there. A nil log discards the engine's log.
 func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger) (*Engine, error) {
 	if err := ValidSchema(schema); err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger) (*E
 		return nil, fmt.Errorf("postgres: create schema %s: %w", schema, err)
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &Engine{db: db, dialect: Postgres, schema: schema, log: log}, nil
 }

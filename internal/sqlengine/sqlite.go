@@ -52,6 +52,7 @@ func registerFunctions() {
 }
 
 // OpenSQLite opens a new, empty in-memory SQLite database: no server, no cgo.
+// A nil log discards the engine's log.
 func OpenSQLite(ctx context.Context, log *slog.Logger) (*Engine, error) {
 	registerFunctions()
 	db, err := sql.Open("sqlite", ":memory:")
@@ -69,7 +70,7 @@ func OpenSQLite(ctx context.Context, log *slog.Logger) (*Engine, error) {
 		return nil, fmt.Errorf("open embedded sqlite: %w", err)
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &Engine{db: db, dialect: SQLite, schema: "main", log: log}, nil
 }
