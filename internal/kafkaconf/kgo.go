@@ -36,8 +36,8 @@ func (c Config) Kgo() []kgo.Opt {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.ProducerBatchMaxBytes(ProducerMaxBytes),
-		// kgo's default, said out loud: sarama's producers send uncompressed,
-		// these send snappy when it makes a batch smaller. Against none, the
+		// kgo's default, said out loud: goka's own (sarama) producer sends
+		// uncompressed, these send snappy when it makes a batch smaller. Against none, the
 		// packer's CPU per event did not differ beyond noise (PERFORMANCE.md),
 		// and loop and table topics take less disk.
 		kgo.ProducerBatchCompression(kgo.SnappyCompression(), kgo.NoCompression()),
@@ -45,7 +45,7 @@ func (c Config) Kgo() []kgo.Opt {
 		// kgo fails a record after four "unknown topic" answers by default.
 		// Our topics exist before anything is written to them, and a broker
 		// that has just restarted can give that answer for a while: retry
-		// for RetryFor instead, as sarama's clients do.
+		// for RetryFor instead, as the sarama config's clients do.
 		kgo.UnknownTopicRetries(-1),
 		kgo.RetryTimeout(retryFor),
 		kgo.MetadataMaxAge(30 * time.Second),

@@ -82,7 +82,7 @@ func consumerAttrs(topic string, partition int32, offset int64, group, clientID,
 // its bootstrap list (host:port each): the first of them. The conventions
 // ask for the broker's address at span creation, but the broker that serves
 // a record is its partition's leader, which only the client's routing knows
-// (goka hides it, sarama's answer has no broker): the first bootstrap
+// (goka hides it, kgo's answer has no broker): the first bootstrap
 // address is what is known then, the same for every span of the client,
 // and it names the cluster. An address without a port gives no server.port.
 func serverAttrs(brokers []string) []attribute.KeyValue {
