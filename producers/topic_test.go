@@ -13,10 +13,6 @@ import (
 // TestEnsureTopic: a missing topic is created with the count asked for; an
 // existing one is kept as it is, and refused only when the count must match.
 func TestEnsureTopic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test; -short skips it")
-	}
-	t.Parallel()
 	kc, names := startKafka(t, "existing")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

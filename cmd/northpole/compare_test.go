@@ -285,8 +285,9 @@ func TestCompareReadsSQLRelations(t *testing.T) {
 	}
 }
 
-// TestDemoWritesSQLFiles: the demo runs the embedded comparison and writes
-// DIR/sql/*.jsonl, the same rows as DIR/goka/*.jsonl.
+// TestDemoWritesSQLFiles: the demo runs the embedded comparison, says so, and
+// with --out writes DIR/sql/*.jsonl beside DIR/goka/*.jsonl (that they hold
+// the same rows is internal/demo's TestRun).
 func TestDemoWritesSQLFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -301,23 +302,14 @@ func TestDemoWritesSQLFiles(t *testing.T) {
 	if !strings.Contains(out, "SQL check: the contract's SQL on the embedded SQLite gives the same rows as Goka") {
 		t.Errorf("the demo did not report the SQL check:\n%s", out)
 	}
+	if !strings.Contains(out, "wrote "+dir+"/{input,goka,sql}/*.jsonl") {
+		t.Errorf("the demo did not say where it wrote its files:\n%s", out)
+	}
 	for _, set := range compare.SetNames {
-		g, err := os.ReadFile(filepath.Join(dir, "goka", set+".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := os.ReadFile(filepath.Join(dir, "sql", set+".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		gl, sl := strings.Split(string(g), "\n"), strings.Split(string(s), "\n")
-		slices.Sort(gl)
-		slices.Sort(sl)
-		if !slices.Equal(gl, sl) {
-			t.Errorf("%s: goka/ and sql/ files differ (%d and %d lines)", set, len(gl), len(sl))
-		}
-		if set == "packed" && len(sl) < 10 {
-			t.Errorf("sql/packed.jsonl has %d lines: the demo packed almost nothing", len(sl))
+		for _, side := range []string{"goka", "sql"} {
+			if st, err := os.Stat(filepath.Join(dir, side, set+".jsonl")); err != nil || st.Size() == 0 && set == "packed" {
+				t.Errorf("%s/%s.jsonl: %v", side, set, err)
+			}
 		}
 	}
 }

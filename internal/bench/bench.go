@@ -344,42 +344,33 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		}
 		b.progress("  pre-loaded in %s; starting the packer", time.Since(t0).Round(time.Millisecond))
 		began = time.Now()
-		proc, err := b.start(ctx, w, env)
-		if err != nil {
-			return r, err
-		}
-		if err := b.waitQuiet(ctx, lag, proc, what); err != nil {
-			_ = proc.stop(&r)
-			return r, err
-		}
-		r.Seconds = time.Since(began).Seconds()
-		if err := proc.stop(&r); err != nil {
-			return r, fmt.Errorf("packer process: %w", err)
-		}
-	} else {
-		proc, err := b.start(ctx, w, env)
-		if err != nil {
-			return r, err
-		}
+	}
+	proc, err := b.start(ctx, w, env)
+	if err != nil {
+		return r, err
+	}
+	if v.Live {
+		// The clock starts when the packer is ready and the elves begin.
 		b.progress("  waiting for the packer's three groups to be stable")
-		if err := waitStable(ctx, kc, cfg.Groups(), proc); err != nil {
-			_ = proc.stop(&r)
-			return r, err
+		err = waitStable(ctx, kc, cfg.Groups(), proc)
+		if err == nil {
+			b.progress("  writing %d records at %.0f/s", p.Config().Toys.Count*2, v.LiveRate)
+			began = time.Now()
+			err = produce(ctx)
 		}
-		b.progress("  writing %d records at %.0f/s", p.Config().Toys.Count*2, v.LiveRate)
-		began = time.Now()
-		if err := produce(ctx); err != nil {
-			_ = proc.stop(&r)
-			return r, err
-		}
-		if err := b.waitQuiet(ctx, lag, proc, what); err != nil {
-			_ = proc.stop(&r)
-			return r, err
-		}
-		r.Seconds = time.Since(began).Seconds()
-		if err := proc.stop(&r); err != nil {
-			return r, fmt.Errorf("packer process: %w", err)
-		}
+	}
+	if err == nil {
+		err = b.waitQuiet(ctx, lag, proc, what)
+	}
+	if err != nil {
+		_ = proc.stop(&r)
+		return r, err
+	}
+	r.Seconds = time.Since(began).Seconds()
+	if err := proc.stop(&r); err != nil {
+		return r, fmt.Errorf("packer process: %w", err)
+	}
+	if v.Live {
 		lat, err := packLatencies(ctx, kc, cfg.Topics)
 		if err != nil {
 			return r, err

@@ -71,6 +71,9 @@ func TestRun(t *testing.T) {
 		if !slices.Equal(gl, sl) {
 			t.Errorf("%s: goka/ and sql/ files differ (%d and %d lines)", set, len(gl), len(sl))
 		}
+		if set == "packed" && len(sl) < 10 {
+			t.Errorf("sql/packed.jsonl has %d lines: the demo packed almost nothing", len(sl))
+		}
 	}
 	for _, f := range []string{"input/toys.jsonl", "input/boxes.jsonl", "summary.json"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
