@@ -38,7 +38,7 @@ func northpoleBinary(t *testing.T) string {
 		binPath = filepath.Join(dir, "northpole")
 		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/northpole").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

@@ -172,7 +172,7 @@ func (p *Packer) Run(ctx context.Context) error {
 // whatever the goka processors said while they shut down.
 func unlessStopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return nil
+		return nil //nolint:nilerr // the stop was asked for: not an error
 	}
 	return err
 }

@@ -115,7 +115,7 @@ func TestTracingPairSpans(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, a := range c.s.Attributes() {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		for k, want := range map[string]string{
 			"messaging.system": "kafka", "messaging.operation.type": "process", "messaging.operation.name": "process",

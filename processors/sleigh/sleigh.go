@@ -270,7 +270,7 @@ func (s *Sleigh) Run(ctx context.Context) error {
 // unlessStopped is err, or nil once ctx is done: a stop asked for is clean.
 func unlessStopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return nil
+		return nil //nolint:nilerr // the stop was asked for: not an error
 	}
 	return err
 }
