@@ -148,7 +148,7 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 		compare.WriteText(stdout, c, o.rows, moreRowsHint)
 	}
 	if !c.Equal {
-		return &exitError{code: 3, err: fmt.Errorf("Goka and %s differ on %d rows (%d conflicting Goka keys)", c.SQL, len(c.Differences), c.GokaConflicts)}
+		return &exitError{code: 3, err: fmt.Errorf("the results of Goka and %s differ on %d rows (%d conflicting Goka keys)", c.SQL, len(c.Differences), c.GokaConflicts)}
 	}
 	return nil
 }

@@ -88,20 +88,49 @@ func Compute(inputs []record.Input, p Params, mode Mode) results.Set {
 	if err := p.Validate(); err != nil {
 		panic(err)
 	}
-	W := p.Window.Microseconds()
-	L := p.Lateness.Microseconds()
-
-	var out results.Set
-
-	// Validity: a dead letter takes no part in anything below.
-	type valid struct {
-		in  record.Input
-		rec record.Record
+	c := computation{
+		W: p.Window.Microseconds(), L: p.Lateness.Microseconds(),
+		items:     map[record.Stream]map[windowKey][]string{record.Toys: {}, record.Boxes: {}},
+		watermark: map[streamSize]int64{},
 	}
-	type streamSize struct {
-		stream record.Stream
-		size   string
+	for k, recs := range c.validate(inputs) {
+		c.classify(k, recs)
 	}
+	c.pack(mode)
+	c.out.Sort()
+	return c.out
+}
+
+// computation is one run of Compute, step by step: validity, then the
+// classification of each (stream, size) in offset order, then packing.
+type computation struct {
+	W, L int64 // µs
+	out  results.Set
+	// items are the ids of each window's items, in rank order.
+	items map[record.Stream]map[windowKey][]string
+	// watermark of each (stream, size) at the end of the input; absent:
+	// minus infinity.
+	watermark map[streamSize]int64
+}
+
+type streamSize struct {
+	stream record.Stream
+	size   string
+}
+
+type windowKey struct {
+	size  string
+	start int64 // window_start in microseconds
+}
+
+type valid struct {
+	in  record.Input
+	rec record.Record
+}
+
+// validate reports dead letters, which take no part in anything after, and
+// groups the valid records by (stream, size).
+func (c *computation) validate(inputs []record.Input) map[streamSize][]valid {
 	groups := map[streamSize][]valid{}
 	for _, in := range inputs {
 		if !in.Stream.Valid() {
@@ -110,108 +139,89 @@ func Compute(inputs []record.Input, p Params, mode Mode) results.Set {
 		}
 		rec, err := record.Parse(in.Stream, in.Key, in.Value)
 		if err != nil {
-			out.Dead = append(out.Dead, results.Dead{
-				Stream:    string(in.Stream),
-				Partition: in.Partition,
-				Offset:    in.Offset,
-				Reason:    string(record.ReasonOf(err)),
-			})
+			c.dead(in, record.ReasonOf(err))
 			continue
 		}
 		k := streamSize{in.Stream, rec.Size}
 		groups[k] = append(groups[k], valid{in, rec})
 	}
+	return groups
+}
 
-	// Classification, per (stream, size), in offset order.
-	type windowKey struct {
-		size  string
-		start int64 // window_start in microseconds
-	}
-	items := map[record.Stream]map[windowKey][]string{ // ids of the items, in rank order
-		record.Toys:  {},
-		record.Boxes: {},
-	}
-	watermark := map[streamSize]int64{} // absent: minus infinity
-	for k, recs := range groups {
-		slices.SortStableFunc(recs, func(a, b valid) int {
-			return cmp.Or(cmp.Compare(a.in.Partition, b.in.Partition), cmp.Compare(a.in.Offset, b.in.Offset))
-		})
-		var priorMax int64
-		hasPrior := false // prior_max is minus infinity
-		seen := map[string]bool{}
-		for _, v := range recs {
-			made := v.rec.MadeAtMicros()
-			start := floorDiv(made, W) * W
-			end := start + W
-			switch {
-			case v.rec.Heartbeat:
-				// Moves the clock only.
-			case seen[v.rec.ID]:
-				out.Dead = append(out.Dead, results.Dead{
-					Stream:    string(v.in.Stream),
-					Partition: v.in.Partition,
-					Offset:    v.in.Offset,
-					Reason:    string(record.ReasonDuplicate),
-				})
-			case hasPrior && priorMax-L >= end:
-				seen[v.rec.ID] = true
-				out.Late = append(out.Late, results.Late{
-					Stream: string(v.in.Stream),
-					ID:     v.rec.ID,
-					Size:   v.rec.Size,
-					MadeAt: record.FormatTime(v.rec.MadeAt),
-				})
-			default:
-				seen[v.rec.ID] = true
-				wk := windowKey{k.size, start}
-				items[k.stream][wk] = append(items[k.stream][wk], v.rec.ID)
-			}
-			if !hasPrior || made > priorMax {
-				priorMax, hasPrior = made, true
-			}
+func (c *computation) dead(in record.Input, reason record.Reason) {
+	c.out.Dead = append(c.out.Dead, results.Dead{Stream: string(in.Stream), Partition: in.Partition, Offset: in.Offset, Reason: string(reason)})
+}
+
+// classify takes the valid records of one (stream, size) in (partition,
+// offset) order: each is a heartbeat, a duplicate, late or an item, first
+// match wins, and every one of them moves prior_max.
+func (c *computation) classify(k streamSize, recs []valid) {
+	slices.SortStableFunc(recs, func(a, b valid) int {
+		return cmp.Or(cmp.Compare(a.in.Partition, b.in.Partition), cmp.Compare(a.in.Offset, b.in.Offset))
+	})
+	var priorMax int64
+	hasPrior := false // prior_max is minus infinity
+	seen := map[string]bool{}
+	for _, v := range recs {
+		made := v.rec.MadeAtMicros()
+		start := floorDiv(made, c.W) * c.W
+		switch {
+		case v.rec.Heartbeat:
+			// Moves the clock only.
+		case seen[v.rec.ID]:
+			c.dead(v.in, record.ReasonDuplicate)
+		case hasPrior && priorMax-c.L >= start+c.W:
+			seen[v.rec.ID] = true
+			c.out.Late = append(c.out.Late, results.Late{Stream: string(v.in.Stream), ID: v.rec.ID, Size: v.rec.Size, MadeAt: record.FormatTime(v.rec.MadeAt)})
+		default:
+			seen[v.rec.ID] = true
+			wk := windowKey{k.size, start}
+			c.items[k.stream][wk] = append(c.items[k.stream][wk], v.rec.ID)
 		}
-		watermark[k] = priorMax - L // hasPrior is true: groups are never empty
-	}
-
-	// closed reports whether window (size, start) is closed at the end of the input.
-	closed := func(wk windowKey) bool {
-		end := wk.start + W
-		for _, s := range []record.Stream{record.Toys, record.Boxes} {
-			wm, ok := watermark[streamSize{s, wk.size}]
-			if !ok || wm < end {
-				return false
-			}
+		if !hasPrior || made > priorMax {
+			priorMax, hasPrior = made, true
 		}
-		return true
 	}
+	c.watermark[k] = priorMax - c.L // hasPrior is true: groups are never empty
+}
 
-	// Packing, per (size, window): rank k with rank k.
+// closed reports whether window wk is closed at the end of the input.
+func (c *computation) closed(wk windowKey) bool {
+	for _, s := range []record.Stream{record.Toys, record.Boxes} {
+		wm, ok := c.watermark[streamSize{s, wk.size}]
+		if !ok || wm < wk.start+c.W {
+			return false
+		}
+	}
+	return true
+}
+
+// pack pairs rank k with rank k in every (size, window); in ClosedOnly mode
+// only closed windows report their unpacked toys and spare boxes.
+func (c *computation) pack(mode Mode) {
 	windows := map[windowKey]bool{}
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
-		for wk := range items[s] {
+		for wk := range c.items[s] {
 			windows[wk] = true
 		}
 	}
 	for wk := range windows {
-		toys, boxes := items[record.Toys][wk], items[record.Boxes][wk]
+		toys, boxes := c.items[record.Toys][wk], c.items[record.Boxes][wk]
 		ws := record.FormatMicros(wk.start)
 		n := min(len(toys), len(boxes))
 		for k := range n {
-			out.Packed = append(out.Packed, results.Packed{ToyID: toys[k], BoxID: boxes[k], Size: wk.size, WindowStart: ws})
+			c.out.Packed = append(c.out.Packed, results.Packed{ToyID: toys[k], BoxID: boxes[k], Size: wk.size, WindowStart: ws})
 		}
-		if mode == ClosedOnly && !closed(wk) {
+		if mode == ClosedOnly && !c.closed(wk) {
 			continue
 		}
 		for _, id := range toys[n:] {
-			out.Unpacked = append(out.Unpacked, results.Unpacked{ToyID: id, Size: wk.size, WindowStart: ws})
+			c.out.Unpacked = append(c.out.Unpacked, results.Unpacked{ToyID: id, Size: wk.size, WindowStart: ws})
 		}
 		for _, id := range boxes[n:] {
-			out.Spare = append(out.Spare, results.Spare{BoxID: id, Size: wk.size, WindowStart: ws})
+			c.out.Spare = append(c.out.Spare, results.Spare{BoxID: id, Size: wk.size, WindowStart: ws})
 		}
 	}
-
-	out.Sort()
-	return out
 }
 
 // floorDiv is a/b rounded toward minus infinity (b > 0). Go's / truncates

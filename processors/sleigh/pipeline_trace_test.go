@@ -22,7 +22,7 @@ import (
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, a := range s.Attributes() {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
@@ -62,7 +62,7 @@ func TestPipelineTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tel.Shutdown(context.Background())
+	defer func() { _ = tel.Shutdown(context.Background()) }()
 
 	c := pipeline.Named(testkafka.Unique("trace"))
 	c.Kafka, c.Packer.Partitions, c.Sleigh = kc, 3, true
