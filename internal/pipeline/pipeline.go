@@ -432,7 +432,7 @@ func (p *Pipeline) Close() error {
 type ReadBack struct {
 	Toys, Boxes []record.Input
 	Goka        results.Set
-	Raw         packer.Raw
+	Raw         packer.OutputCounts
 }
 
 // Inputs are the toys and then the boxes.

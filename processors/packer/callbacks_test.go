@@ -14,9 +14,9 @@ package packer
 //     are assigned by the tester, 0, 1, 2, ... in Consume order. The hasher is
 //     therefore not exercised, and a record cannot be delivered twice at the
 //     same offset through tt.Consume. Redeliveries are simulated by consuming
-//     a crafted message into a stage's input: an *Observed (with the offset of
-//     an earlier record) into "packer-dedupe-loop", an event (*Observed) into
-//     "packer-dedupe-events", a *ClockState into "packer-clock-table".
+//     a crafted message into a stage's input: an *validRecord (with the offset of
+//     an earlier record) into "packer-dedupe-loop", an event (*validRecord) into
+//     "packer-dedupe-events", a *sizeClock into "packer-clock-table".
 //   - No crash, rebalance or table recovery with partial state can be
 //     simulated; those are for the integration tests against a broker.
 //   - tt.Consume(topic, key, nil) delivers a null value, as Kafka does for a
@@ -256,13 +256,13 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 		dl.Value == nil || *dl.Value != dupValue || !strings.Contains(dl.Detail, `"a"`) {
 		t.Errorf("duplicate dead letter %+v", dl)
 	}
-	st := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.dedupeGroup())), "M|toys|i|a").(*DedupeState)
+	st := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.dedupeGroup())), "M|toys|i|a").(*firstSeen)
 	if st.First != 0 || st.FirstPart != 0 {
 		t.Errorf("dedupe state of a: %+v", st)
 	}
 	// The clock saw it as a duplicate: no rank.
-	clk := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), "M").(*ClockState)
-	if clk.Ev.Class != ClassDuplicate || clk.Ev.Rank != 0 || clk.Ev.Rec.Offset != off {
+	clk := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), "M").(*sizeClock)
+	if clk.Ev.Class != classDuplicate || clk.Ev.Rank != 0 || clk.Ev.Rec.Offset != off {
 		t.Errorf("clock event of the duplicate: %+v", clk.Ev)
 	}
 	if len(clk.Open) != 1 || clk.Open[0].Toys != 2 {
@@ -320,7 +320,7 @@ func TestCallbackPackedRow(t *testing.T) {
 	}
 	// The slot of (M, window 0, rank 1) holds the pair.
 	slot := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.slotsGroup())), slotKey("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1))
-	if s, ok := slot.(*SlotState); !ok || s.Toy != "t1" || s.Box != "b1" || s.Closed {
+	if s, ok := slot.(*slotState); !ok || s.Toy != "t1" || s.Box != "b1" || s.Closed {
 		t.Errorf("slot state %+v", slot)
 	}
 }
@@ -358,7 +358,7 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 		t.Errorf("spare %s => %+v, want M|b3 => %+v", s.key, s.val, want)
 	}
 	p.expectNone("closing", p.packed, p.late, p.dead)
-	clk := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), "M").(*ClockState)
+	clk := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), "M").(*sizeClock)
 	if len(clk.Open) != 0 || len(clk.Ev.Closed) != 2 {
 		t.Errorf("clock after closing: open %+v, closed %+v", clk.Open, clk.Ev.Closed)
 	}
@@ -430,8 +430,8 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	if len(loops) != 2 {
 		t.Fatalf("dedupe loop %s", show(loops))
 	}
-	observed := loops[0].val.(*Observed)
-	wantObs := &Observed{Stream: record.Toys, Partition: 0, Offset: offT, Size: "M", ID: "t1",
+	observed := loops[0].val.(*validRecord)
+	wantObs := &validRecord{Stream: record.Toys, Partition: 0, Offset: offT, Size: "M", ID: "t1",
 		MadeUS: time.Date(2026, 12, 24, 0, 0, 1, 0, time.UTC).UnixMicro(), MadeAt: at("00:00:01"),
 		Raw: []byte(toyValue), Key: []byte("M")}
 	if loops[0].key != "M|toys|i|t1" || !reflect.DeepEqual(observed, wantObs) {
@@ -476,12 +476,12 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	// (consumers deduplicate by key), and no state change.
 	offDup := p.toy("t1", "M", at("00:00:03"))
 	dup := p.expectOne("duplicate", p.dead)
-	dupObs := drain(p.dedupeLoop)[0].val.(*Observed)
+	dupObs := drain(p.dedupeLoop)[0].val.(*validRecord)
 	drain(p.dedupeTable)
 	drain(p.clockTab)
 	drain(p.events)
 	p.tt.Consume(p.cfg.dedupeGroup()+"-loop", "M|toys|i|t1", dupObs)
-	if ev := drain(p.events); len(ev) != 1 || !ev[0].val.(*Observed).Dup {
+	if ev := drain(p.events); len(ev) != 1 || !ev[0].val.(*validRecord).Dup {
 		t.Errorf("event of the replayed duplicate: %s", show(ev))
 	}
 	p.expectNone("duplicate replayed", p.clockTab)

@@ -10,7 +10,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The clock stage: one value per size (ClockState) applies the events of
+// The clock stage: one value per size (sizeClock) applies the events of
 // that size in offset order, decides lateness and ranks, and closes windows.
 // It writes only its table; the table's changelog is the slots stage's input,
 // so a decision and the state it came from are one Kafka record.
@@ -18,12 +18,12 @@ import (
 // clock applies one event to the clock of its size (lateness, ranks, window
 // closing) and records the decision in its table.
 func (p *Packer) clock(ctx goka.Context, msg any) {
-	obs := msg.(*Observed)
-	st := &ClockState{}
+	obs := msg.(*validRecord)
+	st := &sizeClock{}
 	if v := ctx.Value(); v != nil {
-		st = v.(*ClockState)
+		st = v.(*sizeClock)
 	}
-	if st.Apply(p.params, *obs) {
+	if st.apply(p.params, *obs) {
 		if st.Ev.NewPartition {
 			p.log.Warn("records of one stream and size arrive from more than one partition; they are processed in arrival order, "+
 				"and the reference orders them by (partition, offset), so results may differ from it: partition producers' keys with FNV-1a "+
@@ -34,57 +34,57 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 	}
 }
 
-// Class is what the contract made of a valid record.
-type Class string
+// class is what the contract made of a valid record.
+type class string
 
 const (
-	ClassItem      Class = "item"
-	ClassLate      Class = "late"
-	ClassDuplicate Class = "dup"
-	ClassHeartbeat Class = "hb"
+	classItem      class = "item"
+	classLate      class = "late"
+	classDuplicate class = "dup"
+	classHeartbeat class = "hb"
 )
 
-// Closed reports that window Start of the clock's size is closed, with the
+// closedWindow reports that window Start of the clock's size is closed, with the
 // final number of items of each stream.
-type Closed struct {
+type closedWindow struct {
 	Start int64 `json:"w"`
 	Toys  int   `json:"t"`
 	Boxes int   `json:"b"`
 }
 
-// ClockEvent is what the clock stage decided for one record.
-type ClockEvent struct {
-	Rec    Observed `json:"r"`
-	Class  Class    `json:"c"`
+// decision is what the clock stage decided for one record.
+type decision struct {
+	Rec    validRecord `json:"r"`
+	Class  class    `json:"c"`
 	Window int64    `json:"w"` // window start, µs
 	Rank   int      `json:"k,omitempty"`
-	Closed []Closed `json:"closed,omitempty"`
+	Closed []closedWindow `json:"closed,omitempty"`
 	// NewPartition: the first record of its (stream, size) from a second
-	// source partition, which the contract rules out (see StreamClock). The
+	// source partition, which the contract rules out (see streamClock). The
 	// clock stage logs it; it is not encoded and changes no result.
 	NewPartition bool `json:"-"`
 }
 
-// StreamClock is the clock of one (stream, size).
-type StreamClock struct {
+// streamClock is the clock of one (stream, size).
+type streamClock struct {
 	Seen bool `json:"seen,omitempty"`
 	// Lasts is the greatest source offset applied, per source partition. The
 	// contract has every record of a (stream, size) in one partition, so it
 	// holds one entry; a producer that breaks that (another partitioner, a
 	// changed partition count) adds one per partition, and its records are
 	// then applied in arrival order instead of being mistaken for replays.
-	Lasts []PartOffset `json:"lasts,omitempty"`
+	Lasts []partOffset `json:"lasts,omitempty"`
 	Max   int64        `json:"max"` // greatest made_at seen, µs
 }
 
-// PartOffset is an offset in one source partition.
-type PartOffset struct {
+// partOffset is an offset in one source partition.
+type partOffset struct {
 	Partition int32 `json:"p"`
 	Offset    int64 `json:"o"`
 }
 
 // applied reports whether the record at (part, off) was already applied.
-func (c *StreamClock) applied(part int32, off int64) bool {
+func (c *streamClock) applied(part int32, off int64) bool {
 	if !c.Seen {
 		return false
 	}
@@ -98,50 +98,50 @@ func (c *StreamClock) applied(part int32, off int64) bool {
 
 // markApplied records (part, off) as the last record applied from part. It
 // reports whether part is a partition this (stream, size) had not come from.
-func (c *StreamClock) markApplied(part int32, off int64) (newPartition bool) {
+func (c *streamClock) markApplied(part int32, off int64) (newPartition bool) {
 	for i := range c.Lasts {
 		if l := &c.Lasts[i]; l.Partition == part {
 			l.Offset = off
 			return false
 		}
 	}
-	c.Lasts = append(c.Lasts, PartOffset{Partition: part, Offset: off})
+	c.Lasts = append(c.Lasts, partOffset{Partition: part, Offset: off})
 	return len(c.Lasts) > 1
 }
 
-// OpenWindow counts the items ranked so far in a window that is not closed.
-type OpenWindow struct {
+// openWindow counts the items ranked so far in a window that is not closed.
+type openWindow struct {
 	Start int64 `json:"w"`
 	Toys  int   `json:"t"`
 	Boxes int   `json:"b"`
 }
 
-// ClockState is the clock stage's value for one size. Open holds only windows
+// sizeClock is the clock stage's value for one size. Open holds only windows
 // that have items and are not yet closed, sorted by start: in steady state
 // about (W+L)/W of them, more while one stream runs ahead of the other in
-// event time. Ev is the event of the last record applied (see DedupeState).
-type ClockState struct {
-	Toys  StreamClock  `json:"toys"`
-	Boxes StreamClock  `json:"boxes"`
-	Open  []OpenWindow `json:"open,omitempty"`
-	Ev    ClockEvent   `json:"ev"`
+// event time. Ev is the event of the last record applied (see firstSeen).
+type sizeClock struct {
+	Toys  streamClock  `json:"toys"`
+	Boxes streamClock  `json:"boxes"`
+	Open  []openWindow `json:"open,omitempty"`
+	Ev    decision   `json:"ev"`
 }
 
-func (s *ClockState) clock(x record.Stream) *StreamClock {
+func (s *sizeClock) clock(x record.Stream) *streamClock {
 	if x == record.Boxes {
 		return &s.Boxes
 	}
 	return &s.Toys
 }
 
-// Params are the contract's two durations, in µs.
-type Params struct {
+// paramsUS are the contract's two durations, in µs.
+type paramsUS struct {
 	WindowUS   int64
 	LatenessUS int64
 }
 
 // windowStart is floor(t / W) * W, a true floor also before 1970.
-func (p Params) windowStart(t int64) int64 {
+func (p paramsUS) windowStart(t int64) int64 {
 	q := t / p.WindowUS
 	if t%p.WindowUS != 0 && t < 0 {
 		q--
@@ -151,35 +151,35 @@ func (p Params) windowStart(t int64) int64 {
 
 // watermark of one stream: max made_at - L, or minus infinity before its first
 // record.
-func (p Params) watermark(c StreamClock) int64 {
+func (p paramsUS) watermark(c streamClock) int64 {
 	if !c.Seen {
 		return math.MinInt64
 	}
 	return c.Max - p.LatenessUS
 }
 
-// Apply applies one dedupe event to the clock of its size. It returns false
+// apply applies one dedupe event to the clock of its size. It returns false
 // when the event was already applied (a redelivery after a crash or
 // rebalance): then the state is unchanged and nothing must be written.
 //
 // Events of one (stream, size) arrive in offset order per source partition,
 // redeliveries being repeats of earlier ones, so "offset <= last applied in
 // its partition" identifies them.
-func (s *ClockState) Apply(p Params, rec Observed) bool {
+func (s *sizeClock) apply(p paramsUS, rec validRecord) bool {
 	c := s.clock(rec.Stream)
 	if c.applied(rec.Partition, rec.Offset) {
 		return false
 	}
-	ev := ClockEvent{Rec: rec, Window: p.windowStart(rec.MadeUS)}
+	ev := decision{Rec: rec, Window: p.windowStart(rec.MadeUS)}
 	switch {
 	case rec.Heartbeat:
-		ev.Class = ClassHeartbeat
+		ev.Class = classHeartbeat
 	case rec.Dup:
-		ev.Class = ClassDuplicate
+		ev.Class = classDuplicate
 	case c.Seen && c.Max-p.LatenessUS >= ev.Window+p.WindowUS:
-		ev.Class = ClassLate
+		ev.Class = classLate
 	default:
-		ev.Class = ClassItem
+		ev.Class = classItem
 		ev.Rank = s.rank(rec.Stream, ev.Window)
 	}
 	if !c.Seen || rec.MadeUS > c.Max {
@@ -193,8 +193,8 @@ func (s *ClockState) Apply(p Params, rec Observed) bool {
 }
 
 // rank counts the item into its open window and returns its rank there.
-func (s *ClockState) rank(x record.Stream, start int64) int {
-	i, found := slices.BinarySearchFunc(s.Open, start, func(w OpenWindow, t int64) int {
+func (s *sizeClock) rank(x record.Stream, start int64) int {
+	i, found := slices.BinarySearchFunc(s.Open, start, func(w openWindow, t int64) int {
 		switch {
 		case w.Start < t:
 			return -1
@@ -204,7 +204,7 @@ func (s *ClockState) rank(x record.Stream, start int64) int {
 		return 0
 	})
 	if !found {
-		s.Open = slices.Insert(s.Open, i, OpenWindow{Start: start})
+		s.Open = slices.Insert(s.Open, i, openWindow{Start: start})
 	}
 	w := &s.Open[i]
 	if x == record.Boxes {
@@ -218,7 +218,7 @@ func (s *ClockState) rank(x record.Stream, start int64) int {
 // closeWindows removes and returns the open windows whose end both watermarks
 // have reached. An item can never enter such a window afterwards: it would be
 // late, since its stream's watermark is already past the window's end.
-func (s *ClockState) closeWindows(p Params) []Closed {
+func (s *sizeClock) closeWindows(p paramsUS) []closedWindow {
 	wm := min(p.watermark(s.Toys), p.watermark(s.Boxes))
 	n := 0
 	for n < len(s.Open) && s.Open[n].Start+p.WindowUS <= wm {
@@ -227,9 +227,9 @@ func (s *ClockState) closeWindows(p Params) []Closed {
 	if n == 0 {
 		return nil
 	}
-	out := make([]Closed, n)
+	out := make([]closedWindow, n)
 	for i, w := range s.Open[:n] {
-		out[i] = Closed(w)
+		out[i] = closedWindow(w)
 	}
 	s.Open = slices.Delete(s.Open, 0, n)
 	return out
@@ -237,11 +237,11 @@ func (s *ClockState) closeWindows(p Params) []Closed {
 
 // sizeHint: a clock value is mostly its open windows (an 8-byte start
 // and two small counts each); on a backlog there can be dozens.
-func (s *ClockState) sizeHint() int {
+func (s *sizeClock) sizeHint() int {
 	return 128 + len(s.Ev.Rec.ID) + len(s.Ev.Rec.Trace.TraceState) + 12*len(s.Open) + 12*len(s.Ev.Closed)
 }
 
-func (e *ClockEvent) appendBin(b []byte) []byte {
+func (e *decision) appendBin(b []byte) []byte {
 	b = e.Rec.appendBin(b)
 	b = appendStr(b, string(e.Class))
 	b = binary.AppendVarint(b, e.Window)
@@ -255,9 +255,9 @@ func (e *ClockEvent) appendBin(b []byte) []byte {
 	return b
 }
 
-func (e *ClockEvent) readBin(r *binReader) {
+func (e *decision) readBin(r *binReader) {
 	e.Rec.readBin(r)
-	e.Class = Class(r.str())
+	e.Class = class(r.str())
 	e.Window = r.varint()
 	e.Rank = int(r.varint())
 	n := r.uvarint()
@@ -266,11 +266,11 @@ func (e *ClockEvent) readBin(r *binReader) {
 		return
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		e.Closed = append(e.Closed, Closed{Start: r.varint(), Toys: int(r.varint()), Boxes: int(r.varint())})
+		e.Closed = append(e.Closed, closedWindow{Start: r.varint(), Toys: int(r.varint()), Boxes: int(r.varint())})
 	}
 }
 
-func (c *StreamClock) appendBin(b []byte) []byte {
+func (c *streamClock) appendBin(b []byte) []byte {
 	b = append(b, flag(c.Seen, 1))
 	b = binary.AppendUvarint(b, uint64(len(c.Lasts)))
 	for _, l := range c.Lasts {
@@ -280,7 +280,7 @@ func (c *StreamClock) appendBin(b []byte) []byte {
 	return binary.AppendVarint(b, c.Max)
 }
 
-func (c *StreamClock) readBin(r *binReader) {
+func (c *streamClock) readBin(r *binReader) {
 	c.Seen = r.byte1()&1 != 0
 	n := r.uvarint()
 	if n > uint64(len(r.b)-r.off) { // each entry takes at least 2 bytes
@@ -288,12 +288,12 @@ func (c *StreamClock) readBin(r *binReader) {
 		return
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		c.Lasts = append(c.Lasts, PartOffset{Partition: int32(r.varint()), Offset: r.varint()})
+		c.Lasts = append(c.Lasts, partOffset{Partition: int32(r.varint()), Offset: r.varint()})
 	}
 	c.Max = r.varint()
 }
 
-func (s *ClockState) appendBin(b []byte) []byte {
+func (s *sizeClock) appendBin(b []byte) []byte {
 	b = s.Toys.appendBin(b)
 	b = s.Boxes.appendBin(b)
 	b = binary.AppendUvarint(b, uint64(len(s.Open)))
@@ -305,7 +305,7 @@ func (s *ClockState) appendBin(b []byte) []byte {
 	return s.Ev.appendBin(b)
 }
 
-func (s *ClockState) readBin(r *binReader) {
+func (s *sizeClock) readBin(r *binReader) {
 	s.Toys.readBin(r)
 	s.Boxes.readBin(r)
 	n := r.uvarint()
@@ -314,10 +314,10 @@ func (s *ClockState) readBin(r *binReader) {
 		return
 	}
 	if n > 0 {
-		s.Open = make([]OpenWindow, 0, n)
+		s.Open = make([]openWindow, 0, n)
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		s.Open = append(s.Open, OpenWindow{Start: r.fixed64(), Toys: int(r.varint()), Boxes: int(r.varint())})
+		s.Open = append(s.Open, openWindow{Start: r.fixed64(), Toys: int(r.varint()), Boxes: int(r.varint())})
 	}
 	s.Ev.readBin(r)
 }

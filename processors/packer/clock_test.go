@@ -14,53 +14,53 @@ import (
 )
 
 // Small units keep the tables readable: W = 10, L = 5 (µs).
-var clockP = Params{WindowUS: 10, LatenessUS: 5}
+var clockP = paramsUS{WindowUS: 10, LatenessUS: 5}
 
-func clockItem(x record.Stream, off, t int64, id string) Observed {
-	return Observed{Stream: x, Size: "M", Offset: off, MadeUS: t, ID: id}
+func clockItem(x record.Stream, off, t int64, id string) validRecord {
+	return validRecord{Stream: x, Size: "M", Offset: off, MadeUS: t, ID: id}
 }
-func cToy(off, t int64, id string) Observed { return clockItem(record.Toys, off, t, id) }
-func cBox(off, t int64, id string) Observed { return clockItem(record.Boxes, off, t, id) }
-func cHB(x record.Stream, off, t int64) Observed {
-	return Observed{Stream: x, Size: "M", Offset: off, MadeUS: t, Heartbeat: true}
+func cToy(off, t int64, id string) validRecord { return clockItem(record.Toys, off, t, id) }
+func cBox(off, t int64, id string) validRecord { return clockItem(record.Boxes, off, t, id) }
+func cHB(x record.Stream, off, t int64) validRecord {
+	return validRecord{Stream: x, Size: "M", Offset: off, MadeUS: t, Heartbeat: true}
 }
-func cDup(x record.Stream, off, t int64, id string) Observed {
+func cDup(x record.Stream, off, t int64, id string) validRecord {
 	o := clockItem(x, off, t, id)
 	o.Dup = true
 	return o
 }
 
-// want is what one Apply must decide. Closed nil means no window closed.
+// want is what one apply must decide. Closed nil means no window closed.
 type clockWant struct {
 	ok     bool
-	class  Class
+	class  class
 	window int64
 	rank   int
-	closed []Closed
+	closed []closedWindow
 }
 
-func item(window int64, rank int, closed ...Closed) clockWant {
-	return clockWant{ok: true, class: ClassItem, window: window, rank: rank, closed: closed}
+func item(window int64, rank int, closed ...closedWindow) clockWant {
+	return clockWant{ok: true, class: classItem, window: window, rank: rank, closed: closed}
 }
-func late(window int64, closed ...Closed) clockWant {
-	return clockWant{ok: true, class: ClassLate, window: window, closed: closed}
+func late(window int64, closed ...closedWindow) clockWant {
+	return clockWant{ok: true, class: classLate, window: window, closed: closed}
 }
-func hbW(window int64, closed ...Closed) clockWant {
-	return clockWant{ok: true, class: ClassHeartbeat, window: window, closed: closed}
+func hbW(window int64, closed ...closedWindow) clockWant {
+	return clockWant{ok: true, class: classHeartbeat, window: window, closed: closed}
 }
-func dupW(window int64, closed ...Closed) clockWant {
-	return clockWant{ok: true, class: ClassDuplicate, window: window, closed: closed}
+func dupW(window int64, closed ...closedWindow) clockWant {
+	return clockWant{ok: true, class: classDuplicate, window: window, closed: closed}
 }
 
 var redelivered = clockWant{ok: false}
 
 type clockStep struct {
-	obs  Observed
+	obs  validRecord
 	want clockWant
 }
 
-// cloneClock deep-copies a ClockState so that later Apply calls cannot alias it.
-func cloneClock(s ClockState) ClockState {
+// cloneClock deep-copies a sizeClock so that later apply calls cannot alias it.
+func cloneClock(s sizeClock) sizeClock {
 	c := s
 	c.Open = slices.Clone(s.Open)
 	c.Toys.Lasts = slices.Clone(s.Toys.Lasts)
@@ -71,13 +71,13 @@ func cloneClock(s ClockState) ClockState {
 	return c
 }
 
-func runClockSteps(t *testing.T, p Params, st *ClockState, steps []clockStep) {
+func runClockSteps(t *testing.T, p paramsUS, st *sizeClock, steps []clockStep) {
 	t.Helper()
 	for i, s := range steps {
 		before := cloneClock(*st)
-		ok := st.Apply(p, s.obs)
+		ok := st.apply(p, s.obs)
 		if ok != s.want.ok {
-			t.Fatalf("step %d %+v: Apply = %v, want %v", i, s.obs, ok, s.want.ok)
+			t.Fatalf("step %d %+v: apply = %v, want %v", i, s.obs, ok, s.want.ok)
 		}
 		if !ok {
 			if !reflect.DeepEqual(*st, before) {
@@ -101,18 +101,18 @@ func runClockSteps(t *testing.T, p Params, st *ClockState, steps []clockStep) {
 
 // seenClock is a clock whose last record applied is at offset last of
 // partition 0, where every record of TestClockApplyTable is.
-func seenClock(last, maxMade int64) StreamClock {
-	return StreamClock{Seen: true, Lasts: []PartOffset{{Partition: 0, Offset: last}}, Max: maxMade}
+func seenClock(last, maxMade int64) streamClock {
+	return streamClock{Seen: true, Lasts: []partOffset{{Partition: 0, Offset: last}}, Max: maxMade}
 }
 
 func TestClockApplyTable(t *testing.T) {
 	type tc struct {
 		name  string
-		p     Params
+		p     paramsUS
 		steps []clockStep
 		// final checks
-		open       []OpenWindow
-		toys, boxs StreamClock
+		open       []openWindow
+		toys, boxs streamClock
 	}
 	cases := []tc{
 		{
@@ -127,7 +127,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cBox(2, 19, "b2"), item(10, 1)},
 				{cBox(3, 10, "b3"), item(10, 2)},
 			},
-			open: []OpenWindow{{Start: 0, Toys: 3, Boxes: 2}, {Start: 10, Toys: 1, Boxes: 2}},
+			open: []openWindow{{Start: 0, Toys: 3, Boxes: 2}, {Start: 10, Toys: 1, Boxes: 2}},
 			toys: seenClock(3, 12),
 			boxs: seenClock(3, 19),
 		},
@@ -140,7 +140,7 @@ func TestClockApplyTable(t *testing.T) {
 				// window 10 ends at 20 > 10: on time.
 				{cToy(2, 10, "c"), item(10, 2)},
 			},
-			open: []OpenWindow{{Start: 10, Toys: 2}},
+			open: []openWindow{{Start: 10, Toys: 2}},
 			toys: seenClock(2, 15),
 		},
 		{
@@ -151,7 +151,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(1, 9, "b"), item(0, 1)},
 				{cToy(2, 0, "c"), item(0, 2)},
 			},
-			open: []OpenWindow{{Start: 0, Toys: 2}, {Start: 10, Toys: 1}},
+			open: []openWindow{{Start: 0, Toys: 2}, {Start: 10, Toys: 1}},
 			toys: seenClock(2, 14),
 		},
 		{
@@ -161,7 +161,7 @@ func TestClockApplyTable(t *testing.T) {
 				// Boxes have no prior record: prior_max is minus infinity.
 				{cBox(0, 1, "x"), item(0, 1)},
 			},
-			open: []OpenWindow{{Start: 0, Boxes: 1}, {Start: 100, Toys: 1}},
+			open: []openWindow{{Start: 0, Boxes: 1}, {Start: 100, Toys: 1}},
 			toys: seenClock(0, 100),
 			boxs: seenClock(0, 1),
 		},
@@ -172,7 +172,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(1, 2, "b"), late(0)},
 				{cToy(2, 24, "c"), item(20, 1)},
 			},
-			open: []OpenWindow{{Start: 20, Toys: 1}, {Start: 30, Toys: 1}},
+			open: []openWindow{{Start: 20, Toys: 1}, {Start: 30, Toys: 1}},
 			toys: seenClock(2, 30),
 		},
 		{
@@ -185,7 +185,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cHB(record.Toys, 3, 31), hbW(30)},
 				{cToy(4, 27, "c"), item(20, 2)},
 			},
-			open: []OpenWindow{{Start: 20, Toys: 2}},
+			open: []openWindow{{Start: 20, Toys: 2}},
 			toys: seenClock(4, 31),
 		},
 		{
@@ -196,7 +196,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cBox(2, 41, "b"), item(40, 1)},
 				{cBox(3, 39, "c"), late(30)},
 			},
-			open: []OpenWindow{{Start: 40, Boxes: 1}},
+			open: []openWindow{{Start: 40, Boxes: 1}},
 			boxs: seenClock(3, 50),
 		},
 		{
@@ -210,14 +210,14 @@ func TestClockApplyTable(t *testing.T) {
 				{cDup(record.Toys, 3, 0, "b"), dupW(0)},
 				{cToy(4, 49, "c"), item(40, 1)},
 			},
-			open: []OpenWindow{{Start: 0, Toys: 1}, {Start: 40, Toys: 1}},
+			open: []openWindow{{Start: 0, Toys: 1}, {Start: 40, Toys: 1}},
 			toys: seenClock(4, 50),
 		},
 		{
 			name: "a heartbeat that is a duplicate or late is a heartbeat",
 			steps: []clockStep{
 				{cHB(record.Toys, 0, 100), hbW(100)},
-				{Observed{Stream: record.Toys, Size: "M", Offset: 1, MadeUS: 1, Heartbeat: true, Dup: true, ID: "z"}, hbW(0)},
+				{validRecord{Stream: record.Toys, Size: "M", Offset: 1, MadeUS: 1, Heartbeat: true, Dup: true, ID: "z"}, hbW(0)},
 				{cHB(record.Toys, 2, 2), hbW(0)},
 			},
 			toys: seenClock(2, 100),
@@ -235,14 +235,14 @@ func TestClockApplyTable(t *testing.T) {
 				{cBox(0, 3, "x"), redelivered},
 				{cHB(record.Toys, 2, 40), hbW(40)},
 				{cHB(record.Toys, 2, 40), redelivered},
-				{cBox(1, 60, "y"), item(60, 1, Closed{Start: 0, Toys: 2, Boxes: 1})},
+				{cBox(1, 60, "y"), item(60, 1, closedWindow{Start: 0, Toys: 2, Boxes: 1})},
 				// Replaying the closing event closes nothing a second time.
 				{cBox(1, 60, "y"), redelivered},
 				{cDup(record.Boxes, 1, 60, "y"), redelivered},
 				{cToy(1, 2, "b"), redelivered},
 				{cToy(3, 41, "c"), item(40, 1)},
 			},
-			open: []OpenWindow{{Start: 40, Toys: 1}, {Start: 60, Boxes: 1}},
+			open: []openWindow{{Start: 40, Toys: 1}, {Start: 60, Boxes: 1}},
 			toys: seenClock(3, 41),
 			boxs: seenClock(1, 60),
 		},
@@ -256,7 +256,7 @@ func TestClockApplyTable(t *testing.T) {
 				// boxes watermark 9 < 10: open.
 				{cHB(record.Boxes, 1, 14), hbW(10)},
 				// boxes watermark 10: closed now, by this event.
-				{cHB(record.Boxes, 2, 15), hbW(10, Closed{Start: 0, Toys: 1, Boxes: 1})},
+				{cHB(record.Boxes, 2, 15), hbW(10, closedWindow{Start: 0, Toys: 1, Boxes: 1})},
 				// and never again.
 				{cHB(record.Boxes, 3, 100), hbW(100)},
 			},
@@ -269,15 +269,15 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(0, 1, "t"), item(0, 1)},
 				{cHB(record.Boxes, 0, 100), hbW(100)},
 				{cToy(1, 14, "u"), item(10, 1)},
-				{cToy(2, 15, "v"), item(10, 2, Closed{Start: 0, Toys: 1})},
+				{cToy(2, 15, "v"), item(10, 2, closedWindow{Start: 0, Toys: 1})},
 			},
-			open: []OpenWindow{{Start: 10, Toys: 2}},
+			open: []openWindow{{Start: 10, Toys: 2}},
 			toys: seenClock(2, 15),
 			boxs: seenClock(0, 100),
 		},
 		{
 			name: "a big jump closes several windows at once, in start order",
-			p:    Params{WindowUS: 10, LatenessUS: 30},
+			p:    paramsUS{WindowUS: 10, LatenessUS: 30},
 			steps: []clockStep{
 				{cToy(0, 25, "t25"), item(20, 1)},
 				{cToy(1, 5, "t5"), item(0, 1)},
@@ -288,11 +288,11 @@ func TestClockApplyTable(t *testing.T) {
 				// toys watermark 970, boxes watermark 1: nothing closes.
 				{cHB(record.Toys, 3, 1000), hbW(1000)},
 				// boxes watermark 14: window 0 closes.
-				{cBox(3, 44, "b44"), item(40, 1, Closed{Start: 0, Toys: 1})},
+				{cBox(3, 44, "b44"), item(40, 1, closedWindow{Start: 0, Toys: 1})},
 				// boxes watermark 70: windows 10 to 40 close together.
 				{cHB(record.Boxes, 4, 100), hbW(100,
-					Closed{Start: 10, Toys: 1, Boxes: 1}, Closed{Start: 20, Toys: 1},
-					Closed{Start: 30, Boxes: 2}, Closed{Start: 40, Boxes: 1})},
+					closedWindow{Start: 10, Toys: 1, Boxes: 1}, closedWindow{Start: 20, Toys: 1},
+					closedWindow{Start: 30, Boxes: 2}, closedWindow{Start: 40, Boxes: 1})},
 			},
 			toys: seenClock(3, 1000),
 			boxs: seenClock(4, 100),
@@ -305,7 +305,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(2, 12, "c"), item(10, 2)},
 				{cHB(record.Toys, 3, 1_000_000), hbW(1_000_000)},
 			},
-			open: []OpenWindow{{Start: 0, Toys: 1}, {Start: 10, Toys: 2}},
+			open: []openWindow{{Start: 0, Toys: 1}, {Start: 10, Toys: 2}},
 			toys: seenClock(3, 1_000_000),
 		},
 		{
@@ -318,22 +318,22 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(4, -10, "e"), item(-10, 2)},
 				{cToy(5, 0, "f"), item(0, 1)},
 				// toys watermark -5, boxes -14: window -30 (end -20) closes.
-				{cBox(0, -9, "x"), item(-10, 1, Closed{Start: -30, Toys: 1})},
+				{cBox(0, -9, "x"), item(-10, 1, closedWindow{Start: -30, Toys: 1})},
 				// boxes watermark 1: window -20 (end -10) closes, -10 (end 0) not.
-				{cBox(1, 6, "y"), item(0, 1, Closed{Start: -20, Toys: 2})},
+				{cBox(1, 6, "y"), item(0, 1, closedWindow{Start: -20, Toys: 2})},
 				// toys prior_max 0: -5 >= -10, the end of window -20: late.
 				{cToy(6, -15, "g"), late(-20)},
 				{cToy(7, -14, "h"), late(-20)},
 				// -5 < 0, the end of window -10.
 				{cToy(8, -6, "i"), item(-10, 3)},
 			},
-			open: []OpenWindow{{Start: -10, Toys: 3, Boxes: 1}, {Start: 0, Toys: 1, Boxes: 1}},
+			open: []openWindow{{Start: -10, Toys: 3, Boxes: 1}, {Start: 0, Toys: 1, Boxes: 1}},
 			toys: seenClock(8, 0),
 			boxs: seenClock(1, 6),
 		},
 		{
 			name: "negative times with a window that does not divide them",
-			p:    Params{WindowUS: 7, LatenessUS: 20},
+			p:    paramsUS{WindowUS: 7, LatenessUS: 20},
 			steps: []clockStep{
 				{cToy(0, -1, "a"), item(-7, 1)},
 				{cToy(1, -7, "b"), item(-7, 2)},
@@ -344,15 +344,15 @@ func TestClockApplyTable(t *testing.T) {
 				{cToy(5, -15, "e"), late(-21)},
 				{cToy(6, -14, "f"), item(-14, 2)},
 				// toys watermark -14, boxes 10: window -21 closes.
-				{cHB(record.Boxes, 0, 30), hbW(28, Closed{Start: -21, Toys: 1})},
+				{cHB(record.Boxes, 0, 30), hbW(28, closedWindow{Start: -21, Toys: 1})},
 			},
-			open: []OpenWindow{{Start: -14, Toys: 2}, {Start: -7, Toys: 2}},
+			open: []openWindow{{Start: -14, Toys: 2}, {Start: -7, Toys: 2}},
 			toys: seenClock(6, 6),
 			boxs: seenClock(0, 30),
 		},
 		{
 			name: "real units before 1970",
-			p:    Params{WindowUS: 10_000_000, LatenessUS: 5_000_000},
+			p:    paramsUS{WindowUS: 10_000_000, LatenessUS: 5_000_000},
 			steps: []clockStep{
 				{cToy(0, time.Date(1969, 12, 31, 23, 59, 55, 500_000_000, time.UTC).UnixMicro(), "a"),
 					item(time.Date(1969, 12, 31, 23, 59, 50, 0, time.UTC).UnixMicro(), 1)},
@@ -364,7 +364,7 @@ func TestClockApplyTable(t *testing.T) {
 				{cBox(0, time.Date(1969, 12, 31, 23, 59, 49, 999_999_000, time.UTC).UnixMicro(), "x"),
 					item(time.Date(1969, 12, 31, 23, 59, 40, 0, time.UTC).UnixMicro(), 1)},
 			},
-			open: []OpenWindow{
+			open: []openWindow{
 				{Start: time.Date(1969, 12, 31, 23, 59, 40, 0, time.UTC).UnixMicro(), Boxes: 1},
 				{Start: time.Date(1969, 12, 31, 23, 59, 50, 0, time.UTC).UnixMicro(), Toys: 2},
 			},
@@ -375,10 +375,10 @@ func TestClockApplyTable(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := c.p
-			if p == (Params{}) {
+			if p == (paramsUS{}) {
 				p = clockP
 			}
-			var st ClockState
+			var st sizeClock
 			runClockSteps(t, p, &st, c.steps)
 			if len(st.Open) == 0 {
 				st.Open = nil
@@ -399,19 +399,19 @@ func TestClockApplyTable(t *testing.T) {
 // TestClockApplyRedeliveryDeepEqual replays every earlier event at every point
 // of a sequence and checks that the state stays deep-equal.
 func TestClockApplyRedeliveryDeepEqual(t *testing.T) {
-	seq := []Observed{
+	seq := []validRecord{
 		cToy(0, 1, "a"), cBox(0, 2, "x"), cToy(1, 3, "b"), cHB(record.Toys, 2, 17),
 		cDup(record.Boxes, 1, 4, "x"), cToy(3, 4, "c"), cBox(2, 16, "y"), cHB(record.Boxes, 3, 30),
 		cToy(4, 12, "d"), cToy(5, 40, "e"),
 	}
-	var st ClockState
+	var st sizeClock
 	for i, o := range seq {
-		if !st.Apply(clockP, o) {
-			t.Fatalf("event %d %+v: Apply = false on first delivery", i, o)
+		if !st.apply(clockP, o) {
+			t.Fatalf("event %d %+v: apply = false on first delivery", i, o)
 		}
 		for j := 0; j <= i; j++ {
 			before := cloneClock(st)
-			if st.Apply(clockP, seq[j]) {
+			if st.apply(clockP, seq[j]) {
 				t.Fatalf("after event %d: redelivery of event %d %+v returned true", i, j, seq[j])
 			}
 			if !reflect.DeepEqual(st, before) {
@@ -431,7 +431,7 @@ type rankKey struct {
 
 type naiveOut struct {
 	ranks   map[rankKey]int // item -> rank
-	classes map[string]Class
+	classes map[string]class
 	// closeAt[window] = index (in the delivery sequence, first deliveries
 	// only) of the event after which the window is closed; counts at that time.
 	closedAt map[int64]int
@@ -441,8 +441,8 @@ type naiveOut struct {
 // naiveClock computes from the contract's definitions, record by record:
 // prior_max, late, duplicate (by id, as the dedupe stage marks it), ranks,
 // and when each window with items first has both watermarks at its end.
-func naiveClock(p Params, seq []Observed) naiveOut {
-	out := naiveOut{ranks: map[rankKey]int{}, classes: map[string]Class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
+func naiveClock(p paramsUS, seq []validRecord) naiveOut {
+	out := naiveOut{ranks: map[rankKey]int{}, classes: map[string]class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
 	floor := func(t int64) int64 {
 		w := t / p.WindowUS * p.WindowUS
 		if w > t {
@@ -459,16 +459,16 @@ func naiveClock(p Params, seq []Observed) naiveOut {
 	for i, o := range seq {
 		c := clocks[o.Stream]
 		w := floor(o.MadeUS)
-		var cl Class
+		var cl class
 		switch {
 		case o.Heartbeat:
-			cl = ClassHeartbeat
+			cl = classHeartbeat
 		case o.Dup:
-			cl = ClassDuplicate
+			cl = classDuplicate
 		case c.seen && c.max-p.LatenessUS >= w+p.WindowUS:
-			cl = ClassLate
+			cl = classLate
 		default:
-			cl = ClassItem
+			cl = classItem
 			n := out.counts[w]
 			si := 0
 			if o.Stream == record.Boxes {
@@ -504,9 +504,9 @@ func naiveClock(p Params, seq []Observed) naiveOut {
 // randomClockInput is one size's records: toys and boxes in their own offset
 // order, interleaved at random. Ids repeat now and then (duplicates), made_at
 // wanders so that some records are late, and some records are heartbeats.
-func randomClockInput(r *rand.Rand, base int64) []Observed {
+func randomClockInput(r *rand.Rand, base int64) []validRecord {
 	n := 1 + r.IntN(60)
-	var seq []Observed
+	var seq []validRecord
 	next := map[record.Stream]int64{}
 	seen := map[record.Stream]map[string]bool{record.Toys: {}, record.Boxes: {}}
 	cursor := map[record.Stream]int64{record.Toys: base, record.Boxes: base + int64(r.IntN(30)) - 15}
@@ -517,7 +517,7 @@ func randomClockInput(r *rand.Rand, base int64) []Observed {
 		}
 		cursor[x] += int64(r.IntN(6))
 		t := cursor[x] + int64(r.IntN(20)) - 14
-		o := Observed{Stream: x, Size: "M", Offset: next[x], MadeUS: t}
+		o := validRecord{Stream: x, Size: "M", Offset: next[x], MadeUS: t}
 		next[x] += 1 + int64(r.IntN(2)) // offsets need not be contiguous
 		if r.IntN(7) == 0 {
 			o.Heartbeat = true
@@ -534,14 +534,14 @@ func randomClockInput(r *rand.Rand, base int64) []Observed {
 func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 	for seed := range uint64(400) {
 		r := rand.New(rand.NewPCG(seed, 7))
-		p := Params{WindowUS: 1 + int64(r.IntN(12)), LatenessUS: int64(r.IntN(10))}
+		p := paramsUS{WindowUS: 1 + int64(r.IntN(12)), LatenessUS: int64(r.IntN(10))}
 		base := int64(r.IntN(200)) - 100 // before and after 1970
 		seq := randomClockInput(r, base)
 		want := naiveClock(p, seq)
 
-		var st ClockState
-		got := naiveOut{ranks: map[rankKey]int{}, classes: map[string]Class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
-		applied := map[record.Stream][]Observed{}
+		var st sizeClock
+		got := naiveOut{ranks: map[rankKey]int{}, classes: map[string]class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
+		applied := map[record.Stream][]validRecord{}
 		for i, o := range seq {
 			// Redeliveries: sometimes replay a run of earlier events of a
 			// stream, as a restart after a crash would.
@@ -552,7 +552,7 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 				from := r.IntN(len(applied[x]))
 				for _, old := range applied[x][from:] {
 					before := cloneClock(st)
-					if st.Apply(p, old) {
+					if st.apply(p, old) {
 						t.Fatalf("seed %d: redelivery of %+v applied again", seed, old)
 					}
 					if !reflect.DeepEqual(st, before) {
@@ -560,7 +560,7 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 					}
 				}
 			}
-			if !st.Apply(p, o) {
+			if !st.apply(p, o) {
 				t.Fatalf("seed %d: first delivery of %+v refused", seed, o)
 			}
 			applied[o.Stream] = append(applied[o.Stream], o)
@@ -569,7 +569,7 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 				t.Fatalf("seed %d: Ev is %+v, want the event of %+v", seed, ev.Rec, o)
 			}
 			got.classes[fmt.Sprintf("%s/%d", o.Stream, o.Offset)] = ev.Class
-			if ev.Class == ClassItem {
+			if ev.Class == classItem {
 				got.ranks[rankKey{o.Stream, ev.Window, o.ID}] = ev.Rank
 			} else if ev.Rank != 0 {
 				t.Errorf("seed %d: %+v is %s but has rank %d", seed, o, ev.Class, ev.Rank)
@@ -600,13 +600,13 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 			}
 		}
 		// What is still open is exactly the windows with items not closed.
-		var open []OpenWindow
+		var open []openWindow
 		for w, n := range want.counts {
 			if _, closed := want.closedAt[w]; !closed {
-				open = append(open, OpenWindow{Start: w, Toys: n[0], Boxes: n[1]})
+				open = append(open, openWindow{Start: w, Toys: n[0], Boxes: n[1]})
 			}
 		}
-		slices.SortFunc(open, func(a, b OpenWindow) int { return int(a.Start - b.Start) })
+		slices.SortFunc(open, func(a, b openWindow) int { return int(a.Start - b.Start) })
 		if !slices.Equal(st.Open, open) {
 			t.Fatalf("seed %d: Open = %+v, want %+v", seed, st.Open, open)
 		}
@@ -614,7 +614,7 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 }
 
 // TestClockApplyRandomMatchesContract derives packed, unpacked (closed windows
-// only), spare and late rows from Apply's decisions and compares them with the
+// only), spare and late rows from apply's decisions and compares them with the
 // batch reference implementation, internal/contract, with ClosedOnly: an
 // independent check of the whole clock, including the dedupe marking.
 func TestClockApplyRandomMatchesContract(t *testing.T) {
@@ -622,7 +622,7 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		W := time.Duration(1+r.IntN(12)) * time.Second
 		L := time.Duration(r.IntN(10)) * time.Second
-		p := Params{WindowUS: W.Microseconds(), LatenessUS: L.Microseconds()}
+		p := paramsUS{WindowUS: W.Microseconds(), LatenessUS: L.Microseconds()}
 		base := time.Date(1969, 12, 31, 23, 59, 0, 0, time.UTC).Add(time.Duration(r.IntN(120)) * time.Second)
 		seq := randomClockInput(r, 0)
 
@@ -643,21 +643,21 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 		}
 		want := contract.Compute(inputs, contract.Params{Window: W, Lateness: L}, contract.ClosedOnly)
 
-		var st ClockState
+		var st sizeClock
 		var got results.Set
 		byRank := map[string]string{} // "stream/window/rank" -> id
-		closed := map[int64]Closed{}
+		closed := map[int64]closedWindow{}
 		for _, o := range seq {
-			if !st.Apply(p, o) {
+			if !st.apply(p, o) {
 				t.Fatalf("seed %d: %+v refused", seed, o)
 			}
 			ev := st.Ev
 			switch ev.Class {
-			case ClassItem:
+			case classItem:
 				byRank[fmt.Sprintf("%s/%d/%d", o.Stream, ev.Window, ev.Rank)] = o.ID
-			case ClassLate:
+			case classLate:
 				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), ID: o.ID, Size: "M", MadeAt: o.MadeAt})
-			case ClassDuplicate:
+			case classDuplicate:
 				got.Dead = append(got.Dead, results.Dead{Stream: string(o.Stream), Offset: o.Offset, Reason: string(record.ReasonDuplicate)})
 			}
 			for _, c := range ev.Closed {
@@ -743,16 +743,16 @@ func diffSets(got, want results.Set) string {
 // (the boxes here have not passed the first window), so n grows with that lead
 // divided by W: this is how the clock's cost per event grows with it.
 func BenchmarkClockEvent(b *testing.B) {
-	p := Params{WindowUS: 10_000_000, LatenessUS: 5_000_000}
-	codec := binCodec[ClockState, *ClockState]{}
+	p := paramsUS{WindowUS: 10_000_000, LatenessUS: 5_000_000}
+	codec := binCodec[sizeClock, *sizeClock]{}
 	// Real times: window starts of this century take 8 bytes as varints.
 	t0 := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro()
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("open=%d", n), func(b *testing.B) {
-			st := &ClockState{}
-			st.Apply(p, Observed{Stream: record.Boxes, Size: "M", Offset: 0, MadeUS: t0, ID: "b0"})
+			st := &sizeClock{}
+			st.apply(p, validRecord{Stream: record.Boxes, Size: "M", Offset: 0, MadeUS: t0, ID: "b0"})
 			for i := range n {
-				st.Apply(p, Observed{Stream: record.Toys, Size: "M", Offset: int64(i), MadeUS: t0 + int64(i)*p.WindowUS, ID: "t"})
+				st.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: int64(i), MadeUS: t0 + int64(i)*p.WindowUS, ID: "t"})
 			}
 			if len(st.Open) != n {
 				b.Fatalf("%d windows open, want %d", len(st.Open), n)
@@ -768,8 +768,8 @@ func BenchmarkClockEvent(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s := v.(*ClockState)
-				if !s.Apply(p, Observed{Stream: record.Toys, Size: "M", Offset: off, MadeUS: last, ID: "t"}) {
+				s := v.(*sizeClock)
+				if !s.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: off, MadeUS: last, ID: "t"}) {
 					b.Fatal("not applied")
 				}
 				if _, err := codec.Encode(s); err != nil {

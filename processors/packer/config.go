@@ -109,8 +109,8 @@ func (c Config) Validate() error {
 }
 
 // params are W and L in microseconds, as the stages compute with them.
-func (c Config) params() Params {
-	return Params{WindowUS: c.Window.Microseconds(), LatenessUS: c.Lateness.Microseconds()}
+func (c Config) params() paramsUS {
+	return paramsUS{WindowUS: c.Window.Microseconds(), LatenessUS: c.Lateness.Microseconds()}
 }
 
 func (c Config) dedupeGroup() string { return c.Group + "-dedupe" }

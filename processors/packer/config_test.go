@@ -87,7 +87,7 @@ func TestConfigParamsAndGroups(t *testing.T) {
 	c := validConfig()
 	c.Window = 1500 * time.Millisecond
 	c.Lateness = 3 * time.Microsecond
-	if p := c.params(); p != (Params{WindowUS: 1_500_000, LatenessUS: 3}) {
+	if p := c.params(); p != (paramsUS{WindowUS: 1_500_000, LatenessUS: 3}) {
 		t.Errorf("params = %+v", p)
 	}
 	c.Group = "g"

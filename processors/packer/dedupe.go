@@ -33,7 +33,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			p.emitDead(ctx, newDeadLetter(stream, p.topicOf(stream), ctx.Partition(), ctx.Offset(), []byte(key), raw), record.ReasonOf(err), detail)
 			return
 		}
-		obs := &Observed{
+		obs := &validRecord{
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
 			Size: r.Size, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
@@ -70,11 +70,11 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 // because the input's offset is committed only once both are written. The
 // clock stage skips events it has applied.
 func (p *Packer) dedupe(ctx goka.Context, msg any) {
-	obs := msg.(*Observed)
-	var st *DedupeState
+	obs := msg.(*validRecord)
+	var st *firstSeen
 	if !obs.Heartbeat {
 		if v := ctx.Value(); v != nil {
-			st = v.(*DedupeState)
+			st = v.(*firstSeen)
 		}
 	}
 	next, ev := dedupeStep(st, obs)
@@ -91,30 +91,30 @@ func (p *Packer) dedupe(ctx goka.Context, msg any) {
 // unless the record is the first with its id and no state exists yet) and
 // the event for the clock stage, which says whether the record is a
 // duplicate. Heartbeats have no state and are never duplicates.
-func dedupeStep(st *DedupeState, obs *Observed) (next *DedupeState, ev Observed) {
+func dedupeStep(st *firstSeen, obs *validRecord) (next *firstSeen, ev validRecord) {
 	ev = *obs
 	ev.Raw, ev.Key = nil, nil
 	switch {
 	case obs.Heartbeat:
 	case st == nil:
-		next = &DedupeState{First: obs.Offset, FirstPart: obs.Partition}
+		next = &firstSeen{First: obs.Offset, FirstPart: obs.Partition}
 	default:
 		ev.Dup = !st.isFirst(obs)
 	}
 	return next, ev
 }
 
-func (p *Packer) emitDup(ctx goka.Context, obs *Observed) {
+func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {
 	dl := newDeadLetter(obs.Stream, p.topicOf(obs.Stream), obs.Partition, obs.Offset, obs.Key, obs.Raw)
 	dl.ValueCut = obs.RawCut
 	id, _ := splitID(obs.ID)
 	p.emitDead(ctx, dl, record.ReasonDuplicate, "an earlier record of this stream and size has id "+strconv.Quote(prefixUTF8(id, detailMax)))
 }
 
-// Observed is one valid record on its way through the pipeline. It leaves the
+// validRecord is one valid record on its way through the pipeline. It leaves the
 // input callback towards its dedupe key, and (without Raw and Key, with Dup
 // decided) is the event that the dedupe stage sends to the clock stage.
-type Observed struct {
+type validRecord struct {
 	Stream    record.Stream `json:"x"`
 	Partition int32         `json:"p"`
 	Offset    int64         `json:"o"`
@@ -135,29 +135,29 @@ type Observed struct {
 	Trace traceRef `json:"-"`
 }
 
-// DedupeState is the dedupe stage's value for one (size, stream, id) key:
+// firstSeen is the dedupe stage's value for one (size, stream, id) key:
 // where the first record with that id is. It is written once, by that
 // record, and never changes; heartbeats keep none. So the stage's decision
 // (a duplicate or not) is a function of the record and this value, the same
 // on every delivery, and the event it sends to the clock stage can always be
 // sent again.
-type DedupeState struct {
+type firstSeen struct {
 	First     int64 `json:"first"`      // offset of the first record with this id
 	FirstPart int32 `json:"first_part"` // and its partition
 }
 
 // isFirst reports whether obs is the record that first had this id.
-func (d *DedupeState) isFirst(obs *Observed) bool {
+func (d *firstSeen) isFirst(obs *validRecord) bool {
 	return obs.Offset == d.First && obs.Partition == d.FirstPart
 }
 
 // sizeHint: an observation holds the raw record on its way to the dedupe
 // stage, and a trace reference when tracing is on.
-func (o *Observed) sizeHint() int {
+func (o *validRecord) sizeHint() int {
 	return 96 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
 }
 
-func (o *Observed) appendBin(b []byte) []byte {
+func (o *validRecord) appendBin(b []byte) []byte {
 	b = appendStr(b, string(o.Stream))
 	b = binary.AppendVarint(b, int64(o.Partition))
 	b = binary.AppendVarint(b, o.Offset)
@@ -173,7 +173,7 @@ func (o *Observed) appendBin(b []byte) []byte {
 	return o.Trace.appendBin(b)
 }
 
-func (o *Observed) readBin(r *binReader) {
+func (o *validRecord) readBin(r *binReader) {
 	o.Stream = record.Stream(r.str())
 	o.Partition = int32(r.varint())
 	o.Offset = r.varint()
@@ -190,12 +190,12 @@ func (o *Observed) readBin(r *binReader) {
 	o.Trace.readBin(r)
 }
 
-func (d *DedupeState) appendBin(b []byte) []byte {
+func (d *firstSeen) appendBin(b []byte) []byte {
 	b = binary.AppendVarint(b, d.First)
 	return binary.AppendVarint(b, int64(d.FirstPart))
 }
 
-func (d *DedupeState) readBin(r *binReader) {
+func (d *firstSeen) readBin(r *binReader) {
 	d.First = r.varint()
 	d.FirstPart = int32(r.varint())
 }

@@ -246,7 +246,7 @@ func (l limits) rowRoom(key string, fields int) int {
 	return l.room() - len(key) - fixedRow - fields*cutFieldMax
 }
 
-func (p *Packer) packedRow(st *SlotState, ws string) *results.Packed {
+func (p *Packer) packedRow(st *slotState, ws string) *results.Packed {
 	r := &results.Packed{Size: st.Size, WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(st.Toy)
 	r.BoxID, r.BoxIDCut = splitID(st.Box)
@@ -254,21 +254,21 @@ func (p *Packer) packedRow(st *SlotState, ws string) *results.Packed {
 	return r
 }
 
-func (p *Packer) unpackedRow(st *SlotState, ws string) *results.Unpacked {
+func (p *Packer) unpackedRow(st *slotState, ws string) *results.Unpacked {
 	r := &results.Unpacked{Size: st.Size, WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(st.Toy)
 	fitText(p.lim.rowRoom(itemKey(st.Size, st.Toy), 1), []*string{&r.ToyID}, []*results.Cut{&r.ToyIDCut})
 	return r
 }
 
-func (p *Packer) spareRow(st *SlotState, ws string) *results.Spare {
+func (p *Packer) spareRow(st *slotState, ws string) *results.Spare {
 	r := &results.Spare{Size: st.Size, WindowStart: ws}
 	r.BoxID, r.BoxIDCut = splitID(st.Box)
 	fitText(p.lim.rowRoom(itemKey(st.Size, st.Box), 1), []*string{&r.BoxID}, []*results.Cut{&r.BoxIDCut})
 	return r
 }
 
-func (p *Packer) lateRow(o *Observed, key string) *results.Late {
+func (p *Packer) lateRow(o *validRecord, key string) *results.Late {
 	r := &results.Late{Stream: string(o.Stream), Size: o.Size, MadeAt: o.MadeAt}
 	r.ID, r.IDCut = splitID(o.ID)
 	fitText(p.lim.rowRoom(key, 1), []*string{&r.ID}, []*results.Cut{&r.IDCut})

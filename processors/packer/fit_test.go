@@ -121,7 +121,7 @@ func TestRowsFitInARecord(t *testing.T) {
 		}
 		for name, whole := range ids {
 			id := carryID(whole, lim.idMax())
-			st := &SlotState{Size: "XL", Window: 0, Toy: id, Box: id, Closed: true}
+			st := &slotState{Size: "XL", Window: 0, Toy: id, Box: id, Closed: true}
 			ws := record.FormatMicros(0)
 			check := func(row string, key string, v any, fields map[string]results.Cut, texts map[string]string) {
 				t.Helper()
@@ -152,7 +152,7 @@ func TestRowsFitInARecord(t *testing.T) {
 			check("unpacked", itemKey(st.Size, st.Toy), ur, map[string]results.Cut{"toy": ur.ToyIDCut}, map[string]string{"toy": ur.ToyID})
 			sr := p.spareRow(st, ws)
 			check("spare", itemKey(st.Size, st.Box), sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
-			o := &Observed{Stream: record.Toys, Size: "XL", ID: id, MadeAt: record.FormatMicros(0)}
+			o := &validRecord{Stream: record.Toys, Size: "XL", ID: id, MadeAt: record.FormatMicros(0)}
 			lk := lateKey(o.Stream, o.Size, o.ID)
 			lr := p.lateRow(o, lk)
 			check("late", lk, lr, map[string]results.Cut{"id": lr.IDCut}, map[string]string{"id": lr.ID})

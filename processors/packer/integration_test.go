@@ -136,7 +136,7 @@ func waitQuiet(t *testing.T, ctx context.Context, pk *packer.Packer) {
 
 // check compares the packer's deduplicated outputs with the reference on the
 // records actually in the input topics.
-func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results.Set, packer.Raw) {
+func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results.Set, packer.OutputCounts) {
 	t.Helper()
 	rb, err := harness.Read(ctx, pl.kc, pl.cfg.Topics)
 	if err != nil {

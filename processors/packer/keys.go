@@ -41,7 +41,7 @@ func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
 // Keys that hold an id hold it whole when it is short and its digest
 // otherwise (keyID), behind a different separator: an id can never pose as
 // another id's digest.
-func dedupeKey(o *Observed) string {
+func dedupeKey(o *validRecord) string {
 	if o.Heartbeat {
 		return o.Size + "|" + string(o.Stream) + "|h"
 	}

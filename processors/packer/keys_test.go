@@ -25,10 +25,10 @@ func stageKeys(s string) []string {
 		s,
 		s + "|toys|i|x|y", // an id containing '|'
 		s + "|boxes|h",
-		dedupeKey(&Observed{Stream: record.Toys, Size: s, ID: "t-1"}),
-		dedupeKey(&Observed{Stream: record.Boxes, Size: s, ID: "b|2|"}),
-		dedupeKey(&Observed{Stream: record.Toys, Size: s, Heartbeat: true, ID: "ignored"}),
-		dedupeKey(&Observed{Stream: record.Boxes, Size: s, Heartbeat: true}),
+		dedupeKey(&validRecord{Stream: record.Toys, Size: s, ID: "t-1"}),
+		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, ID: "b|2|"}),
+		dedupeKey(&validRecord{Stream: record.Toys, Size: s, Heartbeat: true, ID: "ignored"}),
+		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, Heartbeat: true}),
 		s + "|",
 		s + "||",
 	}
@@ -141,8 +141,8 @@ func TestHasherWritesInPieces(t *testing.T) {
 
 func TestKeyShapes(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{dedupeKey(&Observed{Stream: record.Toys, Size: "M", ID: "a"}), "M|toys|i|a"},
-		{dedupeKey(&Observed{Stream: record.Boxes, Size: "XL", Heartbeat: true, ID: "a"}), "XL|boxes|h"},
+		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "a"}), "M|toys|i|a"},
+		{dedupeKey(&validRecord{Stream: record.Boxes, Size: "XL", Heartbeat: true, ID: "a"}), "XL|boxes|h"},
 		{slotKey("S", -10, 3), "S|-10|3"},
 		{itemKey("M", "t1"), "M|t1"},
 		{lateKey(record.Boxes, "L", "b1"), "boxes|L|b1"},

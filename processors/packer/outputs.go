@@ -13,9 +13,9 @@ import (
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
-// Raw counts output records before deduplication by key: the difference is
+// OutputCounts counts output records before deduplication by key: the difference is
 // what redeliveries (crashes, rebalances) re-sent.
-type Raw struct {
+type OutputCounts struct {
 	Records    int `json:"records"`
 	Duplicates int `json:"duplicates"`
 	// Conflicts counts keys that were written with two different values: a
@@ -25,9 +25,9 @@ type Raw struct {
 
 // ReadResults reads the five output topics and deduplicates them by key, as a
 // consumer of the packer would.
-func ReadResults(ctx context.Context, kc kafkaconf.Config, t Topics) (results.Set, Raw, error) {
+func ReadResults(ctx context.Context, kc kafkaconf.Config, t Topics) (results.Set, OutputCounts, error) {
 	var set results.Set
-	var raw Raw
+	var raw OutputCounts
 	if err := readInto(ctx, kc, t.Packed, &raw, &set.Packed); err != nil {
 		return set, raw, err
 	}
@@ -51,7 +51,7 @@ func ReadResults(ctx context.Context, kc kafkaconf.Config, t Topics) (results.Se
 	return set, raw, nil
 }
 
-func readInto[T any](ctx context.Context, kc kafkaconf.Config, topic string, raw *Raw, out *[]T) error {
+func readInto[T any](ctx context.Context, kc kafkaconf.Config, topic string, raw *OutputCounts, out *[]T) error {
 	msgs, err := topicread.All(ctx, kc, topic)
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ import (
 // Packer runs the three goka groups.
 type Packer struct {
 	cfg    Config
-	params Params
+	params paramsUS
 	lim    limits       // what every record written must fit in (fit.go)
 	seqs   []*sequencer // one per group (inorder.go)
 	log    *slog.Logger
@@ -62,19 +62,19 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 	dedupe := goka.DefineGroup(goka.Group(p.cfg.dedupeGroup()),
 		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Toys))),
 		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Boxes))),
-		goka.Loop(binCodec[Observed, *Observed]{}, p.dedupe),
-		goka.Persist(binCodec[DedupeState, *DedupeState]{}),
-		goka.Output(goka.Stream(p.cfg.dedupeEvents()), binCodec[Observed, *Observed]{}),
+		goka.Loop(binCodec[validRecord, *validRecord]{}, p.dedupe),
+		goka.Persist(binCodec[firstSeen, *firstSeen]{}),
+		goka.Output(goka.Stream(p.cfg.dedupeEvents()), binCodec[validRecord, *validRecord]{}),
 		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
 	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
-		goka.Input(goka.Stream(p.cfg.dedupeEvents()), binCodec[Observed, *Observed]{}, p.clock),
-		goka.Persist(binCodec[ClockState, *ClockState]{}),
+		goka.Input(goka.Stream(p.cfg.dedupeEvents()), binCodec[validRecord, *validRecord]{}, p.clock),
+		goka.Persist(binCodec[sizeClock, *sizeClock]{}),
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
-		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[ClockState, *ClockState]{}, p.forwardToSlots),
-		goka.Loop(binCodec[SlotMsg, *SlotMsg]{}, p.slot),
-		goka.Persist(binCodec[SlotState, *SlotState]{}),
+		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[sizeClock, *sizeClock]{}, p.forwardToSlots),
+		goka.Loop(binCodec[slotMsg, *slotMsg]{}, p.slot),
+		goka.Persist(binCodec[slotState, *slotState]{}),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),
 		goka.Output(goka.Stream(t.Spare), jsonCodec[results.Spare]{}),

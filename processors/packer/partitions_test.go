@@ -14,11 +14,11 @@ import (
 // partition is never mistaken for a replay.
 
 func TestDedupeStepAcrossPartitions(t *testing.T) {
-	obs := func(part int32, off int64) *Observed {
-		return &Observed{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "a"}
+	obs := func(part int32, off int64) *validRecord {
+		return &validRecord{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "a"}
 	}
 	type step struct {
-		obs       *Observed
+		obs       *validRecord
 		write     bool // a state is written: only by the first record of the id
 		dup       bool
 		wantFirst [2]int64 // partition, offset of First after the step
@@ -49,7 +49,7 @@ func TestDedupeStepAcrossPartitions(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var st *DedupeState
+			var st *firstSeen
 			for i, s := range tc.steps {
 				next, ev := dedupeStep(st, s.obs)
 				if (next != nil) != s.write || ev.Dup != s.dup {
@@ -74,13 +74,13 @@ func TestDedupeStepAcrossPartitions(t *testing.T) {
 }
 
 func TestClockAppliesEachPartitionOnce(t *testing.T) {
-	p := Params{WindowUS: 10, LatenessUS: 5}
-	item := func(part int32, off, made int64) Observed {
-		return Observed{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "x", MadeUS: made}
+	p := paramsUS{WindowUS: 10, LatenessUS: 5}
+	item := func(part int32, off, made int64) validRecord {
+		return validRecord{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "x", MadeUS: made}
 	}
-	var st ClockState
+	var st sizeClock
 	for i, s := range []struct {
-		obs     Observed
+		obs     validRecord
 		applied bool
 		newPart bool
 	}{
@@ -92,7 +92,7 @@ func TestClockAppliesEachPartitionOnce(t *testing.T) {
 		{item(3, 2, 4), true, false},
 		{item(0, 3, 5), true, false},
 	} {
-		if got := st.Apply(p, s.obs); got != s.applied {
+		if got := st.apply(p, s.obs); got != s.applied {
 			t.Fatalf("step %d (%d@%d): applied %v, want %v", i, s.obs.Partition, s.obs.Offset, got, s.applied)
 		}
 		if s.applied && st.Ev.NewPartition != s.newPart {
@@ -107,7 +107,7 @@ func TestClockAppliesEachPartitionOnce(t *testing.T) {
 // TestDedupeStepHeartbeat: heartbeats keep no dedupe state and are never
 // duplicates, however often the same offset is delivered.
 func TestDedupeStepHeartbeat(t *testing.T) {
-	hb := &Observed{Stream: record.Boxes, Partition: 1, Offset: 7, Size: "S", Heartbeat: true, Raw: []byte("{}"), Key: []byte("S")}
+	hb := &validRecord{Stream: record.Boxes, Partition: 1, Offset: 7, Size: "S", Heartbeat: true, Raw: []byte("{}"), Key: []byte("S")}
 	for i := range 2 {
 		next, ev := dedupeStep(nil, hb)
 		if next != nil || ev.Dup || ev.Raw != nil || ev.Key != nil || ev.Offset != 7 || !ev.Heartbeat {

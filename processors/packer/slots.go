@@ -19,18 +19,18 @@ import (
 // items to their (size, window, rank) slot, and window closings to the slots
 // that will stay half-empty. It is stateless, so a replay repeats it exactly.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
-	ev := msg.(*ClockState).Ev
+	ev := msg.(*sizeClock).Ev
 	r := ev.Rec
 	switch ev.Class {
-	case ClassLate:
+	case classLate:
 		key := lateKey(r.Stream, r.Size, r.ID)
 		resume(p.trace.slots, ctx, r.Trace).Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
-	case ClassItem:
-		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &SlotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
+	case classItem:
+		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
-			ctx.Loopback(slotKey(r.Size, c.Start, k), &SlotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
+			ctx.Loopback(slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
 		}
 	}
 }
@@ -39,10 +39,10 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 // once, and its outputs are a function of its state, so any redelivery
 // produces the same rows again (consumers deduplicate by key).
 func (p *Packer) slot(ctx goka.Context, msg any) {
-	m := msg.(*SlotMsg)
-	st := &SlotState{Size: m.Size, Window: m.Window}
+	m := msg.(*slotMsg)
+	st := &slotState{Size: m.Size, Window: m.Window}
 	if v := ctx.Value(); v != nil {
-		st = v.(*SlotState)
+		st = v.(*slotState)
 	}
 	changed := false
 	switch {
@@ -84,9 +84,9 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 	}
 }
 
-// SlotMsg goes to the slot (size, window, rank): an item that took that rank,
+// slotMsg goes to the slot (size, window, rank): an item that took that rank,
 // or the news that the window closed and the slot will never be completed.
-type SlotMsg struct {
+type slotMsg struct {
 	Stream record.Stream `json:"x,omitempty"`
 	ID     string        `json:"id,omitempty"`
 	Close  bool          `json:"close,omitempty"`
@@ -95,9 +95,9 @@ type SlotMsg struct {
 	Trace  traceRef      `json:"-"` // of the record that brought the item, or that closed the window
 }
 
-// SlotState is where the k-th toy meets the k-th box. Every field is written
+// slotState is where the k-th toy meets the k-th box. Every field is written
 // at most once, so a redelivered message recomputes the same outputs.
-type SlotState struct {
+type slotState struct {
 	Size   string `json:"s"`
 	Window int64  `json:"w"`
 	Toy    string `json:"toy,omitempty"`
@@ -111,13 +111,13 @@ type SlotState struct {
 	BoxTrace traceRef `json:"-"`
 }
 
-func (m *SlotMsg) sizeHint() int { return 64 + len(m.ID) + len(m.Trace.TraceState) }
+func (m *slotMsg) sizeHint() int { return 64 + len(m.ID) + len(m.Trace.TraceState) }
 
-func (s *SlotState) sizeHint() int {
+func (s *slotState) sizeHint() int {
 	return 96 + len(s.Toy) + len(s.Box) + len(s.ToyTrace.TraceState) + len(s.BoxTrace.TraceState)
 }
 
-func (m *SlotMsg) appendBin(b []byte) []byte {
+func (m *slotMsg) appendBin(b []byte) []byte {
 	b = appendStr(b, string(m.Stream))
 	b = appendStr(b, m.ID)
 	b = append(b, flag(m.Close, 1))
@@ -126,7 +126,7 @@ func (m *SlotMsg) appendBin(b []byte) []byte {
 	return m.Trace.appendBin(b)
 }
 
-func (m *SlotMsg) readBin(r *binReader) {
+func (m *slotMsg) readBin(r *binReader) {
 	m.Stream = record.Stream(r.str())
 	m.ID = r.str()
 	m.Close = r.byte1()&1 != 0
@@ -135,7 +135,7 @@ func (m *SlotMsg) readBin(r *binReader) {
 	m.Trace.readBin(r)
 }
 
-func (s *SlotState) appendBin(b []byte) []byte {
+func (s *slotState) appendBin(b []byte) []byte {
 	b = appendStr(b, s.Size)
 	b = binary.AppendVarint(b, s.Window)
 	b = appendStr(b, s.Toy)
@@ -145,7 +145,7 @@ func (s *SlotState) appendBin(b []byte) []byte {
 	return s.BoxTrace.appendBin(b)
 }
 
-func (s *SlotState) readBin(r *binReader) {
+func (s *slotState) readBin(r *binReader) {
 	s.Size = r.str()
 	s.Window = r.varint()
 	s.Toy = r.str()

@@ -73,7 +73,7 @@ func markDead(ctx goka.Context, reason record.Reason) {
 // record being processed (the one that completed the pair, or a redelivery),
 // and it links to the records that brought the toy and the box. The
 // returned context makes it the parent of the "send packed" span.
-func (p *Packer) startPack(ctx goka.Context, st *SlotState) (goka.Context, func()) {
+func (p *Packer) startPack(ctx goka.Context, st *slotState) (goka.Context, func()) {
 	links := make([]trace.Link, 0, 2)
 	for _, it := range []struct {
 		kind string
