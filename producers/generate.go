@@ -208,9 +208,6 @@ func NewGenerator(cfg Config) *Generator {
 // Generated is the number of records made so far, heartbeats not counted.
 func (g *Generator) Generated() int { return g.n }
 
-// MaxMadeAt is the greatest made_at of the valid messages made so far.
-func (g *Generator) MaxMadeAt() time.Time { return g.maxMadeAt }
-
 // Final is FinalHeartbeats for everything generated so far.
 func (g *Generator) Final() []Message { return FinalHeartbeats(g.cfg, g.maxMadeAt) }
 
