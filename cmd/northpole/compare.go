@@ -13,6 +13,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/risingwave"
 )
@@ -132,6 +133,12 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%w", err)
 	}
+	tel, stopTelemetry, err := startTelemetry(ctx, telemetry.Options{})
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(serviceCompare))
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	c, err := compare.Run(ctx, cfg, slog.Default())

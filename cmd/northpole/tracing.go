@@ -15,6 +15,9 @@ const flushTimeout = 10 * time.Second
 // startTelemetry builds the OpenTelemetry providers of a command from the
 // standard OTEL_* environment (off when nothing is configured). stop flushes
 // them; call it before the command returns.
+// serviceCompare is the default service.name of compare's SQL client spans.
+const serviceCompare = "compare"
+
 func startTelemetry(ctx context.Context, opts telemetry.Options) (tel *telemetry.Telemetry, stop func(), err error) {
 	tel, err = telemetry.New(ctx, opts)
 	if err != nil {
@@ -24,7 +27,7 @@ func startTelemetry(ctx context.Context, opts telemetry.Options) (tel *telemetry
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 		defer cancel()
 		if err := tel.Shutdown(sctx); err != nil {
-			slog.Warn("telemetry: spans or metrics may be lost", "err", err)
+			slog.Warn("telemetry: spans may be lost", "err", err)
 		}
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -38,6 +39,9 @@ type Config struct {
 	// shared SQL there.
 	Load   bool
 	Schema string
+	// Tracer, when set, traces every query to the DSN's server (CLIENT
+	// spans, otel/dbtrace).
+	Tracer trace.TracerProvider
 }
 
 // DefaultConfig compares the default topics on the contract's defaults, in
@@ -102,7 +106,7 @@ func sqlSide(ctx context.Context, cfg Config, inputs []record.Input, log *slog.L
 		set, err := EmbeddedSQL(ctx, inputs, cfg.Params, log)
 		return set, "the embedded SQLite (the shared contract SQL on the input topics)", err
 	case cfg.Load:
-		e, err := sqlengine.OpenPostgres(ctx, cfg.DSN, cfg.Schema, log)
+		e, err := sqlengine.OpenPostgres(ctx, cfg.DSN, cfg.Schema, log, sqlengine.WithTracer(cfg.Tracer))
 		if err != nil {
 			return results.Set{}, "", err
 		}
@@ -110,7 +114,7 @@ func sqlSide(ctx context.Context, cfg Config, inputs []record.Input, log *slog.L
 		set, err := e.Compute(ctx, inputs, cfg.Params)
 		return set, fmt.Sprintf("PostgreSQL at %s (the input topics loaded into schema %s, the shared contract SQL run there)", dsnHost(cfg.DSN), cfg.Schema), err
 	default:
-		db, err := sqlengine.OpenReader(ctx, cfg.DSN)
+		db, err := sqlengine.OpenReader(ctx, cfg.DSN, sqlengine.WithTracer(cfg.Tracer))
 		if err != nil {
 			return results.Set{}, "", err
 		}

@@ -9,6 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/northpole-workshop/northpole/otel/dbtrace"
 
 	"github.com/northpole-workshop/northpole/risingwave"
 )
@@ -17,7 +20,7 @@ import (
 // pgx) as a batch engine whose relations live in schema, which it creates if
 // needed. The connections' search_path is schema, so that the shared text's
 // unqualified names resolve there. A nil log discards the engine's log.
-func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger) (*Engine, error) {
+func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger, opts ...Option) (*Engine, error) {
 	if err := ValidSchema(schema); err != nil {
 		return nil, err
 	}
@@ -26,6 +29,9 @@ func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger) (*E
 		return nil, fmt.Errorf("postgres DSN: %w", err)
 	}
 	cfg.RuntimeParams["search_path"] = schema
+	for _, o := range opts {
+		o(cfg)
+	}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -41,12 +47,29 @@ func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger) (*E
 	return &Engine{db: db, dialect: Postgres, schema: schema, log: log}, nil
 }
 
+// Option adjusts the connection config of OpenPostgres and OpenReader.
+type Option func(*pgx.ConnConfig)
+
+// WithTracer makes a CLIENT span of every query (otel/dbtrace), so that the
+// service map shows the client -> postgresql edge. A nil or no-op provider
+// leaves the connections untraced.
+func WithTracer(tp trace.TracerProvider) Option {
+	return func(c *pgx.ConnConfig) {
+		if t := dbtrace.NewPgxTracer(tp); t != nil {
+			c.Tracer = t
+		}
+	}
+}
+
 // OpenReader connects to a PostgreSQL-protocol server (PostgreSQL or
 // RisingWave) only to read result relations, changing nothing.
-func OpenReader(ctx context.Context, dsn string) (*sql.DB, error) {
+func OpenReader(ctx context.Context, dsn string, opts ...Option) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("SQL DSN: %w", err)
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.PingContext(ctx); err != nil {
