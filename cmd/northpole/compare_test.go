@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
@@ -27,6 +25,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // packedRun is a finished Goka run on its own topics: elves wrote, the packer
@@ -204,20 +203,18 @@ func canonJSON(t *testing.T, v any) string {
 // produceTo appends values (key M) to one partition and returns their offsets.
 func produceTo(t *testing.T, kc kafkaconf.Config, topic string, part int32, values []string) []int64 {
 	t.Helper()
-	sc := kc.Sarama()
-	sc.Producer.Partitioner = sarama.NewManualPartitioner
-	p, err := sarama.NewSyncProducer(kc.Brokers, sc)
+	p, err := kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	var offs []int64
 	for _, v := range values {
-		_, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: part, Key: sarama.StringEncoder("M"), Value: sarama.StringEncoder(v)})
-		if err != nil {
+		r := &kgo.Record{Topic: topic, Partition: part, Key: []byte("M"), Value: []byte(v)}
+		if err := p.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
-		offs = append(offs, off)
+		offs = append(offs, r.Offset)
 	}
 	return offs
 }

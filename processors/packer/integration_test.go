@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -272,44 +274,28 @@ func TestRestartMidRun(t *testing.T) {
 // fraction of its value.
 func (pl pipeline) rewindGroups(t *testing.T, fraction float64) int {
 	t.Helper()
-	client, err := sarama.NewClient(pl.kc.Brokers, pl.kc.Sarama())
+	ctx := context.Background()
+	cl, err := pl.kc.NewReaderClient(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := kadm.NewClient(cl)
+	defer admin.Close()
 	n := 0
 	for _, group := range pl.cfg.Groups() {
-		offsets, err := admin.ListConsumerGroupOffsets(group, nil)
+		offsets, err := admin.FetchOffsets(ctx, group)
 		if err != nil {
 			t.Fatalf("offsets of %s: %v", group, err)
 		}
-		om, err := sarama.NewOffsetManagerFromClient(group, client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for topic, parts := range offsets.Blocks {
-			for part, b := range parts {
-				if b.Offset <= 0 {
-					continue
-				}
-				pom, err := om.ManagePartition(topic, part)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pom.ResetOffset(int64(float64(b.Offset)*fraction), "")
+		rewound := kadm.Offsets{}
+		offsets.Each(func(o kadm.OffsetResponse) {
+			if o.At > 0 {
+				rewound.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: int64(float64(o.At) * fraction), LeaderEpoch: -1})
 				n++
-				if err := pom.Close(); err != nil {
-					t.Fatal(err)
-				}
 			}
-		}
-		om.Commit()
-		if err := om.Close(); err != nil {
-			t.Fatal(err)
+		})
+		if err := admin.CommitAllOffsets(ctx, group, rewound); err != nil {
+			t.Fatalf("rewind %s: %v", group, err)
 		}
 	}
 	return n
@@ -362,27 +348,26 @@ func TestStrayPartitionLosesNothing(t *testing.T) {
 	pl := newPipeline(t, kc, s)
 	pk, stop := pl.startPacker(t, ctx)
 
+	// Where the elves (and sarama, and goka) put key "M": the reference.
 	home, err := sarama.NewHashPartitioner("").Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder("M")}, s.partitions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stray := (home + 1) % s.partitions
-	cfg := kc.Sarama()
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	prod, err := sarama.NewSyncProducer(kc.Brokers, cfg)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := producers.DefaultConfig(record.Toys).Start
 	for i := range 5 {
 		made := record.FormatTime(start.Add(time.Duration(i) * 100 * time.Millisecond))
-		for _, m := range []*sarama.ProducerMessage{
-			{Topic: pl.cfg.Topics.Toys, Partition: stray, Key: sarama.StringEncoder("M"),
-				Value: sarama.StringEncoder(fmt.Sprintf(`{"toy_id":"stray-toy-%d","size":"M","made_at":%q}`, i, made))},
-			{Topic: pl.cfg.Topics.Boxes, Partition: stray, Key: sarama.StringEncoder("M"),
-				Value: sarama.StringEncoder(fmt.Sprintf(`{"box_id":"stray-box-%d","size":"M","made_at":%q}`, i, made))},
+		for _, r := range []*kgo.Record{
+			{Topic: pl.cfg.Topics.Toys, Partition: stray, Key: []byte("M"),
+				Value: fmt.Appendf(nil, `{"toy_id":"stray-toy-%d","size":"M","made_at":%q}`, i, made)},
+			{Topic: pl.cfg.Topics.Boxes, Partition: stray, Key: []byte("M"),
+				Value: fmt.Appendf(nil, `{"box_id":"stray-box-%d","size":"M","made_at":%q}`, i, made)},
 		} {
-			if _, _, err := prod.SendMessage(m); err != nil {
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
 		}
