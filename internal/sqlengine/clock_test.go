@@ -1,0 +1,202 @@
+package sqlengine_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/sqlengine"
+)
+
+// clockRun is one randomized input aimed at the clock (the watermark,
+// lateness and closing): made_at anywhere from the year 0000 to 9999 and at
+// every distance from the record before, in either direction, W and L from
+// one microsecond to centuries, and some (stream, size) spread over several
+// partitions.
+type clockRun struct {
+	seed    int64
+	w, l    time.Duration
+	recs    []rec
+	spread  bool  // some (stream, size) has records in several partitions
+	maxSpan int64 // the most windows between two made_at of one (stream, size)
+}
+
+var (
+	firstInstant = time.Date(0, 1, 2, 0, 0, 0, 0, time.UTC)
+	lastInstant  = time.Date(9999, 12, 30, 0, 0, 0, 0, time.UTC)
+)
+
+// upTo is k*d, or a century when that is more (or would overflow): the
+// largest step a run takes in nanoseconds.
+func upTo(d time.Duration, k int64) time.Duration {
+	const century = 100 * 365 * 24 * time.Hour
+	if d > century/time.Duration(k) {
+		return century
+	}
+	return d * time.Duration(k)
+}
+
+func randomClockRun(seed int64) clockRun {
+	rng := rand.New(rand.NewPCG(uint64(seed), 13))
+	pick := func(ds ...time.Duration) time.Duration { return ds[rng.IntN(len(ds))] }
+	const year = 365 * 24 * time.Hour
+	r := clockRun{
+		seed: seed,
+		w:    pick(time.Microsecond, 7*time.Microsecond, time.Second, 10*time.Second, time.Hour, 97*year),
+		l:    pick(0, time.Microsecond, 3*time.Second, 10*time.Second, 25*time.Hour, 290*year),
+	}
+	centers := []time.Time{firstInstant.Add(time.Hour), time.Unix(0, 0).UTC(), time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC), lastInstant.Add(-time.Hour)}
+	sizes := record.Sizes[:1+rng.IntN(2)]
+	// Each size's clock walks from the run's center: the next record near
+	// the one before it, or a distance away drawn on a log scale, in
+	// nanoseconds or in years, up to the whole range. Toys and boxes share
+	// the walk, so that they meet in windows.
+	now := map[string]time.Time{}
+	for _, s := range sizes {
+		now[s] = centers[rng.IntN(len(centers))]
+	}
+	step := func(t time.Time) time.Time {
+		switch rng.IntN(6) {
+		case 0, 1: // within two windows either way
+			t = t.Add(time.Duration(rng.Int64N(int64(upTo(r.w, 4)))) - upTo(r.w, 2))
+		case 2: // later, by at most L plus a window
+			t = t.Add(time.Duration(rng.Int64N(int64(upTo(r.l, 1) + upTo(r.w, 1)/2 + 1))))
+		case 3, 4: // any number of nanoseconds up to 2^62, either way
+			d := time.Duration(rng.Int64N(int64(1) << (1 + rng.IntN(62))))
+			if rng.IntN(2) == 0 {
+				d = -d
+			}
+			t = t.Add(d)
+		default: // up to 8192 years, either way
+			y := rng.IntN(1 << rng.IntN(14))
+			if rng.IntN(2) == 0 {
+				y = -y
+			}
+			t = t.AddDate(y, 0, 0)
+		}
+		if t.Before(firstInstant) {
+			return firstInstant
+		}
+		if t.After(lastInstant) {
+			return lastInstant
+		}
+		return t
+	}
+	parts := map[string]int{} // stream/size -> partitions it uses
+	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+		for _, s := range sizes {
+			parts[string(st)+"/"+s] = 1
+			if rng.IntN(4) == 0 {
+				parts[string(st)+"/"+s] = 2 + rng.IntN(2)
+				r.spread = true
+			}
+		}
+	}
+	ids := map[string][]string{}
+	lo, hi := map[string]int64{}, map[string]int64{}
+	for i := range 60 + rng.IntN(240) {
+		st := []record.Stream{record.Toys, record.Boxes}[rng.IntN(2)]
+		size := sizes[rng.IntN(len(sizes))]
+		k := string(st) + "/" + size
+		t := step(now[size])
+		now[size] = t
+		if us, ok := lo[k]; !ok || t.UnixMicro() < us {
+			lo[k] = t.UnixMicro()
+		}
+		if us, ok := hi[k]; !ok || t.UnixMicro() > us {
+			hi[k] = t.UnixMicro()
+		}
+		madeAt := formatRandomly(rng, t)
+		var value string
+		switch c := rng.IntN(20); {
+		case c < 4:
+			value = hbV(size, madeAt)
+		case c < 5: // a dead letter, which must not move the clock
+			value = toyV("dead", size, "2026-02-30T10:00:00Z")
+		default:
+			id := fmt.Sprintf("%s%d", st[:1], i)
+			if len(ids[k]) > 0 && rng.IntN(8) == 0 {
+				id = ids[k][rng.IntN(len(ids[k]))]
+			}
+			ids[k] = append(ids[k], id)
+			if st == record.Toys {
+				value = toyV(id, size, madeAt)
+			} else {
+				value = boxV(id, size, madeAt)
+			}
+		}
+		x := raw(st, []byte(size), []byte(value))
+		if n := parts[k]; n > 1 {
+			x = x.in(int32(slices.Index(record.Sizes, size) + 10*rng.IntN(n)))
+		}
+		r.recs = append(r.recs, x)
+	}
+	// Final heartbeats close every window in two runs of three; the others
+	// leave windows open.
+	if rng.IntN(3) > 0 {
+		for _, st := range []record.Stream{record.Toys, record.Boxes} {
+			for _, s := range sizes {
+				r.recs = append(r.recs, raw(st, []byte(s), []byte(hbV(s, formatRandomly(rng, lastInstant)))))
+			}
+		}
+	}
+	for k := range hi {
+		r.maxSpan = max(r.maxSpan, (hi[k]-lo[k])/r.w.Microseconds())
+	}
+	return r
+}
+
+// formatRandomly writes t as RFC 3339 in a random zone offset, with 0 to 9
+// fraction digits (digits beyond the microsecond are dropped by every
+// engine, and the truncation is a floor).
+func formatRandomly(rng *rand.Rand, t time.Time) string {
+	zone := time.FixedZone("", (rng.IntN(48*60-1)-(24*60-1))*60)
+	layout := "2006-01-02T15:04:05"
+	if digits := rng.IntN(10); digits > 0 {
+		layout += "." + "000000000"[:digits]
+	}
+	return t.In(zone).Format(layout + "Z07:00")
+}
+
+func (r clockRun) String() string {
+	return fmt.Sprintf("seed=%d W=%v L=%v records=%d spread=%v span=%d windows", r.seed, r.w, r.l, len(r.recs), r.spread, r.maxSpan)
+}
+
+// TestRandomizedClocksEqualReference: on inputs where made_at jumps by any
+// distance in either direction, the SQL's lateness and closed windows equal
+// the reference's (which computes prior_max record by record), on every
+// engine, all five sets.
+func TestRandomizedClocksEqualReference(t *testing.T) {
+	const runs = 40
+	eachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
+		var total, late, packed, closedOnes, spread, deep int
+		for i := range runs {
+			r := randomClockRun(int64(i + 1))
+			got := runAndCompare(t, e, inputs(r.recs...), r.w, r.l)
+			if t.Failed() {
+				t.Fatalf("%v: stopping at the first run that differs", r)
+			}
+			c := got.Counts()
+			total += len(r.recs)
+			late += c.Late
+			packed += c.Packed
+			closedOnes += c.Unpacked + c.Spare
+			if r.spread {
+				spread++
+			}
+			// Records 2^40 windows apart meet only high in the tree.
+			if r.maxSpan >= 1<<40 {
+				deep++
+			}
+		}
+		if late == 0 || packed == 0 || closedOnes == 0 || spread == 0 || deep == 0 {
+			t.Errorf("the runs had %d late, %d packed, %d unpacked or spare rows, %d runs over several partitions, %d runs spanning 2^40 windows: some case is not exercised",
+				late, packed, closedOnes, spread, deep)
+		}
+		t.Logf("%d runs, %d input records: %d late, %d packed, %d unpacked or spare, %d runs over several partitions, %d spanning 2^40 windows or more",
+			runs, total, late, packed, closedOnes, spread, deep)
+	})
+}
