@@ -83,7 +83,7 @@ type Summary struct {
 	Results   results.Counts              `json:"results"`
 	BySize    map[string]results.Counts   `json:"by_size"`
 	DeadBy    map[string]int              `json:"dead_by_reason"`
-	RawOutput packer.OutputCounts                  `json:"raw_output"`
+	RawOutput packer.OutputCounts         `json:"raw_output"`
 	Reference string                      `json:"reference_check"`
 	SQLCheck  string                      `json:"sql_check"`
 	Seconds   float64                     `json:"seconds"`

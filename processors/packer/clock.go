@@ -54,10 +54,10 @@ type closedWindow struct {
 
 // decision is what the clock stage decided for one record.
 type decision struct {
-	Rec    validRecord `json:"r"`
-	Class  class    `json:"c"`
-	Window int64    `json:"w"` // window start, µs
-	Rank   int      `json:"k,omitempty"`
+	Rec    validRecord    `json:"r"`
+	Class  class          `json:"c"`
+	Window int64          `json:"w"` // window start, µs
+	Rank   int            `json:"k,omitempty"`
 	Closed []closedWindow `json:"closed,omitempty"`
 	// NewPartition: the first record of its (stream, size) from a second
 	// source partition, which the contract rules out (see streamClock). The
@@ -124,7 +124,7 @@ type sizeClock struct {
 	Toys  streamClock  `json:"toys"`
 	Boxes streamClock  `json:"boxes"`
 	Open  []openWindow `json:"open,omitempty"`
-	Ev    decision   `json:"ev"`
+	Ev    decision     `json:"ev"`
 }
 
 func (s *sizeClock) clock(x record.Stream) *streamClock {
