@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/northpole-workshop/northpole/internal/gokaproducer"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
@@ -237,7 +236,7 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Sta
 		kgo.MaxBufferedRecords(maxBuffered),
 		// Retries are silent otherwise: a broker restart the elves ride
 		// out shows in the log, as it does for the goka processors.
-		gokaproducer.Logger(log),
+		kafkaconf.KgoLogger(log),
 	)...)
 	if err != nil {
 		return none, fmt.Errorf("elves: producer for topic %q: %w", cfg.Topic, err)

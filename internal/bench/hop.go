@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
-	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 
-	"github.com/northpole-workshop/northpole/internal/gokaproducer"
-	"github.com/northpole-workshop/northpole/internal/gokastore"
+	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
@@ -42,9 +41,10 @@ func (c HopConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// RunHop runs the hop worker until ctx ends (then it returns nil). It uses
-// the packer's producer and storage, the floor of the packer's setup, and
-// drops goka's own log lines: the bench's output is its table.
+// RunHop runs the hop worker until ctx ends (then it returns nil). It is built
+// as every goka processor here is (gokakit: the packer's producer, memory
+// storage), the floor of the packer's setup, and drops goka's own log lines:
+// the bench's output is its table.
 func RunHop(ctx context.Context, cfg HopConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -60,17 +60,7 @@ func RunHop(ctx context.Context, cfg HopConfig) error {
 		goka.Input(goka.Stream(cfg.Boxes), new(codec.Bytes), persist),
 		goka.Persist(new(codec.Bytes)),
 	)
-	tmc := goka.NewTopicManagerConfig()
-	tmc.Table.Replication, tmc.Stream.Replication = 1, 1
-	sc := func() *sarama.Config { return kc.Sarama() }
-	proc, err := goka.NewProcessor(kc.Brokers, g,
-		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(sc())),
-		goka.WithProducerBuilder(gokaproducer.Builder(kc.Kgo())),
-		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(sc(), tmc)),
-		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(sc())),
-		goka.WithStorageBuilder(gokastore.Memory()),
-		goka.WithLogger(discardGokaLogger{}),
-	)
+	proc, err := goka.NewProcessor(kc.Brokers, g, gokakit.Options(kc, cfg.Group, gokakit.TopicConfig(1), slog.New(slog.DiscardHandler))...)
 	if err != nil {
 		return fmt.Errorf("bench hop: create goka processor: %w", err)
 	}
@@ -79,10 +69,3 @@ func RunHop(ctx context.Context, cfg HopConfig) error {
 	}
 	return nil
 }
-
-// discardGokaLogger drops goka's chatter.
-type discardGokaLogger struct{}
-
-func (discardGokaLogger) Print(...any)          {}
-func (discardGokaLogger) Println(...any)        {}
-func (discardGokaLogger) Printf(string, ...any) {}

@@ -1,7 +1,9 @@
 package kafkaconf
 
 import (
+	"context"
 	"crypto/tls"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 const ProducerMaxBytes = 1 << 20
 
 // Kgo returns options for a long-lived franz-go client that produces (the
-// elves', goka's through internal/gokaproducer): the client id and security
+// elves', goka's through internal/gokakit): the client id and security
 // of a Sarama() config, idempotent writes with acks=all, records batched for
 // at most FlushFrequency, and retried for RetryFor before they fail. Brokers
 // and the partitioner are left to the caller.
@@ -52,6 +54,23 @@ func (c Config) Kgo() []kgo.Opt {
 		minMetadataAge,
 	}
 	return append(opts, c.Security.kgoOpts()...)
+}
+
+// KgoLogger sends a kgo client's warnings and errors (failed requests,
+// metadata trouble) to l; Info and Debug stay quiet. Without it kgo's retries
+// are silent, and a broker restart a producer rides out would show nowhere.
+func KgoLogger(l *slog.Logger) kgo.Opt { return kgo.WithLogger(kgoSlog{l}) }
+
+type kgoSlog struct{ l *slog.Logger }
+
+func (kgoSlog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (s kgoSlog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelWarn
+	if level == kgo.LogLevelError {
+		lv = slog.LevelError
+	}
+	s.l.Log(context.Background(), lv, "kafka producer: "+msg, keyvals...)
 }
 
 // minMetadataAge lets a client refresh its metadata every retryBackoff, as

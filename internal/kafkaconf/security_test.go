@@ -148,7 +148,7 @@ func TestSCRAMAgainstRealBroker(t *testing.T) {
 }
 
 // KgoProduceForTest writes one record with a franz-go client made from
-// c.Kgo(), as the goka processors' producer (internal/gokaproducer) is.
+// c.Kgo(), as the goka processors' producer (internal/gokakit) is.
 // Exported for the external tests (tls_test.go).
 func KgoProduceForTest(ctx context.Context, c Config, topic string) error {
 	cl, err := kgo.NewClient(append(c.Kgo(), kgo.SeedBrokers(c.Brokers...))...)

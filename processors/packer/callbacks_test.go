@@ -42,6 +42,7 @@ import (
 	"github.com/lovoo/goka/tester"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
@@ -66,7 +67,7 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 		t.Fatal(err)
 	}
 	tt := tester.New(t)
-	quiet := gokaLogger{slog.New(slog.DiscardHandler)}
+	quiet := gokakit.Logger(slog.New(slog.DiscardHandler))
 	hashed := []bool{true, true, false} // as in Run
 	for i, gg := range pk.Graphs() {
 		// The processors get Run's own options (hasher, and whatever else Run

@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 	"hash"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/northpole-workshop/northpole/internal/gokaproducer"
+	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
@@ -67,37 +65,20 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 // goka checks that existing loop topics carry exactly this setting.
 const loopRetention = 7 * 24 * time.Hour
 
-// gokaSarama is a fresh sarama config for one goka builder.
-func (p *Packer) gokaSarama(group string) *sarama.Config {
-	kc := p.cfg.Kafka
-	kc.ClientID = "northpole-" + group
-	cfg := kc.Sarama()
-	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{goka.CopartitioningStrategy}
-	if p.cfg.InstanceID != "" {
-		cfg.Consumer.Group.InstanceId = p.cfg.InstanceID
-	}
-	return cfg
-}
-
-// options are the goka options of one group: explicit sarama configs (never
-// goka's global one), our topic settings, storage and hasher.
+// options are the goka options of one group: the common ones (gokakit) with
+// our topic settings, and what only the packer needs: its storage directory,
+// writes in order (a sequencer around the producer, inorder.go), static
+// membership, the size hasher and tombstones delivered.
 func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
-	tmc := goka.NewTopicManagerConfig()
-	tmc.Table.Replication = int(p.cfg.Replication)
-	tmc.Stream.Replication = int(p.cfg.Replication)
-	tmc.Stream.Retention = loopRetention
-	tmc.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
-	sb := gokastore.Memory()
-	if p.cfg.StorageDir != "" {
-		sb = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
-	}
+	kc := p.cfg.Kafka
+	log := p.log.With("group", group)
+	tm := gokakit.TopicConfig(p.cfg.Replication)
+	tm.Stream.Retention = loopRetention
+	tm.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
 	seq := newSequencer()
 	p.seqs = append(p.seqs, seq)
-	kc := p.cfg.Kafka
-	kc.ClientID = "northpole-" + group
-	producer := gokaproducer.Builder(append(kc.Kgo(), gokaproducer.Logger(p.log.With("group", group))))
-	opts := []goka.ProcessorOption{
-		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(p.gokaSarama(group))),
+	producer := gokakit.Producer(kc, group, log)
+	opts := append(gokakit.Options(kc, group, tm, log),
 		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
 			inner, err := producer(brokers, clientID, hasher)
 			if err != nil {
@@ -106,10 +87,14 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 			return seq.producer(inner), nil
 		}),
 		goka.WithContextWrapper(seq.barrier),
-		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(p.gokaSarama(group), tmc)),
-		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(p.gokaSarama(group))),
-		goka.WithStorageBuilder(sb),
-		goka.WithLogger(gokaLogger{p.log.With("group", group)}),
+	)
+	if p.cfg.StorageDir != "" {
+		opts = append(opts, goka.WithStorageBuilder(gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))))
+	}
+	if p.cfg.InstanceID != "" {
+		sc := gokakit.Sarama(kc, group)
+		sc.Consumer.Group.InstanceId = p.cfg.InstanceID
+		opts = append(opts, goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(sc)))
 	}
 	if hasher {
 		opts = append(opts, goka.WithHasher(sizeHasher))
@@ -176,10 +161,3 @@ func unlessStopped(ctx context.Context, err error) error {
 	}
 	return err
 }
-
-// gokaLogger sends goka's chatter to slog at debug level.
-type gokaLogger struct{ l *slog.Logger }
-
-func (g gokaLogger) Print(v ...any)                 { g.l.Debug(fmt.Sprint(v...)) }
-func (g gokaLogger) Println(v ...any)               { g.l.Debug(fmt.Sprint(v...)) }
-func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
@@ -29,7 +30,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(p *Packer) {
 		c := p.cfg
 		g := func(group string) *kafkatrace.Goka {
-			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: "northpole-" + group, Brokers: c.Kafka.Brokers,
+			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: gokakit.ClientID(group), Brokers: c.Kafka.Brokers,
 				OnSend: onSend, Internal: []string{c.dedupeEvents()}})
 		}
 		p.trace = stageTracing{dedupe: g(c.dedupeGroup()), clock: g(c.clockGroup()), slots: g(c.slotsGroup())}

@@ -22,17 +22,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/northpole-workshop/northpole/internal/gokaproducer"
+	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -105,11 +103,9 @@ func New(cfg Config, log *slog.Logger) (*Sleigh, error) {
 		log = slog.Default()
 	}
 	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh")}
-	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: s.clientID(), Brokers: cfg.Kafka.Brokers})
+	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: gokakit.ClientID(cfg.Group), Brokers: cfg.Kafka.Brokers})
 	return s, nil
 }
-
-func (s *Sleigh) clientID() string { return "northpole-" + s.cfg.Group }
 
 // Graph is the sleigh's goka group.
 func (s *Sleigh) Graph() *goka.GroupGraph {
@@ -189,21 +185,8 @@ func (s *Sleigh) EnsureTopics(ctx context.Context) error {
 		Configs: map[string]string{"cleanup.policy": "compact"}})
 }
 
-func (s *Sleigh) sarama() *sarama.Config {
-	kc := s.cfg.Kafka
-	kc.ClientID = s.clientID()
-	cfg := kc.Sarama()
-	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{goka.CopartitioningStrategy}
-	return cfg
-}
-
-// producerOpts: franz-go options for the processor's producer (see gokaproducer).
-func (s *Sleigh) producerOpts() []kgo.Opt {
-	kc := s.cfg.Kafka
-	kc.ClientID = s.clientID()
-	return kc.Kgo()
-}
-
+// storage is where the processor's and the view's tables live: memory
+// (gokakit's default) without a StorageDir.
 func (s *Sleigh) storage(name string) storage.Builder {
 	if s.cfg.StorageDir == "" {
 		return gokastore.Memory()
@@ -216,36 +199,24 @@ func (s *Sleigh) storage(name string) storage.Builder {
 	return storage.DefaultBuilder(filepath.Join(s.cfg.StorageDir, name))
 }
 
-func (s *Sleigh) topicManager() goka.TopicManagerBuilder {
-	tmc := goka.NewTopicManagerConfig()
-	tmc.Table.Replication = int(s.cfg.Replication)
-	tmc.Stream.Replication = int(s.cfg.Replication)
-	return goka.TopicManagerBuilderWithConfig(s.sarama(), tmc)
-}
-
 // Run creates the topics and runs the processor and the manifest's view
 // until ctx ends (nil) or one of them fails.
 func (s *Sleigh) Run(ctx context.Context) error {
 	if err := s.EnsureTopics(ctx); err != nil {
 		return unlessStopped(ctx, err) // stopped before it started: as clean as a later stop
 	}
-	logger := gokaLogger{s.log}
-	proc, err := goka.NewProcessor(s.cfg.Kafka.Brokers, s.Graph(),
-		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(s.sarama())),
-		goka.WithProducerBuilder(gokaproducer.Builder(s.producerOpts())),
-		goka.WithTopicManagerBuilder(s.topicManager()),
-		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(s.sarama())),
-		goka.WithStorageBuilder(s.storage("processor")),
-		goka.WithLogger(logger),
-	)
+	kc, group := s.cfg.Kafka, s.cfg.Group
+	tm := gokakit.TopicConfig(s.cfg.Replication)
+	proc, err := goka.NewProcessor(kc.Brokers, s.Graph(),
+		append(gokakit.Options(kc, group, tm, s.log), goka.WithStorageBuilder(s.storage("processor")))...)
 	if err != nil {
 		return fmt.Errorf("sleigh: create goka processor: %w", err)
 	}
-	view, err := goka.NewView(s.cfg.Kafka.Brokers, goka.Table(s.cfg.table()), packedCodec{},
-		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(s.sarama())),
-		goka.WithViewTopicManagerBuilder(s.topicManager()),
+	view, err := goka.NewView(kc.Brokers, goka.Table(s.cfg.table()), packedCodec{},
+		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(gokakit.Sarama(kc, group))),
+		goka.WithViewTopicManagerBuilder(gokakit.TopicManager(kc, group, tm)),
 		goka.WithViewStorageBuilder(s.storage("view")),
-		goka.WithViewLogger(logger),
+		goka.WithViewLogger(gokakit.Logger(s.log)),
 	)
 	if err != nil {
 		return fmt.Errorf("sleigh: create goka view: %w", err)
@@ -441,9 +412,3 @@ func (packedCodec) Decode(b []byte) (any, error) {
 	}
 	return &p, nil
 }
-
-type gokaLogger struct{ l *slog.Logger }
-
-func (g gokaLogger) Print(v ...any)                 { g.l.Debug(fmt.Sprint(v...)) }
-func (g gokaLogger) Println(v ...any)               { g.l.Debug(fmt.Sprint(v...)) }
-func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }

@@ -1,19 +1,9 @@
-// Package gokaproducer is a goka.Producer on franz-go's kgo client.
-//
-// goka's own producer is sarama's AsyncProducer, in which every record passes
-// through about five goroutines and their channels (input, dispatcher, topic,
-// partition, broker aggregator, then successes and goka's reader) before its
-// promise finishes. The packer writes six and a half records per input event,
-// so that machinery was the largest item in its profile. kgo appends a record
-// to its partition's batch under a lock and finishes it from one goroutine per
-// partition. goka consumes with sarama as before; only producing changes.
-package gokaproducer
+package gokakit
 
 import (
 	"context"
 	"fmt"
 	"hash"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -30,6 +20,14 @@ const closeWait = 60 * time.Second
 // with opts (see kafkaconf.Config.Kgo) and goka's brokers. Records are
 // partitioned by goka's hasher exactly as sarama's hash partitioner does, so
 // keys land where goka's consumers and co-partitioning expect them.
+//
+// goka's own producer is sarama's AsyncProducer, in which every record passes
+// through about five goroutines and their channels (input, dispatcher, topic,
+// partition, broker aggregator, then successes and goka's reader) before its
+// promise finishes. The packer writes six and a half records per input event,
+// so that machinery was the largest item in its profile. kgo appends a record
+// to its partition's batch under a lock and finishes it from one goroutine per
+// partition. goka consumes with sarama as before; only producing changes.
 func Builder(opts []kgo.Opt) goka.ProducerBuilder {
 	return func(brokers []string, _ string, hasher func() hash.Hash32) (goka.Producer, error) {
 		sum := func(key []byte) uint32 {
@@ -88,20 +86,4 @@ func (p *producer) Close() error {
 		return fmt.Errorf("kafka producer: flush at close: %w", err)
 	}
 	return nil
-}
-
-// Logger sends the kgo client's warnings and errors (failed requests,
-// metadata trouble) to l; Info and Debug stay quiet.
-func Logger(l *slog.Logger) kgo.Opt { return kgo.WithLogger(slogLogger{l}) }
-
-type slogLogger struct{ l *slog.Logger }
-
-func (slogLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (s slogLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	lv := slog.LevelWarn
-	if level == kgo.LogLevelError {
-		lv = slog.LevelError
-	}
-	s.l.Log(context.Background(), lv, "kafka producer: "+msg, keyvals...)
 }

@@ -1,4 +1,4 @@
-package gokaproducer
+package gokakit
 
 import (
 	"context"
