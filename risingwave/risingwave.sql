@@ -192,52 +192,157 @@ FROM (
   ) civil
 ) checked;
 
--- contract relation np_watermark, shared text 91f71bae491612c7
-CREATE MATERIALIZED VIEW np_watermark AS
--- np_watermark: the watermark of each (stream, size), the greatest made_at of
--- its valid records (heartbeats, duplicates and late records included) minus
--- L. A (stream, size) without a valid record has no row: its watermark is
--- minus infinity and closes nothing.
-SELECT stream, size, MAX(made_us) - 5000000 AS watermark_us
-FROM np_checked
-WHERE reason IS NULL
-GROUP BY stream, size;
-
--- contract relation np_dedup, shared text fb5a90827f6a0192
-CREATE MATERIALIZED VIEW np_dedup AS
--- np_dedup: the valid records, each with its position among the records of
--- its (stream, size) that carry the same id. Heartbeats are numbered in a
--- partition of their own (hb is part of the key), so they never make a toy or
--- box a duplicate, whatever id they carry. Order is (partition, offset): with
--- one partition per (topic, size), as the contract assumes, that is offset
--- order.
-SELECT stream, kpartition, koffset, size, id, hb, made_us, made_ns, window_start,
-       ROW_NUMBER() OVER (PARTITION BY stream, size, hb, id ORDER BY kpartition, koffset) AS id_seq
-FROM np_checked
-WHERE reason IS NULL;
-
--- contract relation np_classified, shared text e4fc425941a3dbc3
-CREATE MATERIALIZED VIEW np_classified AS
--- np_classified: every valid record classified once, first match wins:
--- heartbeat, duplicate, late, item.
+-- contract relation np_levels, shared text 3d1c170814fb22c8
+CREATE MATERIALIZED VIEW np_levels AS
+-- np_levels: the levels of a tree of blocks over window numbers. With it the
+-- steps below find, for each window, the first record that took the
+-- watermark past the window's end, without a pass over the earlier records
+-- for each record.
 --
--- prior_max is the greatest made_at among the valid records of the same
--- (stream, size) before this one (heartbeats, duplicates and late records
--- included). NULL, minus infinity, for the first, which is never late.
--- Late: prior_max - L >= window_end.
+-- A window's number is floor(window_start / W) + 2^60. made_at is within
+-- 2^58 µs of the epoch (the years 0000 to 9999) and L is less than 2^54 µs,
+-- so every number, of a window or of a record's made_at - L, is between
+-- 2^59 and 2^61. At level j, block b holds the numbers n with n >> j = b, 2^j
+-- consecutive numbers. The numbers above n are covered, without overlap, by
+-- one block for each level j at which bit j of n is 0: block (n >> j) + 1 (a
+-- number m above n lies in it for the highest bit j where m and n differ).
+-- So the first record with a number above n is the first of at most 61
+-- blocks, each found by equal columns.
+--
+-- One row per size class and level, 0 to 60. A streaming query in RisingWave
+-- joins only on equal columns (a join on none is a nested-loop join, which it
+-- refuses), so the levels are listed once per size and joined on size.
+WITH levels AS (
+  SELECT 0 AS lvl UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+  UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9
+  UNION ALL SELECT 10 UNION ALL SELECT 11 UNION ALL SELECT 12 UNION ALL SELECT 13 UNION ALL SELECT 14
+  UNION ALL SELECT 15 UNION ALL SELECT 16 UNION ALL SELECT 17 UNION ALL SELECT 18 UNION ALL SELECT 19
+  UNION ALL SELECT 20 UNION ALL SELECT 21 UNION ALL SELECT 22 UNION ALL SELECT 23 UNION ALL SELECT 24
+  UNION ALL SELECT 25 UNION ALL SELECT 26 UNION ALL SELECT 27 UNION ALL SELECT 28 UNION ALL SELECT 29
+  UNION ALL SELECT 30 UNION ALL SELECT 31 UNION ALL SELECT 32 UNION ALL SELECT 33 UNION ALL SELECT 34
+  UNION ALL SELECT 35 UNION ALL SELECT 36 UNION ALL SELECT 37 UNION ALL SELECT 38 UNION ALL SELECT 39
+  UNION ALL SELECT 40 UNION ALL SELECT 41 UNION ALL SELECT 42 UNION ALL SELECT 43 UNION ALL SELECT 44
+  UNION ALL SELECT 45 UNION ALL SELECT 46 UNION ALL SELECT 47 UNION ALL SELECT 48 UNION ALL SELECT 49
+  UNION ALL SELECT 50 UNION ALL SELECT 51 UNION ALL SELECT 52 UNION ALL SELECT 53 UNION ALL SELECT 54
+  UNION ALL SELECT 55 UNION ALL SELECT 56 UNION ALL SELECT 57 UNION ALL SELECT 58 UNION ALL SELECT 59
+  UNION ALL SELECT 60
+)
+SELECT 'S' AS size, lvl FROM levels
+UNION ALL SELECT 'M' AS size, lvl FROM levels
+UNION ALL SELECT 'L' AS size, lvl FROM levels
+UNION ALL SELECT 'XL' AS size, lvl FROM levels;
+
+-- contract relation np_clock, shared text 127afcf1cedb2094
+CREATE MATERIALIZED VIEW np_clock AS
+-- np_clock: where each (stream, size)'s watermark went. A valid record's mark
+-- is the number (see np_levels) of the window its made_at - L falls in:
+-- made_at - L >= window_end exactly for the windows numbered below the mark,
+-- the windows the record takes the watermark past. Every valid record
+-- counts, heartbeats, duplicates and late records included, as in prior_max.
+--
+-- One row per (stream, size, partition, mark): its first offset. The records
+-- of one window share a mark, so the steps below change once per mark, not
+-- once per record. "The first" is ROW_NUMBER() = 1 rather than MIN: RisingWave
+-- plans it as a Top-N per group, which says nothing when a later offset comes,
+-- where MIN's group would also count the record and pass an update on.
+SELECT stream, size, kpartition, mark, koffset
+FROM (
+  SELECT stream, size, kpartition, koffset, mark,
+         ROW_NUMBER() OVER (PARTITION BY stream, size, kpartition, mark ORDER BY koffset) AS seq
+  FROM (
+    SELECT stream, size, kpartition, koffset,
+           (wm - (((wm % 10000000) + 10000000) % 10000000)) / 10000000 + 1152921504606846976 AS mark
+    FROM (
+      SELECT stream, size, kpartition, koffset, made_us - 5000000 AS wm
+      FROM np_checked
+      WHERE reason IS NULL
+    ) valid
+  ) marked
+) numbered
+WHERE seq = 1;
+
+-- contract relation np_blocks, shared text 40955e8902d6eece
+CREATE MATERIALIZED VIEW np_blocks AS
+-- np_blocks: np_clock summarized per block of the tree (see np_levels): one
+-- row per (stream, size, partition, level, block), the first offset of a mark
+-- in the block.
+SELECT stream, size, kpartition, lvl, blk, MIN(koffset) AS koffset
+FROM (
+  SELECT c.stream, c.size, c.kpartition, l.lvl, c.mark >> l.lvl AS blk, c.koffset
+  FROM np_clock c
+  JOIN np_levels l ON l.size = c.size
+) leveled
+GROUP BY stream, size, kpartition, lvl, blk;
+
+-- contract relation np_reach, shared text d70036c9395207eb
+CREATE MATERIALIZED VIEW np_reach AS
+-- np_reach: for each window that holds a valid toy or box, for each stream and
+-- each partition that holds that stream's records of the size, the first
+-- offset at which a record took the watermark of (stream, size) past the
+-- window's end: the first offset of the blocks above the window's number (see
+-- np_levels). The windows come from both streams, so that a window with toys
+-- only also learns whether the boxes' watermark passed it. A window never
+-- passed has no row.
+SELECT b.stream, q.size, q.window_start, b.kpartition, MIN(b.koffset) AS koffset
+FROM (
+  SELECT w.size, w.window_start, l.lvl, (w.num >> l.lvl) + 1 AS blk
+  FROM (
+    SELECT size, window_start, window_start / 10000000 + 1152921504606846976 AS num
+    FROM np_checked
+    WHERE reason IS NULL AND hb IS NOT TRUE
+    GROUP BY size, window_start
+  ) w
+  JOIN np_levels l ON l.size = w.size
+  WHERE (w.num >> l.lvl) % 2 = 0
+) q
+JOIN np_blocks b ON b.size = q.size AND b.lvl = q.lvl AND b.blk = q.blk
+GROUP BY b.stream, q.size, q.window_start, b.kpartition;
+
+-- contract relation np_reached, shared text cf7c2e7628de77fe
+CREATE MATERIALIZED VIEW np_reached AS
+-- np_reached: for each (stream, size, window) of np_reach, the first position,
+-- by (partition, offset), at which the watermark of (stream, size) passed the
+-- window's end. The toys or boxes of that window after it are late, and the
+-- window is closed when both streams have a row.
+SELECT r.stream, r.size, r.window_start, r.kpartition, r.koffset
+FROM np_reach r
+JOIN (SELECT stream, size, window_start, MIN(kpartition) AS kpartition
+      FROM np_reach
+      GROUP BY stream, size, window_start) f
+  ON f.stream = r.stream AND f.size = r.size AND f.window_start = r.window_start
+ AND f.kpartition = r.kpartition;
+
+-- contract relation np_dedup, shared text 026edcee6b9729d0
+CREATE MATERIALIZED VIEW np_dedup AS
+-- np_dedup: the valid toys and boxes, each with its position among those of
+-- its (stream, size) that carry the same id. Heartbeats are left out: they
+-- never make a toy or box a duplicate, whatever id they carry, and they only
+-- move the watermark (np_clock). Order is (partition, offset): with one
+-- partition per (topic, size), as the contract assumes, that is offset order.
 SELECT stream, kpartition, koffset, size, id, made_us, made_ns, window_start,
+       ROW_NUMBER() OVER (PARTITION BY stream, size, id ORDER BY kpartition, koffset) AS id_seq
+FROM np_checked
+WHERE reason IS NULL AND hb IS NOT TRUE;
+
+-- contract relation np_classified, shared text 35aa100ed774af6d
+CREATE MATERIALIZED VIEW np_classified AS
+-- np_classified: every valid toy and box classified once, first match wins:
+-- duplicate, late, item.
+--
+-- Late: prior_max - L >= window_end, prior_max being the greatest made_at
+-- among the valid records of the same (stream, size) before this one. That
+-- is: an earlier record took the watermark past the end of this record's
+-- window, so this record comes after the position np_reached gives for its
+-- (stream, size, window). Without one it is never late.
+SELECT d.stream, d.kpartition, d.koffset, d.size, d.id, d.made_us, d.made_ns, d.window_start,
        CASE
-         WHEN hb IS TRUE THEN 'heartbeat'
-         WHEN id_seq > 1 THEN 'duplicate'
-         WHEN (prior_max - 5000000 >= window_start + 10000000) IS TRUE THEN 'late'
+         WHEN d.id_seq > 1 THEN 'duplicate'
+         WHEN (r.kpartition < d.kpartition
+               OR (r.kpartition = d.kpartition AND r.koffset < d.koffset)) IS TRUE THEN 'late'
          ELSE 'item'
        END AS class
-FROM (
-  SELECT stream, kpartition, koffset, size, id, hb, made_us, made_ns, window_start, id_seq,
-         MAX(made_us) OVER (PARTITION BY stream, size ORDER BY kpartition, koffset
-                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior_max
-  FROM np_dedup
-) clocked;
+FROM np_dedup d
+LEFT JOIN np_reached r ON r.stream = d.stream AND r.size = d.size AND r.window_start = d.window_start;
 
 -- contract relation np_items, shared text 242bed455ef9b781
 CREATE MATERIALIZED VIEW np_items AS
@@ -249,17 +354,16 @@ SELECT stream, size, window_start, id, kpartition, koffset,
 FROM np_classified
 WHERE class = 'item';
 
--- contract relation np_closed, shared text b3e337d21940816f
+-- contract relation np_closed, shared text 9d4f50e408fa3046
 CREATE MATERIALIZED VIEW np_closed AS
 -- np_closed: the windows that hold items and are closed: the watermarks of
--- both (toys, size) and (boxes, size) have reached the window's end. Only
+-- both (toys, size) and (boxes, size) have reached the window's end, that is
+-- a valid record of each has made_at - L >= window_end (np_reached). Only
 -- their unpacked toys and spare boxes are final.
 SELECT w.size, w.window_start
 FROM (SELECT size, window_start FROM np_items GROUP BY size, window_start) w
-JOIN np_watermark t ON t.stream = 'toys' AND t.size = w.size
-JOIN np_watermark b ON b.stream = 'boxes' AND b.size = w.size
-WHERE t.watermark_us >= w.window_start + 10000000
-  AND b.watermark_us >= w.window_start + 10000000;
+JOIN np_reached t ON t.stream = 'toys' AND t.size = w.size AND t.window_start = w.window_start
+JOIN np_reached b ON b.stream = 'boxes' AND b.size = w.size AND b.window_start = w.window_start;
 
 -- contract relation np_packed, shared text d3090f6da2096c27
 CREATE MATERIALIZED VIEW np_packed AS

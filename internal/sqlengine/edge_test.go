@@ -406,6 +406,28 @@ func edgeCases() []edgeCase {
 				"unpacked": nil,
 			},
 		},
+		{
+			// With W = 1 µs a window's number is its microsecond: the last
+			// one before 1970 and the first after it differ only at the
+			// highest level of the shared text's block tree (np_levels).
+			name: "windows of 1 µs, watermarks across 1970 and up to 9999",
+			w:    time.Microsecond, l: 0,
+			recs: []rec{
+				T("M", toyV("a", "M", "1969-12-31T23:59:59.999999Z")),
+				B("M", boxV("x", "M", "1969-12-31T23:59:59.999999Z")),
+				T("M", hbV("M", "1970-01-01T00:00:00Z")),
+				T("M", toyV("b", "M", "1969-12-31T23:59:59.999999Z")), // late
+				B("M", boxV("y", "M", "1969-12-31T23:59:59.9999995Z")),
+				T("M", hbV("M", "9999-12-31T23:59:59.999999Z")),
+				T("M", toyV("c", "M", at("10:00:00"))), // late
+				B("M", hbV("M", "1970-01-01T00:00:00.000001Z")),
+			},
+			want: map[string][]string{
+				"packed": {"a+x M 1969-12-31T23:59:59.999999Z"},
+				"late":   {"toys b M 1969-12-31T23:59:59.999999Z", "toys c M " + at("10:00:00")},
+				"spare":  {"y M 1969-12-31T23:59:59.999999Z"},
+			},
+		},
 		// --- closing
 		{
 			name: "a window with no boxes at all never closes",

@@ -140,6 +140,15 @@ func (e *Engine) Build(ctx context.Context, p contract.Params) error {
 				return fmt.Errorf("%s: index %s: %w", e.dialect, r.Name, err)
 			}
 		}
+		// PostgreSQL plans each step with the sizes of the tables before it,
+		// and a table just created has none: it would guess one row, and
+		// join np_reach's windows with every block of their size before
+		// matching levels and blocks (quadratic). ANALYZE gives it the sizes.
+		if e.dialect == Postgres {
+			if _, err := e.db.ExecContext(ctx, "ANALYZE "+r.Name); err != nil {
+				return fmt.Errorf("%s: analyze %s: %w", e.dialect, r.Name, err)
+			}
+		}
 		e.log.Debug("built relation", "engine", e.dialect, "relation", r.Name, "took", time.Since(began))
 	}
 	return nil

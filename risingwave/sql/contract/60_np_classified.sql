@@ -1,20 +1,17 @@
--- np_classified: every valid record classified once, first match wins:
--- heartbeat, duplicate, late, item.
+-- np_classified: every valid toy and box classified once, first match wins:
+-- duplicate, late, item.
 --
--- prior_max is the greatest made_at among the valid records of the same
--- (stream, size) before this one (heartbeats, duplicates and late records
--- included). NULL, minus infinity, for the first, which is never late.
--- Late: prior_max - L >= window_end.
-SELECT stream, kpartition, koffset, size, id, made_us, made_ns, window_start,
+-- Late: prior_max - L >= window_end, prior_max being the greatest made_at
+-- among the valid records of the same (stream, size) before this one. That
+-- is: an earlier record took the watermark past the end of this record's
+-- window, so this record comes after the position np_reached gives for its
+-- (stream, size, window). Without one it is never late.
+SELECT d.stream, d.kpartition, d.koffset, d.size, d.id, d.made_us, d.made_ns, d.window_start,
        CASE
-         WHEN hb IS TRUE THEN 'heartbeat'
-         WHEN id_seq > 1 THEN 'duplicate'
-         WHEN (prior_max - {{L}} >= window_start + {{W}}) IS TRUE THEN 'late'
+         WHEN d.id_seq > 1 THEN 'duplicate'
+         WHEN (r.kpartition < d.kpartition
+               OR (r.kpartition = d.kpartition AND r.koffset < d.koffset)) IS TRUE THEN 'late'
          ELSE 'item'
        END AS class
-FROM (
-  SELECT stream, kpartition, koffset, size, id, hb, made_us, made_ns, window_start, id_seq,
-         MAX(made_us) OVER (PARTITION BY stream, size ORDER BY kpartition, koffset
-                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior_max
-  FROM np_dedup
-) clocked
+FROM np_dedup d
+LEFT JOIN np_reached r ON r.stream = d.stream AND r.size = d.size AND r.window_start = d.window_start
