@@ -57,9 +57,6 @@ func (e *Engine) Dialect() Dialect { return e.dialect }
 // DB is the engine's connection pool.
 func (e *Engine) DB() *sql.DB { return e.db }
 
-// Schema is where the engine's relations live.
-func (e *Engine) Schema() string { return e.schema }
-
 // Close closes the connection pool.
 func (e *Engine) Close() error { return e.db.Close() }
 
