@@ -211,8 +211,9 @@ func (r *runner) waitAnswered(ctx context.Context) error {
 // early when ctx is cancelled or a record cannot be written; either way it
 // then flushes what the producer holds, sends the final heartbeats (unless a
 // write failed) and returns the counts with an error that says why it stopped.
-// progress, when not nil, is called at most every ProgressEvery.
-func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Stats)) (Stats, error) {
+// log gets the elves' log (nil: discarded); progress, when not nil, is called
+// at most every ProgressEvery.
+func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, log *slog.Logger, progress func(Stats)) (Stats, error) {
 	none := Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}}
 	if err := cfg.Validate(); err != nil {
 		return none, fmt.Errorf("elves: %w", err)
@@ -220,7 +221,10 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Sta
 	if err := kc.Validate(); err != nil {
 		return none, fmt.Errorf("elves: %w", err)
 	}
-	log := slog.Default().With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic)
 
 	fnv1a := func(key []byte) uint32 {
 		h := fnv.New32a()

@@ -82,7 +82,7 @@ func TestRunKfake(t *testing.T) {
 	var mu sync.Mutex
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stats, err := Run(ctx, kc, cfg, func(Stats) {
+	stats, err := Run(ctx, kc, cfg, nil, func(Stats) {
 		mu.Lock()
 		progressCalls = append(progressCalls, time.Now())
 		mu.Unlock()
@@ -190,7 +190,7 @@ func TestRunDurationAndRate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	stats, err := Run(ctx, kc, cfg, nil)
+	stats, err := Run(ctx, kc, cfg, nil, nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -224,7 +224,7 @@ func TestRunCancel(t *testing.T) {
 	cfg.Rate = 2000
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	stats, err := Run(ctx, kc, cfg, nil)
+	stats, err := Run(ctx, kc, cfg, nil, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run after cancel: err = %v, want context.Canceled", err)
 	}
@@ -268,15 +268,15 @@ func TestRunErrors(t *testing.T) {
 	cfg.Topic = "no-such-topic"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := Run(ctx, kc, cfg, nil); err == nil || !strings.Contains(err.Error(), `"no-such-topic"`) {
+	if _, err := Run(ctx, kc, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), `"no-such-topic"`) {
 		t.Fatalf("Run to a missing topic: %v", err)
 	}
 	cfg = DefaultConfig(record.Toys)
 	cfg.Elves = 0
-	if _, err := Run(ctx, kc, cfg, nil); err == nil || !strings.Contains(err.Error(), "elves must be between") {
+	if _, err := Run(ctx, kc, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "elves must be between") {
 		t.Fatalf("Run with 0 elves: %v", err)
 	}
-	if _, err := Run(ctx, kafkaconf.Config{}, DefaultConfig(record.Toys), nil); err == nil || !strings.Contains(err.Error(), "--brokers") {
+	if _, err := Run(ctx, kafkaconf.Config{}, DefaultConfig(record.Toys), nil, nil); err == nil || !strings.Contains(err.Error(), "--brokers") {
 		t.Fatalf("Run without brokers: %v", err)
 	}
 }
@@ -316,7 +316,7 @@ func TestRunProducerErrors(t *testing.T) {
 	cfg := DefaultConfig(record.Toys)
 	cfg.Topic = tiny.Name
 	cfg.Count = 200
-	stats, err := Run(ctx, kc, cfg, nil)
+	stats, err := Run(ctx, kc, cfg, nil, nil)
 	if err == nil {
 		t.Fatalf("Run to a topic that refuses every record: no error (%+v)", stats)
 	}
@@ -334,7 +334,7 @@ func TestRunProducerErrors(t *testing.T) {
 	// A failure stops the elves early: 5000 records at 1000/s would take 5 s.
 	cfg.Count, cfg.Rate = 5000, 1000
 	start := time.Now()
-	stats, err = Run(ctx, kc, cfg, nil)
+	stats, err = Run(ctx, kc, cfg, nil, nil)
 	if err == nil || stats.Records >= 1000 || time.Since(start) > 2*time.Second {
 		t.Fatalf("after failures the elves went on: %d records in %v (err %v)", stats.Records, time.Since(start), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -172,7 +173,7 @@ func runElves(ctx context.Context, kc kafkaconf.Config, c producers.Config, stdo
 	if p.tty {
 		p.every = 250 * time.Millisecond
 	}
-	stats, err := producers.Run(ctx, kc, c, p.report)
+	stats, err := producers.Run(ctx, kc, c, slog.Default(), p.report)
 	p.clear()
 	if err == nil || stats.Sent > 0 {
 		printElvesSummary(stdout, stats, err)

@@ -348,11 +348,11 @@ func (p *Pipeline) startSleigh(ctx context.Context) error {
 func (p *Pipeline) Produce(ctx context.Context, progress func(producers.Stats)) (toys, boxes producers.Stats, err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		toys, err = producers.Run(gctx, p.cfg.Kafka, p.cfg.Toys, progress)
+		toys, err = producers.Run(gctx, p.cfg.Kafka, p.cfg.Toys, p.log, progress)
 		return err
 	})
 	g.Go(func() (err error) {
-		boxes, err = producers.Run(gctx, p.cfg.Kafka, p.cfg.Boxes, progress)
+		boxes, err = producers.Run(gctx, p.cfg.Kafka, p.cfg.Boxes, p.log, progress)
 		return err
 	})
 	if err := g.Wait(); err != nil {

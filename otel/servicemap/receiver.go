@@ -38,13 +38,14 @@ type Receiver struct {
 }
 
 // Listen starts a receiver; an empty address leaves that protocol off.
-// ":0"-style addresses pick a free port (see GRPCAddr, HTTPAddr).
+// ":0"-style addresses pick a free port (see GRPCAddr, HTTPAddr). A nil log
+// discards the receiver's log.
 func Listen(b *Builder, grpcAddr, httpAddr string, log *slog.Logger) (*Receiver, error) {
 	if grpcAddr == "" && httpAddr == "" {
 		return nil, errors.New("servicemap: no address to receive OTLP on")
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Receiver{b: b, log: log, resources: map[string]map[string]string{}}
 	if grpcAddr != "" {

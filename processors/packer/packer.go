@@ -34,13 +34,14 @@ type Packer struct {
 	trace  stageTracing // all nil: tracing off (tracing.go)
 }
 
-// New validates cfg; it does not touch Kafka.
+// New validates cfg; it does not touch Kafka. A nil log discards the
+// packer's log.
 func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("packer config: %w", err)
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log}
 	for _, o := range opts {

@@ -97,7 +97,7 @@ func BenchmarkPackerTracing(b *testing.B) {
 					}
 					c.FinalHeartbeatAt = c.Start.Add(time.Duration(perStream+1)*c.Spacing + c.Window + c.Lateness)
 					c.Tracer = tp(map[record.Stream]string{record.Toys: "toy-elves", record.Boxes: "box-elves"}[x])
-					if _, err := producers.Run(ctx, kc, c, nil); err != nil {
+					if _, err := producers.Run(ctx, kc, c, nil, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

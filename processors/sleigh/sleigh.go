@@ -94,13 +94,14 @@ type Sleigh struct {
 	malformed atomic.Int64 // records that are not a packed pair
 }
 
-// New validates cfg; it does not touch Kafka.
+// New validates cfg; it does not touch Kafka. A nil log discards the
+// sleigh's log.
 func New(cfg Config, log *slog.Logger) (*Sleigh, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh")}
 	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: gokakit.ClientID(cfg.Group), Brokers: cfg.Kafka.Brokers})
