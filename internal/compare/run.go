@@ -44,12 +44,6 @@ type Config struct {
 	Tracer trace.TracerProvider
 }
 
-// DefaultConfig compares the default topics on the contract's defaults, in
-// schema public.
-func DefaultConfig() Config {
-	return Config{Topics: packer.DefaultTopics(), Params: contract.DefaultParams(), Schema: "public"}
-}
-
 // Validate reports why Run cannot compare, or nil.
 func (c Config) Validate() error {
 	var errs []error

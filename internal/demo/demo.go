@@ -69,9 +69,6 @@ func New(cfg pipeline.Config, log *slog.Logger, opts ...pipeline.Option) (*Demo,
 // Where says which Kafka the demo runs on, for people.
 func (d *Demo) Where() string { return d.where }
 
-// Config is the pipeline's configuration, completed (pipeline.Config).
-func (d *Demo) Config() pipeline.Config { return d.p.Config() }
-
 // Summary is DIR/summary.json.
 type Summary struct {
 	Brokers   string                      `json:"brokers"`
