@@ -276,7 +276,7 @@ func TestRunErrors(t *testing.T) {
 	if _, err := Run(ctx, kc, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "elves must be between") {
 		t.Fatalf("Run with 0 elves: %v", err)
 	}
-	if _, err := Run(ctx, kafkaconf.Config{}, DefaultConfig(record.Toys), nil, nil); err == nil || !strings.Contains(err.Error(), "--brokers") {
+	if _, err := Run(ctx, kafkaconf.Config{}, DefaultConfig(record.Toys), nil, nil); err == nil || !strings.Contains(err.Error(), "no brokers") {
 		t.Fatalf("Run without brokers: %v", err)
 	}
 }

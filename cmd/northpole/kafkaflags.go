@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -85,4 +88,39 @@ func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
 		brokers = kafkaconf.SplitBrokers(o.brokers)
 	}
 	return kafkaconf.Config{Brokers: brokers, ClientID: clientID, Security: s, RetryFor: retryFor, FlushFrequency: o.flush}, nil
+}
+
+// kafkaSettingFlags are the flags (and variables) that set each
+// kafkaconf.Config field, as kafkaconf.SettingsError names them.
+var kafkaSettingFlags = map[string]string{
+	"Brokers":                     "--brokers",
+	"RetryFor":                    "--kafka-retry-for",
+	"FlushFrequency":              "--kafka-flush",
+	"Security.TLS":                "--tls or $" + kafkaconf.EnvTLS,
+	"Security.TLSCAFile":          "--tls-ca or $" + kafkaconf.EnvTLSCA,
+	"Security.TLSCertFile":        "--tls-cert or $" + kafkaconf.EnvTLSCert,
+	"Security.TLSKeyFile":         "--tls-key or $" + kafkaconf.EnvTLSKey,
+	"Security.InsecureSkipVerify": "--tls-insecure-skip-verify",
+	"Security.SASLMechanism":      "--sasl-mechanism or $" + kafkaconf.EnvSASLMechanism,
+	"Security.SASLUser":           "--sasl-user or $" + kafkaconf.EnvSASLUser,
+	"Security.SASLPasswordFile":   "--sasl-password-file or $" + kafkaconf.EnvSASLPassFile,
+}
+
+// withKafkaFlags adds to an error about Kafka settings the flags that set
+// them: kafkaconf names the settings, only the command line knows its flags.
+func withKafkaFlags(err error) error {
+	var se *kafkaconf.SettingsError
+	if !errors.As(err, &se) {
+		return err
+	}
+	var flags []string
+	for _, s := range se.Settings {
+		if f, ok := kafkaSettingFlags[s]; ok {
+			flags = append(flags, f)
+		}
+	}
+	if len(flags) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(flags, "; "))
 }

@@ -146,6 +146,13 @@ func brokersFrom(flag string) []string {
 	return kafkaconf.SplitBrokers(flag)
 }
 
+// usageErr is a usage error (exit 2). Kafka settings that cannot work are
+// one, wherever they are found: it says which flags set them, once (an
+// exitError inside has said it already).
 func usageErr(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	if inner := (*exitError)(nil); !errors.As(err, &inner) {
+		err = withKafkaFlags(err)
+	}
+	return &exitError{code: 2, err: err}
 }

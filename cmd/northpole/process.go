@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -97,6 +98,9 @@ count differs from --partitions is refused. Several instances with the same
 			}
 			slog.Info("packer starting", "brokers", cfg.Kafka.Brokers, "group", cfg.Group, "window", cfg.Window, "lateness", cfg.Lateness)
 			if err := pk.Run(cmd.Context()); err != nil {
+				if pe := (*packer.PartitionsError)(nil); errors.As(err, &pe) {
+					return fmt.Errorf("packer: %w (--partitions %d)", err, pe.Partitions)
+				}
 				return fmt.Errorf("packer: %w", err)
 			}
 			slog.Info("packer stopped")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 )
 
@@ -15,6 +16,8 @@ import (
 func TestUsageErrors(t *testing.T) {
 	t.Setenv("NORTHPOLE_BROKERS", "")
 	t.Setenv("NORTHPOLE_KAFKA_TLS", "")
+	t.Setenv("NORTHPOLE_KAFKA_SASL_MECHANISM", "")
+	t.Setenv("NORTHPOLE_KAFKA_SASL_USER", "")
 	for _, tc := range []struct {
 		args []string
 		want string // in the output
@@ -44,6 +47,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--elves", "0"}, "--elves must be between"},
 		{[]string{"bench", "--window", "0"}, "window must be positive"},
 		{[]string{"bench", "--brokers", "nohost"}, `broker address "nohost" is not host:port`},
+		// kafkaconf names the settings; the command line says which flags set them.
+		{[]string{"bench", "--brokers", "nohost"}, "(--brokers)"},
+		{[]string{"elves", "toys"}, "no brokers given (want host:port[,host:port]) (--brokers)"},
+		{[]string{"process", "packer"}, "no brokers given (want host:port[,host:port]) (--brokers)"},
+		{[]string{"elves", "toys", "--brokers", "k:9092", "--sasl-user", "elf"}, "without a SASL mechanism (--sasl-user or $NORTHPOLE_KAFKA_SASL_USER; --sasl-mechanism"},
+		{[]string{"process", "sleigh", "--brokers", "k:9092", "--sasl-mechanism", "PLAIN"}, "needs a user (--sasl-user"},
+		{[]string{"process", "packer", "--brokers", "k:9092", "--tls-ca", "ca.pem"}, "given with TLS off (--tls or $NORTHPOLE_KAFKA_TLS)"},
+		{[]string{"compare", "--brokers", "k:9092", "--tls", "--tls-cert", "c.pem"}, "go together (--tls-cert"},
 	} {
 		t.Run("northpole "+strings.Join(tc.args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -126,5 +137,22 @@ func TestCompareFailsFast(t *testing.T) {
 				t.Errorf("took %v, want at most %v", took, tc.within)
 			}
 		})
+	}
+}
+
+// TestPackerPartitionsFlag: an input topic with another partition count
+// stops the packer with an error that says which flag to change.
+func TestPackerPartitionsFlag(t *testing.T) {
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := testkafka.Unique("np-partitions")
+	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: name + "-toys", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, ctx, "process", "packer", "--brokers", strings.Join(kc.Brokers, ","), "--group", name,
+		"--toys-topic", name+"-toys", "--boxes-topic", name+"-boxes", "--partitions", "4")
+	if want := "configured for 4"; code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "(--partitions 2)") {
+		t.Errorf("exit %d, want 1 and %q and (--partitions 2) in the output:\n%s", code, want, out)
 	}
 }

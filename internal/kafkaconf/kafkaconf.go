@@ -8,7 +8,6 @@
 package kafkaconf
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -53,26 +52,42 @@ const DefaultFlushFrequency = 5 * time.Millisecond
 // retryBackoff is the pause between retries of produce and metadata requests.
 const retryBackoff = 500 * time.Millisecond
 
-// Validate reports configuration errors in words a user can act on.
+// Validate reports configuration errors in words a user can act on, each a
+// *SettingsError.
 func (c Config) Validate() error {
 	if len(c.Brokers) == 0 {
-		return errors.New("kafka: no brokers given (use --brokers host:port[,host:port])")
+		return settingsErr("no brokers given (want host:port[,host:port])", "Brokers")
 	}
 	for _, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" || !strings.Contains(b, ":") {
-			return fmt.Errorf("kafka: broker address %q is not host:port", b)
+			return settingsErr(fmt.Sprintf("broker address %q is not host:port", b), "Brokers")
 		}
 	}
 	if err := c.Security.Validate(); err != nil {
 		return err
 	}
 	if c.FlushFrequency < 0 {
-		return fmt.Errorf("kafka: flush frequency %v is negative", c.FlushFrequency)
+		return settingsErr(fmt.Sprintf("flush frequency %v is negative", c.FlushFrequency), "FlushFrequency")
 	}
 	if c.RetryFor < 0 {
-		return fmt.Errorf("kafka: retry duration %v is negative", c.RetryFor)
+		return settingsErr(fmt.Sprintf("retry duration %v is negative", c.RetryFor), "RetryFor")
 	}
 	return nil
+}
+
+// SettingsError is a Config that cannot work: a setting, or settings that do
+// not go together. Its text names the settings as what they mean; Settings
+// names them as Config's fields ("Brokers", "Security.SASLUser"), so that a
+// program can say which of its own flags or variables to fix.
+type SettingsError struct {
+	Problem  string
+	Settings []string
+}
+
+func (e *SettingsError) Error() string { return "kafka: " + e.Problem }
+
+func settingsErr(problem string, settings ...string) error {
+	return &SettingsError{Problem: problem, Settings: settings}
 }
 
 // SplitBrokers turns "a:9092, b:9092" into a list, dropping empty entries.

@@ -1,6 +1,7 @@
 package kafkaconf
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want nil", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+			if se := (*SettingsError)(nil); tc.want != "" && (!errors.As(err, &se) || len(se.Settings) == 0) {
+				t.Errorf("Validate() = %v names no setting (a *SettingsError with Settings)", err)
 			}
 		})
 	}

@@ -65,25 +65,26 @@ func (s Security) LogValue() slog.Value {
 // String keeps the password out of %v formatting.
 func (s Security) String() string { return s.LogValue().String() }
 
-// Validate checks the settings without touching files.
+// Validate checks the settings without touching files; its errors are
+// *SettingsError.
 func (s Security) Validate() error {
 	switch strings.ToUpper(s.SASLMechanism) {
 	case "":
 		if s.SASLUser != "" {
-			return errors.New("kafka: --sasl-user given without --sasl-mechanism")
+			return settingsErr("a SASL user is given without a SASL mechanism", "Security.SASLUser", "Security.SASLMechanism")
 		}
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 		if s.SASLUser == "" {
-			return fmt.Errorf("kafka: SASL %s needs a user (--sasl-user or $%s)", s.SASLMechanism, EnvSASLUser)
+			return settingsErr(fmt.Sprintf("SASL %s needs a user", s.SASLMechanism), "Security.SASLUser")
 		}
 	default:
-		return fmt.Errorf("kafka: SASL mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", s.SASLMechanism)
+		return settingsErr(fmt.Sprintf("SASL mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", s.SASLMechanism), "Security.SASLMechanism")
 	}
 	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
-		return errors.New("kafka: --tls-cert and --tls-key go together")
+		return settingsErr("a TLS client certificate and its key go together", "Security.TLSCertFile", "Security.TLSKeyFile")
 	}
 	if !s.TLS && (s.TLSCAFile != "" || s.TLSCertFile != "" || s.InsecureSkipVerify) {
-		return errors.New("kafka: TLS options given without --tls")
+		return settingsErr("TLS options (CA, client certificate, skipping verification) given with TLS off", "Security.TLS")
 	}
 	return nil
 }
@@ -107,7 +108,8 @@ func (s Security) Resolve() (Security, error) {
 			s.SASLPassword = os.Getenv(EnvSASLPassword)
 		}
 		if s.SASLPassword == "" {
-			return s, fmt.Errorf("kafka: SASL %s for user %q needs a password: set $%s or --sasl-password-file", s.SASLMechanism, s.SASLUser, EnvSASLPassword)
+			return s, settingsErr(fmt.Sprintf("SASL %s for user %q needs a password: set $%s or a password file", s.SASLMechanism, s.SASLUser, EnvSASLPassword),
+				"Security.SASLPasswordFile")
 		}
 	}
 	if s.TLS {

@@ -25,10 +25,10 @@ func TestSecurityValidate(t *testing.T) {
 		{"scram", Security{SASLMechanism: "SCRAM-SHA-512", SASLUser: "elf"}, ""},
 		{"lowercase mechanism", Security{SASLMechanism: "plain", SASLUser: "elf"}, ""},
 		{"mechanism without user", Security{SASLMechanism: "PLAIN"}, "needs a user"},
-		{"user without mechanism", Security{SASLUser: "elf"}, "without --sasl-mechanism"},
+		{"user without mechanism", Security{SASLUser: "elf"}, "without a SASL mechanism"},
 		{"unknown mechanism", Security{SASLMechanism: "GSSAPI", SASLUser: "elf"}, "not supported"},
 		{"cert without key", Security{TLS: true, TLSCertFile: "c.pem"}, "go together"},
-		{"tls option without tls", Security{TLSCAFile: "ca.pem"}, "without --tls"},
+		{"tls option without tls", Security{TLSCAFile: "ca.pem"}, "with TLS off"},
 		{"tls", Security{TLS: true, TLSCAFile: "ca.pem"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,6 +41,9 @@ func TestSecurityValidate(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to mention %q", err, tc.want)
+			}
+			if se := (*SettingsError)(nil); !errors.As(err, &se) || len(se.Settings) == 0 {
+				t.Errorf("error %v names no setting (a *SettingsError with Settings)", err)
 			}
 		})
 	}

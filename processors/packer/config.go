@@ -82,18 +82,18 @@ func (c Config) Validate() error {
 	}
 	t := c.Topics
 	names := map[string]string{}
-	for _, n := range []struct{ flag, name string }{
+	for _, n := range []struct{ role, name string }{
 		{"toys", t.Toys}, {"boxes", t.Boxes}, {"packed", t.Packed}, {"unpacked", t.Unpacked},
 		{"spare", t.Spare}, {"late", t.Late}, {"dead", t.Dead},
 	} {
 		if n.name == "" {
-			errs = append(errs, fmt.Errorf("topic for %s must not be empty", n.flag))
+			errs = append(errs, fmt.Errorf("topic for %s must not be empty", n.role))
 			continue
 		}
 		if other, dup := names[n.name]; dup {
-			errs = append(errs, fmt.Errorf("topic %q is used for both %s and %s", n.name, other, n.flag))
+			errs = append(errs, fmt.Errorf("topic %q is used for both %s and %s", n.name, other, n.role))
 		}
-		names[n.name] = n.flag
+		names[n.name] = n.role
 	}
 	// A role topic named like one of the packer's own loop or table topics
 	// would feed one stage's rows into another as if they were its events.

@@ -17,15 +17,13 @@ import (
 )
 
 // EnsureTopics creates every topic the packer uses and refuses to go on when an
-// existing one has the wrong partition count.
+// existing input topic has another partition count (a *PartitionsError).
 func (p *Packer) EnsureTopics(ctx context.Context) error {
 	c := p.cfg
 	for _, in := range []string{c.Topics.Toys, c.Topics.Boxes} {
 		n, err := kafkaconf.Partitions(c.Kafka, in)
 		if err == nil && n != c.Partitions {
-			return fmt.Errorf("input topic %q has %d partitions but the packer is configured for %d: "+
-				"toys and boxes must be co-partitioned (same count, keyed by size); use --partitions %d or recreate the topic",
-				in, n, c.Partitions, n)
+			return &PartitionsError{Topic: in, Partitions: n, Configured: c.Partitions}
 		}
 	}
 	plain := func(name string) kafkaconf.Topic {
@@ -59,6 +57,22 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 		}
 	}
 	return kafkaconf.EnsureTopics(ctx, c.Kafka, topics...)
+}
+
+// PartitionsError is an input topic whose partition count is not the
+// packer's (Config.Partitions). toys and boxes must be co-partitioned: the
+// same count, keyed by size, or a size's toys and boxes meet in different
+// partitions.
+type PartitionsError struct {
+	Topic      string
+	Partitions int32 // the topic's
+	Configured int32 // the packer's
+}
+
+func (e *PartitionsError) Error() string {
+	return fmt.Sprintf("input topic %q has %d partitions but the packer is configured for %d: "+
+		"toys and boxes must be co-partitioned (same count, keyed by size); configure %d partitions or recreate the topic",
+		e.Topic, e.Partitions, e.Configured, e.Partitions)
 }
 
 // loopRetention keeps loop records long enough for any realistic backlog;
