@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 )
 
@@ -147,11 +148,12 @@ func TestPackerPartitionsFlag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := testkafka.Unique("np-partitions")
-	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: name + "-toys", Partitions: 2}); err != nil {
+	topics := pipeline.Topics(name)
+	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topics.Toys, Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	out, code := runCLI(t, ctx, "process", "packer", "--brokers", strings.Join(kc.Brokers, ","), "--group", name,
-		"--toys-topic", name+"-toys", "--boxes-topic", name+"-boxes", "--partitions", "4")
+		"--toys-topic", topics.Toys, "--boxes-topic", topics.Boxes, "--partitions", "4")
 	if want := "configured for 4"; code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "(--partitions 2)") {
 		t.Errorf("exit %d, want 1 and %q and (--partitions 2) in the output:\n%s", code, want, out)
 	}

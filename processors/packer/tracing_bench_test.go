@@ -9,11 +9,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/internal/record"
+	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
-	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -77,42 +76,33 @@ func BenchmarkPackerTracing(b *testing.B) {
 					}
 					tp = func(s string) trace.TracerProvider { return tel.TracerProvider(s) }
 				}
-				name := testkafka.Unique("bench")
-				cfg := packer.DefaultConfig()
-				cfg.Kafka, cfg.Group = kc, name+"-packer"
-				cfg.Topics = packer.Topics{Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
-					Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead"}
-				pk, err := packer.New(cfg, slog.New(slog.DiscardHandler), packer.WithTracerProvider(tp("packer")))
+				c := harness.Named(testkafka.Unique("bench"))
+				c.Kafka = kc
+				for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
+					e.Count, e.Elves, e.Seed = perStream, 2, int64(i+1)
+				}
+				p, err := harness.New(c, slog.New(slog.DiscardHandler), harness.WithTracing(tp))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := pk.EnsureTopics(ctx); err != nil {
+				if err := p.EnsureTopics(ctx); err != nil {
 					b.Fatal(err)
 				}
-				for _, x := range []record.Stream{record.Toys, record.Boxes} {
-					c := producers.DefaultConfig(x)
-					c.Topic, c.Count, c.Elves, c.Seed = cfg.Topics.Toys, perStream, 2, int64(i+1)
-					if x == record.Boxes {
-						c.Topic = cfg.Topics.Boxes
-					}
-					c.FinalHeartbeatAt = c.Start.Add(time.Duration(perStream+1)*c.Spacing + c.Window + c.Lateness)
-					c.Tracer = tp(map[record.Stream]string{record.Toys: "toy-elves", record.Boxes: "box-elves"}[x])
-					if _, err := producers.Run(ctx, kc, c, nil, nil); err != nil {
-						b.Fatal(err)
-					}
+				if _, _, err := p.Produce(ctx, nil); err != nil {
+					b.Fatal(err)
 				}
-				runCtx, stop := context.WithCancel(ctx)
-				done := make(chan error, 1)
 				b.StartTimer()
 				began := time.Now()
-				go func() { done <- pk.Run(runCtx) }()
-				if err := pk.WaitQuiet(ctx, 20*time.Millisecond, done); err != nil {
+				r, err := p.StartPacker(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := r.WaitQuiet(ctx, 20*time.Millisecond); err != nil {
 					b.Fatal(err)
 				}
 				elapsed += time.Since(began)
 				b.StopTimer()
-				stop()
-				if err := <-done; err != nil {
+				if err := r.Stop(); err != nil {
 					b.Fatal(err)
 				}
 				if tel != nil {
