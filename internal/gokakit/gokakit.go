@@ -20,8 +20,8 @@ import (
 // topic manager (tm says how goka creates or checks the topics it needs) on
 // sarama configs of their own, producing through franz-go (Producer), tables
 // in memory (gokastore.Memory) and goka's log in log (Logger). goka applies
-// options in order, so a caller that appends another storage or producer
-// builder replaces this one.
+// options in order, so a builder a caller appends (storage, producer,
+// consumer group) replaces the one of its kind here.
 //
 // Every builder gets its own sarama config, never goka's global one: goka's
 // builders set the client id on the config they are given, so a shared one
@@ -38,9 +38,9 @@ func Options(kc kafkaconf.Config, group string, tm *goka.TopicManagerConfig, log
 }
 
 // Sarama is a new sarama config for one goka builder of group. Its balance
-// strategy is goka's co-partitioning one (sarama's default is not): a
-// member then gets the same partitions of every input and table of the group,
-// which a goka group relies on.
+// strategy is goka's co-partitioning one, not sarama's default: a member
+// then gets the same partitions of every input and table of the group, which
+// a goka group relies on.
 func Sarama(kc kafkaconf.Config, group string) *sarama.Config {
 	cfg := withClientID(kc, group).Sarama()
 	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{goka.CopartitioningStrategy}

@@ -106,6 +106,7 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 		opts = append(opts, goka.WithStorageBuilder(gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))))
 	}
 	if p.cfg.InstanceID != "" {
+		// Static membership is the consumer group's alone.
 		sc := gokakit.Sarama(kc, group)
 		sc.Consumer.Group.InstanceId = p.cfg.InstanceID
 		opts = append(opts, goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(sc)))
