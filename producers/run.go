@@ -20,10 +20,25 @@ import (
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
-// FlushTimeout bounds how long Run waits, once the elves have stopped (also
-// after cancellation), for the producer to deliver what it holds and the
-// final heartbeats.
+// FlushTimeout bounds how long Run waits, once the elves were stopped
+// (cancelled), for the producer to deliver what it holds and the final
+// heartbeats. Elves that finished their plan wait as long as the producer
+// retries a record (kafkaconf.Config.RetryFor), so that a broker restart
+// while the last records are buffered loses none of them.
 var FlushTimeout = 30 * time.Second
+
+// flushFor is how long the flush phase may take: FlushTimeout after a
+// cancellation, else as long as a record is retried, and a little more.
+func flushFor(ctx context.Context, kc kafkaconf.Config) time.Duration {
+	if ctx.Err() != nil {
+		return FlushTimeout
+	}
+	retry := kc.RetryFor
+	if retry == 0 {
+		retry = kafkaconf.DefaultRetryFor
+	}
+	return max(FlushTimeout, retry+5*time.Second)
+}
 
 // ProgressEvery is the interval of progress reports.
 const ProgressEvery = 250 * time.Millisecond
@@ -292,8 +307,8 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, log *slog.Logger,
 
 	runErr := r.produce(ctx, producer)
 
-	// Flush phase: runs even when ctx is cancelled, bounded by FlushTimeout.
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushTimeout)
+	// Flush phase: runs even when ctx is cancelled.
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushFor(ctx, kc))
 	defer cancel()
 	var errs []error
 	if err := r.waitAnswered(flushCtx); err != nil {
