@@ -214,6 +214,17 @@ func shares(room int, need []int) []int {
 	return out
 }
 
+// mayNotFit is false when texts fit in room whatever they hold: encoding/json
+// writes at most six bytes for one. It spares the rows of ordinary ids (all
+// of them, in practice) the measuring and the slices of fitText.
+func mayNotFit(room int, texts ...string) bool {
+	n := 0
+	for _, t := range texts {
+		n += len(t)
+	}
+	return 6*n > room
+}
+
 // fitText cuts the text fields *f[i] so that their JSON text takes at most
 // room bytes together. A field it cuts gets, in *cut[i], the Cut of its whole
 // value, unless it has one already (an id the pipeline carried cut).
@@ -250,28 +261,36 @@ func (p *Packer) packedRow(st *slotState, ws string) *results.Packed {
 	r := &results.Packed{Size: st.Size, WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(st.Toy)
 	r.BoxID, r.BoxIDCut = splitID(st.Box)
-	fitText(p.lim.rowRoom(itemKey(st.Size, st.Toy), 2), []*string{&r.ToyID, &r.BoxID}, []*results.Cut{&r.ToyIDCut, &r.BoxIDCut})
+	if room := p.lim.rowRoom(itemKey(st.Size, st.Toy), 2); mayNotFit(room, r.ToyID, r.BoxID) {
+		fitText(room, []*string{&r.ToyID, &r.BoxID}, []*results.Cut{&r.ToyIDCut, &r.BoxIDCut})
+	}
 	return r
 }
 
 func (p *Packer) unpackedRow(st *slotState, ws string) *results.Unpacked {
 	r := &results.Unpacked{Size: st.Size, WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(st.Toy)
-	fitText(p.lim.rowRoom(itemKey(st.Size, st.Toy), 1), []*string{&r.ToyID}, []*results.Cut{&r.ToyIDCut})
+	if room := p.lim.rowRoom(itemKey(st.Size, st.Toy), 1); mayNotFit(room, r.ToyID) {
+		fitText(room, []*string{&r.ToyID}, []*results.Cut{&r.ToyIDCut})
+	}
 	return r
 }
 
 func (p *Packer) spareRow(st *slotState, ws string) *results.Spare {
 	r := &results.Spare{Size: st.Size, WindowStart: ws}
 	r.BoxID, r.BoxIDCut = splitID(st.Box)
-	fitText(p.lim.rowRoom(itemKey(st.Size, st.Box), 1), []*string{&r.BoxID}, []*results.Cut{&r.BoxIDCut})
+	if room := p.lim.rowRoom(itemKey(st.Size, st.Box), 1); mayNotFit(room, r.BoxID) {
+		fitText(room, []*string{&r.BoxID}, []*results.Cut{&r.BoxIDCut})
+	}
 	return r
 }
 
 func (p *Packer) lateRow(o *validRecord, key string) *results.Late {
 	r := &results.Late{Stream: string(o.Stream), Size: o.Size, MadeAt: o.MadeAt}
 	r.ID, r.IDCut = splitID(o.ID)
-	fitText(p.lim.rowRoom(key, 1), []*string{&r.ID}, []*results.Cut{&r.IDCut})
+	if room := p.lim.rowRoom(key, 1); mayNotFit(room, r.ID) {
+		fitText(room, []*string{&r.ID}, []*results.Cut{&r.IDCut})
+	}
 	return r
 }
 
