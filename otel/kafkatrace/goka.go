@@ -53,15 +53,6 @@ func NewGoka(tp trace.TracerProvider, cfg GokaConfig) *Goka {
 	return &Goka{cfg: cfg, tracer: tp.Tracer(ScopeName), prop: propagator(), server: serverAttrs(cfg.Brokers)}
 }
 
-// Tracer is the tracer of the group's spans (nil on a nil *Goka), for spans
-// of the processor's own logic, such as the packer's "pack".
-func (g *Goka) Tracer() trace.Tracer {
-	if g == nil {
-		return nil
-	}
-	return g.tracer
-}
-
 // Process is the middleware of an input that another service (or a client
 // outside this process) wrote: each record gets a CONSUMER span "process
 // <topic>", child of the producer's span found in the record's headers and

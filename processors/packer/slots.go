@@ -70,17 +70,12 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 	// The trace is resumed only where a row is written.
 	switch {
 	case st.Toy != "" && st.Box != "":
-		ctx = resume(p.trace.slots, ctx, m.Trace)
-		if p.trace.on() {
-			var end func()
-			ctx, end = p.startPack(ctx, st)
-			defer end()
-		}
+		ctx = withItem(withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace), st.BoxTrace)
 		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), p.packedRow(st, ws))
 	case st.Closed && st.Toy != "":
-		withItem(resume(p.trace.slots, ctx, m.Trace), "toy", st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
+		withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
 	case st.Closed && st.Box != "":
-		withItem(resume(p.trace.slots, ctx, m.Trace), "box", st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
+		withItem(resume(p.trace.slots, ctx, m.Trace), st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
 	}
 }
 
@@ -105,7 +100,7 @@ type slotState struct {
 	Closed bool   `json:"closed,omitempty"`
 	// ToyTrace and BoxTrace remember the trace context of the record that
 	// brought each item, written once with the item (zero with tracing
-	// off), so that the "pack" span can link to both items whichever record
+	// off), so that the "send packed" span can link to both items whichever record
 	// completes the pair. They never affect a result.
 	ToyTrace traceRef `json:"-"`
 	BoxTrace traceRef `json:"-"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
@@ -17,12 +18,18 @@ type Option func(*Packer)
 // WithTracerProvider traces the packer with tp (nil or a no-op provider:
 // off, at no cost). Each input record gets a CONSUMER span "process toys" or
 // "process boxes", child of the elves' "send" span found in its headers. Its
-// context then travels in the headers of every record the stages write (loop
-// topics, the dedupe events and the clock's changelog included) and is remembered by the slot of its
-// rank, so that each pair gets a "pack" span, child of the record that
-// completed it and linked to both items, and every output a PRODUCER span
-// "send <topic>"; an unpacked toy's or a spare box's links to the record that
-// brought the item. Dead letters set the status of their spans to Error.
+// context then travels inside the values of the loop topics, the dedupe
+// events and the clock's changelog (traceref.go), and the slot of its rank
+// remembers it, so that every output gets a PRODUCER span "send <topic>",
+// child of the record being processed: a packed pair's span (the record that
+// completed the pair) links to the records that brought the toy and the box,
+// an unpacked toy's or a spare box's (the record that closed the window) to
+// the record that brought the item. Dead letters set the status of their
+// spans to Error.
+//
+// A pair has no span of its own between "process" and "send packed": the
+// send span carries its links and its size, window and ids, because at 100 %
+// sampling a span more per pair was a quarter of what tracing cost.
 //
 // Tracing changes no value, key or decision: replays make extra spans, never
 // different results.
@@ -40,8 +47,6 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // stageTracing instruments the three groups; nil members do nothing.
 type stageTracing struct{ dedupe, clock, slots *kafkatrace.Goka }
 
-func (s stageTracing) on() bool { return s.slots != nil }
-
 // Attributes of the packer's own spans.
 const (
 	attrDeadReason = attribute.Key("northpole.dead_letter.reason")
@@ -49,15 +54,25 @@ const (
 	attrWindow     = attribute.Key("northpole.window_start")
 	attrToy        = attribute.Key("northpole.toy_id")
 	attrBox        = attribute.Key("northpole.box_id")
-	attrItem       = attribute.Key("northpole.item")
 )
 
-// onSend marks the send span of a dead letter as an error: the record it
-// reports could not be processed.
-func onSend(span trace.Span, topic string, value any) {
-	if dl, ok := value.(*DeadLetter); ok {
-		span.SetStatus(codes.Error, "dead letter: "+string(dl.Reason))
-		span.SetAttributes(attrDeadReason.String(string(dl.Reason)))
+// onSend marks the send span of a dead letter as an error (the record it
+// reports could not be processed) and names the size, window and items of a
+// result row, so that a row's span can be found by its ids.
+func onSend(span trace.Span, _ string, value any) {
+	if !span.IsRecording() {
+		return
+	}
+	switch r := value.(type) {
+	case *DeadLetter:
+		span.SetStatus(codes.Error, "dead letter: "+string(r.Reason))
+		span.SetAttributes(attrDeadReason.String(string(r.Reason)))
+	case *results.Packed:
+		span.SetAttributes(attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)), attrBox.String(idAttr(r.BoxID)))
+	case *results.Unpacked:
+		span.SetAttributes(attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)))
+	case *results.Spare:
+		span.SetAttributes(attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrBox.String(idAttr(r.BoxID)))
 	}
 }
 
@@ -70,36 +85,9 @@ func markDead(ctx goka.Context, reason record.Reason) {
 	}
 }
 
-// startPack starts the "pack" span of a complete slot: its parent is the
-// record being processed (the one that completed the pair, or a redelivery),
-// and it links to the records that brought the toy and the box. The
-// returned context makes it the parent of the "send packed" span.
-func (p *Packer) startPack(ctx goka.Context, st *slotState) (goka.Context, func()) {
-	links := make([]trace.Link, 0, 2)
-	for _, it := range []struct {
-		kind string
-		ref  traceRef
-	}{{"toy", st.ToyTrace}, {"box", st.BoxTrace}} {
-		if l, ok := itemLink(it.kind, it.ref); ok {
-			links = append(links, l)
-		}
-	}
-	c, span := p.trace.slots.Tracer().Start(ctx.Context(), "pack",
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithLinks(links...))
-	if span.IsRecording() {
-		span.SetAttributes(attrSize.String(st.Size), attrWindow.String(record.FormatMicros(st.Window)),
-			attrToy.String(idAttr(st.Toy)), attrBox.String(idAttr(st.Box)))
-	}
-	return kafkatrace.WithContext(ctx, c), func() { span.End() }
-}
-
-// idAttr is an id as a span attribute: at most attrIDMax bytes of its text
-// (an id can be as long as a Kafka record; a carried cut is not UTF-8).
-func idAttr(id string) string {
-	text, _ := splitID(id)
-	return prefixUTF8(text, attrIDMax)
-}
+// idAttr is a row's id as a span attribute: at most attrIDMax bytes of it
+// (an id can be as long as a Kafka record).
+func idAttr(id string) string { return prefixUTF8(id, attrIDMax) }
 
 const attrIDMax = 256
 
@@ -112,23 +100,25 @@ func resume(g *kafkatrace.Goka, ctx goka.Context, ref traceRef) goka.Context {
 	return g.Resume(ctx, ref.spanContext())
 }
 
-// withItem makes the "send" span of a slot's only item, an unpacked toy or a
-// spare box, link to the record that brought the item. Its parent is the
-// record being processed, the one that closed the window, which is in
-// another trace: without the link the row could not be found from the
-// item's own trace. Nothing to link (tracing off): ctx as it is.
-func withItem(ctx goka.Context, kind string, ref traceRef) goka.Context {
-	if l, ok := itemLink(kind, ref); ok {
+// withItem makes the "send" spans of ctx link to the record that brought a
+// slot's toy or box. Their parent is the record being processed: for a pair,
+// the one that completed it; for an unpacked toy or a spare box, the one
+// that closed the window, which is in another trace, so without the link the
+// row could not be found from the item's own trace. Nothing to link (tracing
+// off): ctx as it is.
+func withItem(ctx goka.Context, ref traceRef) goka.Context {
+	if l, ok := itemLink(ref); ok {
 		return kafkatrace.WithLinks(ctx, l)
 	}
 	return ctx
 }
 
 // itemLink is a link to the record that brought a slot's toy or box, from
-// the trace the slot remembers; false when it remembers none.
-func itemLink(kind string, ref traceRef) (trace.Link, bool) {
+// the trace the slot remembers; false when it remembers none. Whether it is
+// the toy or the box, the linked span's name says ("process toys").
+func itemLink(ref traceRef) (trace.Link, bool) {
 	if !ref.valid() {
 		return trace.Link{}, false
 	}
-	return trace.Link{SpanContext: ref.spanContext(), Attributes: []attribute.KeyValue{attrItem.String(kind)}}, true
+	return trace.Link{SpanContext: ref.spanContext()}, true
 }

@@ -46,7 +46,7 @@ func linksTo(s sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
 // $NORTHPOLE_TEST_BROKERS), each under its own service.name in one process
 // as the demo does, records every span, and checks the whole chain: each
 // consumer span is the child of (and links to) the producer span of the very
-// record it processed, each pair's "pack" span links to both items, the
+// record it processed, each pair's "send packed" span links to both items, the
 // sleigh's spans are children of the packer's "send packed" spans, dead
 // letters fail their spans, and the service map has every edge.
 func TestPipelineTraces(t *testing.T) {
@@ -130,11 +130,11 @@ func TestPipelineTraces(t *testing.T) {
 			if service(send) != wantSvc {
 				t.Errorf("send span of %s in service %q, want %q", key, service(send), wantSvc)
 			}
-		case s.Name() == "pack":
-			count["pack"]++
+		case s.Name() == "send "+cfg.Topics.Packed:
+			count["send packed"]++
 			parent, ok := byID[s.Parent().SpanID()]
 			if !ok || !strings.HasPrefix(parent.Name(), "process ") {
-				t.Errorf("pack span's parent is not a process span: %v", s.Parent().SpanID())
+				t.Errorf("send packed span's parent is not a process span: %v", s.Parent().SpanID())
 			}
 			items := map[string]bool{}
 			for _, l := range s.Links() {
@@ -143,7 +143,7 @@ func TestPipelineTraces(t *testing.T) {
 				}
 			}
 			if len(s.Links()) != 2 || !items["process "+cfg.Topics.Toys] || !items["process "+cfg.Topics.Boxes] {
-				t.Errorf("pack span links %d spans %v, want the process spans of a toy and a box", len(s.Links()), items)
+				t.Errorf("send packed span links %d spans %v, want the process spans of a toy and a box", len(s.Links()), items)
 			}
 		case s.Name() == "process "+cfg.Topics.Packed:
 			count["process packed"]++
@@ -158,8 +158,8 @@ func TestPipelineTraces(t *testing.T) {
 			}
 		}
 	}
-	if count["process input"] < len(sends) || count["pack"] < len(got.Packed) || count["process packed"] < len(got.Packed) || count["dead"] < len(got.Dead) {
-		t.Errorf("span counts %v: want at least %d process spans, %d pack and process packed spans, %d dead letter spans",
+	if count["process input"] < len(sends) || count["send packed"] < len(got.Packed) || count["process packed"] < len(got.Packed) || count["dead"] < len(got.Dead) {
+		t.Errorf("span counts %v: want at least %d process spans, %d send packed and process packed spans, %d dead letter spans",
 			count, len(sends), len(got.Packed), len(got.Dead))
 	}
 
