@@ -99,7 +99,7 @@ func TestGraphEdgesFromParentsInOtherServices(t *testing.T) {
 	if !strings.HasPrefix(mer.String(), "graph LR\n") || strings.Count(mer.String(), "-->") != 3 || strings.Count(mer.String(), "-.->") != 3 {
 		t.Errorf("mermaid:\n%s", mer.String())
 	}
-	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<path d=\"M") < 6 || !strings.Contains(svg.String(), ">sleigh</text>") {
+	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), `<path class="edge" d="M`) != 6 || !strings.Contains(svg.String(), ">sleigh</text>") {
 		t.Errorf("svg:\n%s", svg.String())
 	}
 }
