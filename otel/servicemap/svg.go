@@ -178,8 +178,21 @@ func (g Graph) draw() drawing {
 			addPort(e.To, sideTop, port{i, false, cf.x - ct.x})
 		}
 	}
-	// Spread the ends on each side evenly, so that arrows into one node
-	// end apart.
+	d.spread(ports)
+	for i := range d.arrows {
+		a := &d.arrows[i]
+		a.ctrl = point{(a.from.x + a.to.x) / 2, (a.from.y + a.to.y) / 2}
+		if a.e.Kind == "service" && a.to.x <= a.from.x {
+			a.ctrl.y = min(a.from.y, a.to.y) - 80
+		}
+	}
+	d.placeLabels()
+	return d
+}
+
+// spread puts the ends on each side of a node evenly apart, so that arrows
+// into one node end apart.
+func (d *drawing) spread(ports map[string]map[side][]port) {
 	for node, sides := range ports {
 		p := d.nodes[node]
 		for s, ps := range sides {
@@ -205,15 +218,6 @@ func (g Graph) draw() drawing {
 			}
 		}
 	}
-	for i := range d.arrows {
-		a := &d.arrows[i]
-		a.ctrl = point{(a.from.x + a.to.x) / 2, (a.from.y + a.to.y) / 2}
-		if a.e.Kind == "service" && a.to.x <= a.from.x {
-			a.ctrl.y = min(a.from.y, a.to.y) - 80
-		}
-	}
-	d.placeLabels()
-	return d
 }
 
 // placeLabels puts each arrow's label on its curve where it covers no node
