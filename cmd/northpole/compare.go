@@ -12,6 +12,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
@@ -29,6 +30,7 @@ type compareOptions struct {
 	rows             int
 	printRisingWave  bool
 	timeout          time.Duration
+	out              string
 }
 
 func newCompareCmd() *cobra.Command {
@@ -61,6 +63,12 @@ The SQL side is one of:
 engines use them, and the reference uses them to explain differences. (A
 RisingWave script has them written in; see --risingwave-sql.)
 
+With --out DIR it also writes DIR/report.html, one page to open in a
+browser: the counts per size class, the windows along event time, the verdict
+(Goka vs the SQL engine vs the batch reference) and the differing rows with
+their input records. A path that is a file, or a directory that cannot be
+written, is refused before anything is read.
+
 --risingwave-sql prints the RisingWave script for --window, --lateness, the
 topics and --brokers (RisingWave's view of Kafka) and exits.
 
@@ -68,7 +76,7 @@ Exit status: 0 when both sides have the same rows, 3 when they differ, 1 on
 error, 2 on bad flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(cmd.Context(), o, cmd.OutOrStdout())
+			return runCompare(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -90,10 +98,11 @@ error, 2 on bad flags.`,
 	f.IntVar(&o.rows, "rows", o.rows, "differing rows shown per set and side in the text output (all are in --json)")
 	f.BoolVar(&o.printRisingWave, "risingwave-sql", false, "print the RisingWave script (sources and materialized views) and exit")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "give up after this long")
+	f.StringVar(&o.out, "out", "", "also write the comparison as a page to open in a browser, DIR/report.html")
 	return cmd
 }
 
-func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
+func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer) error {
 	p := contract.Params{Window: o.window, Lateness: o.lateness}
 	if err := p.Validate(); err != nil {
 		return usageErr("%w", err)
@@ -109,6 +118,11 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 	}
 	if o.rows < 0 {
 		return usageErr("--rows must be >= 0, got %d", o.rows)
+	}
+	if o.out != "" && !o.printRisingWave {
+		if err := report.CheckDir(o.out); err != nil {
+			return usageErr("--out %s: %w", o.out, err)
+		}
 	}
 	if o.printRisingWave {
 		so := risingwave.ScriptOptions{Brokers: o.kafka.brokers, ToysTopic: o.topics.Toys, BoxesTopic: o.topics.Boxes, Params: p}
@@ -141,10 +155,11 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 	cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(serviceCompare))
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	c, err := compare.Run(ctx, cfg, slog.Default())
+	res, err := compare.Run(ctx, cfg, slog.Default())
 	if err != nil {
 		return err
 	}
+	c := res.Comparison
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -153,6 +168,13 @@ func runCompare(ctx context.Context, o compareOptions, stdout io.Writer) error {
 		}
 	} else {
 		compare.WriteText(stdout, c, o.rows, moreRowsHint)
+	}
+	if o.out != "" {
+		if err := report.WriteFile(o.out, report.FromCompare(res)); err != nil {
+			return err
+		}
+		// Not on stdout, which --json keeps for the JSON.
+		fmt.Fprintf(stderr, "wrote %s/%s: open it in a browser\n", o.out, report.FileName)
 	}
 	if !c.Equal {
 		return &exitError{code: 3, err: fmt.Errorf("the results of Goka and %s differ on %d rows (%d conflicting Goka keys)", c.SQL, len(c.Differences), c.GokaConflicts)}

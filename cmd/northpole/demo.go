@@ -20,6 +20,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
@@ -60,7 +61,14 @@ With --out DIR it writes:
   DIR/input/toys.jsonl, DIR/input/boxes.jsonl   every input record as read back
   DIR/goka/{packed,unpacked,spare,late,dead}.jsonl  the five result sets
   DIR/summary.json                              the counts
+  DIR/sql/{packed,unpacked,spare,late,dead}.jsonl  the embedded SQLite's five sets
   DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
+  DIR/report.html                               one page to open in a browser: the
+                                                counts per size, the windows, the
+                                                service map, the verdict and any
+                                                differing rows
+A path that is a file, or a directory that cannot be written, is refused
+before the run starts.
 
 The sleigh (northpole process sleigh) runs too, and must end up with every
 packed pair in its manifest. Every component is traced under its own
@@ -128,6 +136,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if err := o.packer.Params.Validate(); err != nil {
 		return usageErr("%w", err)
 	}
+	if o.out != "" {
+		if err := report.CheckDir(o.out); err != nil {
+			return usageErr("--out %s: %w", o.out, err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	kc, err := o.kafka.config("northpole-demo")
@@ -170,6 +183,12 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	if err := dt.finish(stdout, demoCounts{toys: len(r.Run.Toys), boxes: len(r.Run.Boxes), packed: len(got.Packed)}, o.out); err != nil {
 		return err
+	}
+	if o.out != "" {
+		if err := demo.WriteReport(o.out, r, d.Where(), dt.graph()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s/%s: open it in a browser\n", o.out, report.FileName)
 	}
 	if sleighErr != nil {
 		return sleighErr

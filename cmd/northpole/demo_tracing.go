@@ -91,6 +91,15 @@ func (d *demoTracing) finish(w io.Writer, n demoCounts, outDir string) error {
 	return nil
 }
 
+// graph is the service map, or nil when the demo traced nothing into one.
+func (d *demoTracing) graph() *servicemap.Graph {
+	if d.b == nil {
+		return nil
+	}
+	g := d.b.Graph()
+	return &g
+}
+
 // close flushes the telemetry, once.
 func (d *demoTracing) close() {
 	if !d.stopped {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +72,31 @@ func TestUsageErrors(t *testing.T) {
 		if out, code := runCLI(t, context.Background(), args...); code != 0 {
 			t.Errorf("%v: exit %d, want 0:\n%s", args, code, out)
 		}
+	}
+}
+
+// TestOutRefusedEarly: demo and compare refuse an --out that is a file, or
+// under a file, with exit 2 before the run starts (the demo used to run to
+// the end and then fail to write).
+func TestOutRefusedEarly(t *testing.T) {
+	t.Setenv("NORTHPOLE_BROKERS", "")
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"demo", "--out", file},
+		{"demo", "--out", filepath.Join(file, "sub")},
+		{"compare", "--brokers", "k:9092", "--out", file},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			out, code := runCLI(t, ctx, args...)
+			if code != 2 || !strings.Contains(out, "--out "+args[len(args)-1]+": cannot create the output directory") || strings.Contains(out, "northpole demo on") {
+				t.Errorf("exit %d, want 2, the reason, and no run:\n%s", code, out)
+			}
+		})
 	}
 }
 

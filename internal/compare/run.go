@@ -62,26 +62,39 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Result is what Run found: the comparison, and what it was made of.
+type Result struct {
+	Comparison Comparison
+	// Goka and SQL are the two sides' five sets, Inputs the input records.
+	Goka, SQL results.Set
+	Inputs    []record.Input
+	Params    contract.Params
+	// Reference are Goka's differences from the batch reference
+	// (contract.Compute in mode ClosedOnly): none when they are equal.
+	Reference []results.Diff
+}
+
 // Run reads Goka's five result topics (deduplicated by key) and the input
 // topics, computes or reads the SQL engine's five sets (see Config), and
-// compares them (Build). A key Goka wrote with two different values (a toy
-// in two boxes) makes the comparison unequal even if the first values read
-// match the SQL. A nil log discards the SQL engines' logs.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) (Comparison, error) {
+// compares them (Build), and Goka's with the reference's. A key Goka wrote
+// with two different values (a toy in two boxes) makes the comparison
+// unequal even if the first values read match the SQL. A nil log discards
+// the SQL engines' logs.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	if err := cfg.Validate(); err != nil {
-		return Comparison{}, err
+		return Result{}, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	rb, err := pipeline.Read(ctx, cfg.Kafka, cfg.Topics)
 	if err != nil {
-		return Comparison{}, err
+		return Result{}, err
 	}
 	inputs := rb.Inputs()
 	sqlSet, engine, err := sqlSide(ctx, cfg, inputs, log)
 	if err != nil {
-		return Comparison{}, err
+		return Result{}, err
 	}
 	c := Build(rb.Goka, sqlSet, inputs, cfg.Params)
 	c.GokaConflicts = rb.Raw.Conflicts
@@ -89,7 +102,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Comparison, error) 
 	t := cfg.Topics
 	c.Goka = fmt.Sprintf("Goka (topics %s, %s, %s, %s, %s at %s)", t.Packed, t.Unpacked, t.Spare, t.Late, t.Dead, strings.Join(cfg.Kafka.Brokers, ","))
 	c.SQL = engine
-	return c, nil
+	return Result{Comparison: c, Goka: rb.Goka, SQL: sqlSet, Inputs: inputs, Params: cfg.Params,
+		Reference: results.Compare(rb.Goka, contract.Compute(inputs, cfg.Params, contract.ClosedOnly))}, nil
 }
 
 // sqlSide computes or reads the SQL engine's five sets, and describes the

@@ -98,6 +98,8 @@ type Report struct {
 	// against them (compare.Build).
 	SQL           results.Set
 	SQLComparison compare.Comparison
+	// Params are the W and L the packer ran with.
+	Params contract.Params
 }
 
 // Equal reports whether Goka equals both the reference and the SQL.
@@ -115,6 +117,7 @@ func (d *Demo) Run(ctx context.Context) (Report, error) {
 	r.Run = res
 	cfg := d.p.Config()
 	params := cfg.Packer.Params
+	r.Params = params
 	inputs := res.Inputs()
 	r.Reference = results.Compare(res.Goka, contract.Compute(inputs, params, contract.ClosedOnly))
 	if r.SQL, err = compare.EmbeddedSQL(ctx, inputs, params, d.log); err != nil {

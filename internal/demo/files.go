@@ -8,7 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/otel/servicemap"
 )
 
 // inputLine is one line of DIR/input/*.jsonl. A value that is not UTF-8 cannot
@@ -83,4 +85,15 @@ func writeJSONL(path string, rows any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteReport writes dir/report.html (internal/report) for the run, with
+// the service map g when there is one; where says which Kafka it ran on.
+func WriteReport(dir string, r Report, where string, g *servicemap.Graph) error {
+	sql := r.SQLComparison
+	sql.SQL = "the embedded SQLite (the shared contract SQL on the input records)"
+	return report.WriteFile(dir, report.Input{
+		Title: "northpole demo", Goka: "Goka's results on " + where, Params: r.Params,
+		Set: r.Run.Goka, Inputs: r.Run.Inputs(), Reference: r.Reference, SQL: sql, ServiceMap: g,
+	})
 }

@@ -1,0 +1,200 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/otel/servicemap"
+)
+
+var params = contract.DefaultParams()
+
+func ws(sec int) string { return record.FormatTime(time.Unix(int64(sec), 0)) }
+
+func toy(offset int64, id, size string, sec int) record.Input {
+	return record.Input{Stream: record.Toys, Partition: 0, Offset: offset, Key: []byte(size),
+		Value: []byte(fmt.Sprintf(`{"toy_id":%q,"size":%q,"made_at":%q}`, id, size, ws(sec)))}
+}
+
+// TestSizeCounts: each set per size class; a duplicate's dead letter under
+// its size, any other under NoSize.
+func TestSizeCounts(t *testing.T) {
+	inputs := []record.Input{
+		toy(0, "t1", "M", 1), toy(1, "t1", "M", 1), // a duplicate of M
+		{Stream: record.Toys, Offset: 2, Key: []byte("M"), Value: []byte(`{"size":"M"}`)}, // no id
+	}
+	set := results.Set{
+		Packed:   []results.Packed{{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: ws(0)}},
+		Unpacked: []results.Unpacked{{ToyID: "t2", Size: "S", WindowStart: ws(0)}},
+		Late:     []results.Late{{Stream: "boxes", ID: "b9", Size: "XL", MadeAt: ws(0)}},
+		Dead:     []results.Dead{{Stream: "toys", Offset: 1, Reason: "duplicate"}, {Stream: "toys", Offset: 2, Reason: "no id"}},
+	}
+	got := map[string]results.Counts{}
+	for _, c := range sizeCounts(set, inputs) {
+		got[c.Size] = c.Counts
+	}
+	want := map[string]results.Counts{
+		"S": {Unpacked: 1}, "M": {Packed: 1, Dead: 1}, "L": {}, "XL": {Late: 1}, NoSize: {Dead: 1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sizeCounts = %v, want %v", got, want)
+	}
+}
+
+// hostile are ids that are markup, script, attribute breakers and a very
+// long id, as any producer may send them (see TestHostileInputs).
+var hostile = []string{
+	`<script>alert("id")</script>`,
+	`"><img src=x onerror=alert(1)>`,
+	`</title></style></svg><b>bold</b>`,
+	`javascript:alert(1)`,
+	"\x00\u2028{{.Title}}",
+	strings.Repeat("L", 100_000),
+}
+
+// hostileComparison is a comparison whose rows and records carry the
+// hostile ids, n differences in all.
+func hostileComparison(n int) (results.Set, []record.Input, compare.Comparison) {
+	var goka results.Set
+	var inputs []record.Input
+	for i := range n {
+		id := hostile[i%len(hostile)] + fmt.Sprint(i)
+		goka.Packed = append(goka.Packed, results.Packed{ToyID: id, BoxID: id, Size: "S", WindowStart: ws(10 * (i % 7))})
+		inputs = append(inputs, toy(int64(i), id, "S", 10*(i%7)))
+	}
+	c := compare.Build(goka, results.Set{}, inputs, params)
+	c.SQL = `the engine <i>"x"</i>`
+	return goka, inputs, c
+}
+
+// TestHostileIDsAreEscapedAndThePageBounded: ids that are markup come out
+// as text, never as elements; long ids are cut; and a run with many
+// differing rows of 100 KB ids makes a page of bounded size that says how
+// many rows it left out.
+func TestHostileIDsAreEscapedAndThePageBounded(t *testing.T) {
+	goka, inputs, c := hostileComparison(600)
+	if len(c.Differences) != 600 {
+		t.Fatalf("%d differences, want 600", len(c.Differences))
+	}
+	ref := []results.Diff{{Set: "packed", OnlyA: []string{hostile[0], hostile[5]}}}
+	var b bytes.Buffer
+	if err := Write(&b, Input{Title: "t", Goka: hostile[1], Params: params, Set: goka, Inputs: inputs, Reference: ref, SQL: c}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []string{"<script", "<img", "<b>bold", "<i>", "onerror=alert(1)>", strings.Repeat("L", maxText+1)} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q unescaped or uncut", bad)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;", "&lt;img src=x", "550 more differing rows are not listed", "(100001 bytes in all)", "DIFFERENT"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if len(page) > 600_000 {
+		t.Errorf("the page is %d bytes for 600 differing rows of long ids", len(page))
+	}
+}
+
+// TestSelfContained: a page with every part (counts, windows, service map,
+// differences) refers to nothing outside itself and has no script, and its
+// Content-Security-Policy forbids loading anything.
+func TestSelfContained(t *testing.T) {
+	goka := results.Set{Packed: []results.Packed{{ToyID: "t", BoxID: "b", Size: "S", WindowStart: ws(0)}}}
+	inputs := []record.Input{toy(0, "t", "S", 1)}
+	c := compare.Build(goka, results.Set{}, inputs, params)
+	g := servicemap.Graph{Nodes: []servicemap.Node{{Name: "a"}, {Name: "b"}, {Name: "kafka", System: true}},
+		Edges: []servicemap.Edge{{From: "a", To: "b", Kind: "service", Calls: 1, Errors: 1}, {From: "a", To: "kafka", Kind: "messaging", Calls: 1}}}
+	var b bytes.Buffer
+	if err := Write(&b, Input{Title: "t", Params: params, Set: goka, Inputs: inputs, SQL: c, ServiceMap: &g}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`content="default-src 'none'; style-src 'unsafe-inline'"`, `<g class="strip" data-size="S">`, ">kafka</text>", `<div class="diff">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<script", "src=", "href=", "@import", "url(http", "<link", "<iframe", "<object"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q", bad)
+		}
+	}
+}
+
+// TestTimeline: one bar per window while there are few, windows far apart
+// with a break between, and a bounded number of bars for many windows.
+func TestTimeline(t *testing.T) {
+	packed := func(size string, secs ...int) []results.Packed {
+		var out []results.Packed
+		for _, s := range secs {
+			out = append(out, results.Packed{ToyID: fmt.Sprint(s), BoxID: "b", Size: size, WindowStart: ws(s)})
+		}
+		return out
+	}
+	t.Run("few windows and a gap", func(t *testing.T) {
+		set := results.Set{
+			Packed:   append(packed("S", 0, 0, 10, 10, 10), packed("M", 20, 86400)...),
+			Unpacked: []results.Unpacked{{ToyID: "u", Size: "S", WindowStart: ws(10)}, {ToyID: "bad", Size: "S", WindowStart: "yesterday"}},
+		}
+		tl := newTimeline(set, params)
+		if tl.Windows != 4 || tl.PerBar != 1 || len(tl.Breaks) != 1 || tl.Unreadable != 1 {
+			t.Fatalf("windows %d, per bar %d, breaks %d, unreadable %d; want 4, 1, 1, 1", tl.Windows, tl.PerBar, len(tl.Breaks), tl.Unreadable)
+		}
+		s := tl.Strips[0]
+		if s.Size != "S" || len(s.Bars) != 2 || s.Pairs != 5 || s.MostPairs != 3 || s.Bars[1].UH == 0 || s.Bars[0].UH != 0 {
+			t.Errorf("strip S: %+v", s)
+		}
+		if !strings.Contains(s.Bars[1].Title, "3 pairs, 1 unpacked toys") || s.Bars[1].Label != "3" {
+			t.Errorf("bar: %+v", s.Bars[1])
+		}
+		if tl.Strips[1].Bars[0].X >= tl.Breaks[0].X || tl.Breaks[0].X >= tl.Strips[1].Bars[1].X {
+			t.Errorf("the break at %d is not between the M windows %+v", tl.Breaks[0].X, tl.Strips[1].Bars)
+		}
+	})
+	t.Run("many windows", func(t *testing.T) {
+		var secs []int
+		for i := range 5000 {
+			secs = append(secs, 10*i)
+		}
+		tl := newTimeline(results.Set{Packed: packed("L", secs...)}, params)
+		bars := tl.Strips[2].Bars
+		if tl.PerBar < 2 || len(bars) > maxBars || len(bars) < maxBars/2 || tl.Strips[2].Pairs != 5000 {
+			t.Errorf("per bar %d, %d bars, %d pairs", tl.PerBar, len(bars), tl.Strips[2].Pairs)
+		}
+		if bars[0].Label != "" && bars[0].W < 28 {
+			t.Errorf("a narrow bar has a label: %+v", bars[0])
+		}
+	})
+}
+
+// TestCheckDir: a missing directory is made; a file, or a directory under
+// a file, is refused.
+func TestCheckDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDir(filepath.Join(dir, "new", "deeper")); err != nil {
+		t.Errorf("a new directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "new", "deeper")); len(entries) != 0 {
+		t.Errorf("the check left %d files behind", len(entries))
+	}
+	for _, bad := range []string{file, filepath.Join(file, "sub")} {
+		if err := CheckDir(bad); err == nil || !strings.Contains(err.Error(), "output directory") {
+			t.Errorf("CheckDir(%s) = %v", bad, err)
+		}
+	}
+}
