@@ -179,6 +179,23 @@ func TestCompareReportsAnExtraRecord(t *testing.T) {
 	if code != 3 {
 		t.Errorf("text compare: exit %d, want 3", code)
 	}
+
+	// The page shows the verdict and the differing rows with their records.
+	dir := t.TempDir()
+	out, code = runCLI(t, ctx, r.args("--out", dir)...)
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if code != 3 || err != nil {
+		t.Fatalf("compare --out: exit %d, %v\n%s", code, err, out)
+	}
+	for _, s := range []string{"<b>DIFFERENT</b>: Goka vs the embedded SQLite", "2 rows on one side only", "<b>late</b>, only in <b>sql</b>",
+		"<code>extra-late</code>", fmt.Sprintf("toys/%d@%d", part, offsets[1]), "<b>DIFFERENT</b>: Goka vs the batch reference", "0 rows only in Goka, 2 only in the reference"} {
+		if !bytes.Contains(page, []byte(s)) {
+			t.Errorf("report.html lacks %q", s)
+		}
+	}
+	if !strings.Contains(out, "wrote "+dir+"/report.html") {
+		t.Errorf("compare --out did not say where it wrote the page:\n%s", out)
+	}
 }
 
 // canonJSON is v as JSON with its keys sorted, so that a row decoded from
@@ -307,6 +324,15 @@ func TestDemoWritesSQLFiles(t *testing.T) {
 			if st, err := os.Stat(filepath.Join(dir, side, set+".jsonl")); err != nil || st.Size() == 0 && set == "packed" {
 				t.Errorf("%s/%s.jsonl: %v", side, set, err)
 			}
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(out, "wrote "+dir+"/report.html") {
+		t.Fatalf("report.html: %v\n%s", err, out)
+	}
+	for _, s := range []string{"<b>equal</b>: Goka vs the embedded SQLite", ">packer</text>", `<tr data-size="S">`} {
+		if !bytes.Contains(page, []byte(s)) {
+			t.Errorf("report.html lacks %q", s)
 		}
 	}
 }
