@@ -19,10 +19,13 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/demo"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/report"
+	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -204,5 +207,41 @@ func TestLoadSeesConsoleMessages(t *testing.T) {
 	}
 	if page := load(t, browser, path); len(page.console) < 2 {
 		t.Errorf("two blocked loads, %d console messages: %q", len(page.console), page.console)
+	}
+}
+
+// TestHostilePageInBrowser: ids that are markup and script stay text in the
+// browser: no console message, no element made of them.
+func TestHostilePageInBrowser(t *testing.T) {
+	browser := chromium(t)
+	p := contract.DefaultParams()
+	var goka results.Set
+	var inputs []record.Input
+	for i, id := range []string{`<script>console.error("from an id")</script>`, `"><img src=x onerror="console.error(1)">`, `</svg></table><b id="injected">x</b>`} {
+		goka.Packed = append(goka.Packed, results.Packed{ToyID: id, BoxID: id, Size: "S", WindowStart: "2026-12-01T00:00:00Z"})
+		inputs = append(inputs, record.Input{Stream: record.Toys, Offset: int64(i), Key: []byte("S"),
+			Value: []byte(`{"toy_id":` + strconv.Quote(id) + `,"size":"S","made_at":"2026-12-01T00:00:01Z"}`)})
+	}
+	c := compare.Build(goka, results.Set{}, inputs, p)
+	c.SQL = `<script>console.error("engine")</script>`
+	path := filepath.Join(t.TempDir(), report.FileName)
+	var b bytes.Buffer
+	if err := report.Write(&b, report.Input{Title: "hostile", Params: p, Set: goka, Inputs: inputs, SQL: c}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page := load(t, browser, path)
+	if len(page.console) > 0 {
+		t.Errorf("the page wrote to the console:\n%s", strings.Join(page.console, "\n"))
+	}
+	for _, bad := range []string{"<script", "<img", `<b id="injected">`} {
+		if strings.Contains(page.dom, bad) {
+			t.Errorf("the DOM holds an element from an id: %q", bad)
+		}
+	}
+	if !strings.Contains(page.dom, "&lt;script&gt;console.error(") {
+		t.Error("the DOM does not show the ids as text")
 	}
 }
