@@ -59,9 +59,17 @@ use a fresh --group and fresh topics, or earlier runs' records count too).
 
 With --out DIR it writes:
   DIR/input/toys.jsonl, DIR/input/boxes.jsonl   every input record as read back
-  DIR/goka/{packed,unpacked,spare,late,dead}.jsonl  the five result sets
-  DIR/summary.json                              the counts
-  DIR/sql/{packed,unpacked,spare,late,dead}.jsonl  the embedded SQLite's five sets
+  DIR/goka/{packed,unpacked,spare,late,dead}.jsonl  Goka's five result sets
+                                                (dead.jsonl: the dead-letters
+                                                topic's records, with the
+                                                reason's detail and raw record)
+  DIR/sql/{packed,unpacked,spare,late,dead}.jsonl   the embedded SQLite's
+  DIR/summary.json                              the counts (toys and boxes
+                                                apart from heartbeats; a dead
+                                                letter counts under by_size
+                                                when its record has a valid
+                                                size that is its key, else
+                                                under dead_without_size)
   DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
   DIR/report.html                               one page to open in a browser: the
                                                 counts per size, the windows, the
@@ -162,8 +170,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return usageErr("%w", err)
 	}
 	defer d.Close()
-	fmt.Fprintf(stderr, "northpole demo on %s: %d toys, %d boxes, %d partitions, W=%v L=%v, seed %d\n",
-		d.Where(), o.toys, o.boxes, o.packer.Partitions, o.packer.Window, o.packer.Lateness, o.seed)
+	fmt.Fprintf(stderr, "northpole demo on %s: %s, %s, %s, W=%v L=%v, seed %d\n",
+		d.Where(), count(o.toys, "toy"), count(o.boxes, "box"), count(int(o.packer.Partitions), "partition"), o.packer.Window, o.packer.Lateness, o.seed)
 	r, err := d.Run(ctx)
 	if err != nil {
 		return err
@@ -178,8 +186,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	got := r.Run.Goka
 	m, c, sleighErr := d.FinishSleigh(ctx, len(got.Packed))
 	if sleighErr == nil {
-		fmt.Fprintf(stdout, "sleigh manifest: %d pairs in %d size classes, one per packed key (%d re-sent records skipped, %d conflicts)\n",
-			m.Pairs, len(m.Sizes), c.Repeats, c.Conflicts)
+		fmt.Fprintf(stdout, "sleigh manifest: %s in %s, one per packed key (%s skipped, %s)\n",
+			count(m.Pairs, "pair"), count(len(m.Sizes), "size class"), count(int(c.Repeats), "re-sent record"), count(int(c.Conflicts), "conflict"))
 	}
 	if err := dt.finish(stdout, demoCounts{toys: len(r.Run.Toys), boxes: len(r.Run.Boxes), packed: len(got.Packed)}, o.out); err != nil {
 		return err
@@ -206,20 +214,28 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 }
 
 func printSummary(w io.Writer, s demo.Summary, where string) {
-	fmt.Fprintf(w, "\nPacked on %s in %.1fs: %d toys and %d boxes read back from Kafka.\n\n",
-		where, s.Seconds, s.Inputs["toys"], s.Inputs["boxes"])
+	toys, boxes := s.Inputs["toys"], s.Inputs["boxes"]
+	fmt.Fprintf(w, "\nPacked on %s in %.1fs: %s + %s and %s + %s read back from Kafka",
+		where, s.Seconds, count(toys.Records, "toy"), count(toys.Heartbeats, "heartbeat"), count(boxes.Records, "box"), count(boxes.Heartbeats, "heartbeat"))
+	if bad, dup := toys.Bad+boxes.Bad, toys.Duplicates+boxes.Duplicates; bad+dup > 0 {
+		fmt.Fprintf(w, "; among the toys and boxes %s and %s (dead letters)", count(bad, "bad record"), count(dup, "duplicate"))
+	}
+	fmt.Fprint(w, ".\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "size\tpacked\tunpacked\tspare\tlate\t")
+	fmt.Fprintln(tw, "size\tpacked\tunpacked\tspare\tlate\tdead\t")
 	var total results.Counts
 	for _, size := range record.Sizes {
 		c := s.BySize[size]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", size, c.Packed, c.Unpacked, c.Spare, c.Late)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", size, c.Packed, c.Unpacked, c.Spare, c.Late, c.Dead)
 		total.Packed += c.Packed
 		total.Unpacked += c.Unpacked
 		total.Spare += c.Spare
 		total.Late += c.Late
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t\n", total.Packed, total.Unpacked, total.Spare, total.Late)
+	if s.DeadWithoutSize > 0 {
+		fmt.Fprintf(tw, "no size\t\t\t\t\t%d\t\n", s.DeadWithoutSize)
+	}
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t\n", total.Packed, total.Unpacked, total.Spare, total.Late, s.Results.Dead)
 	tw.Flush()
 	var reasons []string
 	for _, r := range slices.Sorted(maps.Keys(s.DeadBy)) {

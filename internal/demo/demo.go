@@ -7,17 +7,22 @@
 package demo
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
@@ -71,19 +76,28 @@ func (d *Demo) Where() string { return d.where }
 
 // Summary is DIR/summary.json.
 type Summary struct {
-	Brokers   string                      `json:"brokers"`
-	Window    string                      `json:"window"`
-	Lateness  string                      `json:"lateness"`
-	Seed      int64                       `json:"seed"`
-	Inputs    map[string]int              `json:"inputs"`
-	Elves     map[string]map[string]int64 `json:"elves"`
-	Results   results.Counts              `json:"results"`
-	BySize    map[string]results.Counts   `json:"by_size"`
-	DeadBy    map[string]int              `json:"dead_by_reason"`
-	RawOutput packer.OutputCounts         `json:"raw_output"`
-	Reference string                      `json:"reference_check"`
-	SQLCheck  string                      `json:"sql_check"`
-	Seconds   float64                     `json:"seconds"`
+	Brokers string `json:"brokers"`
+	// Topics are the topics the run used, by role (toys, boxes, packed,
+	// unpacked, spare, late, dead).
+	Topics   map[string]string `json:"topics"`
+	Window   string            `json:"window"`
+	Lateness string            `json:"lateness"`
+	Seed     int64             `json:"seed"`
+	// Inputs are the records read back per stream ("toys", "boxes").
+	Inputs  map[string]StreamInputs     `json:"inputs"`
+	Elves   map[string]map[string]int64 `json:"elves"`
+	Results results.Counts              `json:"results"`
+	// BySize counts each set per size class. A dead letter counts under the
+	// size its record's JSON says when that is a valid size and the record's
+	// key (see deadBySize), and in DeadWithoutSize otherwise: the dead of
+	// every size plus DeadWithoutSize is Results.Dead.
+	BySize          map[string]results.Counts `json:"by_size"`
+	DeadWithoutSize int                       `json:"dead_without_size"`
+	DeadBy          map[string]int            `json:"dead_by_reason"`
+	RawOutput       packer.OutputCounts       `json:"raw_output"`
+	Reference       string                    `json:"reference_check"`
+	SQLCheck        string                    `json:"sql_check"`
+	Seconds         float64                   `json:"seconds"`
 }
 
 // Report is what Run found.
@@ -91,9 +105,15 @@ type Report struct {
 	Summary Summary
 	// Run is what the elves wrote and what Kafka held afterwards.
 	Run pipeline.Result
-	// Reference are the differences between Goka and the batch reference
-	// (contract.Compute in mode ClosedOnly): none when they are equal.
-	Reference []results.Diff
+	// DeadLetters are the dead-letters topic's records as the packer wrote
+	// them (with the reason's detail and the raw record), one per key, in
+	// the order of Run.Goka.Dead.
+	DeadLetters []packer.DeadLetter
+	// ReferenceSet is the batch reference's five sets (contract.Compute in
+	// mode ClosedOnly), and Reference the differences between Goka and it:
+	// none when they are equal.
+	ReferenceSet results.Set
+	Reference    []results.Diff
 	// SQL is the embedded SQLite's five sets, and SQLComparison Goka's
 	// against them (compare.Build).
 	SQL           results.Set
@@ -119,7 +139,11 @@ func (d *Demo) Run(ctx context.Context) (Report, error) {
 	params := cfg.Packer.Params
 	r.Params = params
 	inputs := res.Inputs()
-	r.Reference = results.Compare(res.Goka, contract.Compute(inputs, params, contract.ClosedOnly))
+	r.ReferenceSet = contract.Compute(inputs, params, contract.ClosedOnly)
+	r.Reference = results.Compare(res.Goka, r.ReferenceSet)
+	if r.DeadLetters, err = readDeadLetters(ctx, cfg.Kafka, cfg.Packer.Topics.Dead); err != nil {
+		return r, err
+	}
 	if r.SQL, err = compare.EmbeddedSQL(ctx, inputs, params, d.log); err != nil {
 		return r, fmt.Errorf("embedded SQL: %w", err)
 	}
@@ -131,9 +155,10 @@ func (d *Demo) Run(ctx context.Context) (Report, error) {
 func (d *Demo) summary(cfg pipeline.Config, r Report) Summary {
 	got := r.Run.Goka
 	s := Summary{
-		Brokers: strings.Join(cfg.Kafka.Brokers, ","), Window: cfg.Packer.Window.String(), Lateness: cfg.Packer.Lateness.String(),
+		Brokers: strings.Join(cfg.Kafka.Brokers, ","), Topics: topicsByRole(cfg.Packer.Topics),
+		Window: cfg.Packer.Window.String(), Lateness: cfg.Packer.Lateness.String(),
 		Seed:      cfg.Toys.Seed,
-		Inputs:    map[string]int{"toys": len(r.Run.Toys), "boxes": len(r.Run.Boxes)},
+		Inputs:    inputCounts(r.Run.Inputs(), got.Dead),
 		Elves:     map[string]map[string]int64{"toys": r.Run.ToyStats.Kinds, "boxes": r.Run.BoxStats.Kinds},
 		Results:   got.Counts(),
 		BySize:    got.CountsBySize(),
@@ -144,6 +169,13 @@ func (d *Demo) summary(cfg pipeline.Config, r Report) Summary {
 		Seconds:   time.Since(d.began).Seconds(),
 	}
 	delete(s.BySize, "")
+	dead, without := deadBySize(r.Run.Inputs(), got.Dead)
+	for size, n := range dead {
+		c := s.BySize[size]
+		c.Dead = n
+		s.BySize[size] = c
+	}
+	s.DeadWithoutSize = without
 	for _, dl := range got.Dead {
 		s.DeadBy[dl.Reason]++
 	}
@@ -183,4 +215,37 @@ func (d *Demo) Close() {
 		d.broker.Close()
 		d.broker = nil
 	}
+}
+
+// topicsByRole names t's topics by what they hold.
+func topicsByRole(t packer.Topics) map[string]string {
+	return map[string]string{"toys": t.Toys, "boxes": t.Boxes, "packed": t.Packed, "unpacked": t.Unpacked,
+		"spare": t.Spare, "late": t.Late, "dead": t.Dead}
+}
+
+// readDeadLetters reads the dead-letters topic whole, the first record of
+// each key (as packer.ReadResults does), sorted as results.Set sorts its
+// dead rows.
+func readDeadLetters(ctx context.Context, kc kafkaconf.Config, topic string) ([]packer.DeadLetter, error) {
+	msgs, err := topicread.All(ctx, kc, topic)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters from %s: %w", topic, err)
+	}
+	seen := map[string]bool{}
+	var out []packer.DeadLetter
+	for _, m := range msgs {
+		if seen[string(m.Key)] {
+			continue
+		}
+		seen[string(m.Key)] = true
+		var dl packer.DeadLetter
+		if err := json.Unmarshal(m.Value, &dl); err != nil {
+			return nil, fmt.Errorf("decode dead letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		out = append(out, dl)
+	}
+	slices.SortFunc(out, func(a, b packer.DeadLetter) int {
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
+	return out, nil
 }

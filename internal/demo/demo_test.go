@@ -1,8 +1,11 @@
 package demo_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,8 +48,17 @@ func TestRun(t *testing.T) {
 	if !r.Equal() || r.Summary.Reference != "equal" || r.Summary.SQLCheck != "equal" {
 		t.Errorf("the demo's checks: reference %v, SQL %+v", r.Reference, r.SQLComparison.Differences)
 	}
-	if s := r.Summary; s.Inputs["toys"] != len(r.Run.Toys) || s.Results.Packed != len(r.Run.Goka.Packed) || s.Results.Packed < 10 || s.Results.Dead == 0 {
+	s := r.Summary
+	if toys := s.Inputs["toys"]; toys.Records != 300 || toys.Records+toys.Heartbeats != len(r.Run.Toys) || toys.Bad == 0 ||
+		s.Results.Packed != len(r.Run.Goka.Packed) || s.Results.Packed < 10 || s.Results.Dead == 0 {
 		t.Errorf("summary %+v", s)
+	}
+	dead := s.DeadWithoutSize
+	for _, c := range s.BySize {
+		dead += c.Dead
+	}
+	if dead != s.Results.Dead || s.DeadWithoutSize == s.Results.Dead {
+		t.Errorf("dead letters: %d in all, %d by size and without one (%d without)", s.Results.Dead, dead, s.DeadWithoutSize)
 	}
 	m, _, err := d.FinishSleigh(ctx, len(r.Run.Goka.Packed))
 	if err != nil || m.Pairs != len(r.Run.Goka.Packed) {
@@ -66,6 +78,10 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		gl, sl := strings.Split(string(g), "\n"), strings.Split(string(s), "\n")
+		if set == "dead" {
+			gl = deadPositions(t, g)
+			sl = deadPositions(t, s)
+		}
 		slices.Sort(gl)
 		slices.Sort(sl)
 		if !slices.Equal(gl, sl) {
@@ -74,6 +90,32 @@ func TestRun(t *testing.T) {
 		if set == "packed" && len(sl) < 10 {
 			t.Errorf("sql/packed.jsonl has %d lines: the demo packed almost nothing", len(sl))
 		}
+	}
+	// goka/dead.jsonl holds the dead letters as on their topic: the
+	// reason's detail and the raw record too.
+	g, err := os.ReadFile(filepath.Join(dir, "goka", "dead.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withDetail, withValue := 0, 0
+	for line := range bytes.Lines(g) {
+		var dl struct {
+			Detail      string
+			Value       *string
+			ValueBase64 []byte `json:"value_base64"`
+		}
+		if err := json.Unmarshal(line, &dl); err != nil {
+			t.Fatal(err)
+		}
+		if dl.Detail != "" {
+			withDetail++
+		}
+		if dl.Value != nil || dl.ValueBase64 != nil {
+			withValue++
+		}
+	}
+	if withDetail == 0 || withValue != len(r.Run.Goka.Dead) {
+		t.Errorf("goka/dead.jsonl: %d of %d dead letters with a detail, %d with the raw value", withDetail, len(r.Run.Goka.Dead), withValue)
 	}
 	for _, f := range []string{"input/toys.jsonl", "input/boxes.jsonl", "summary.json"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
@@ -95,4 +137,25 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if errors.As(err, &se) {
 		t.Errorf("a configuration error is a StartError: %v", err)
 	}
+}
+
+// deadPositions are the dead rows of a dead.jsonl as "stream/partition@offset
+// reason" lines: what the packer's dead letters and the SQL's rows share.
+func deadPositions(t *testing.T, jsonl []byte) []string {
+	t.Helper()
+	var out []string
+	for line := range bytes.Lines(jsonl) {
+		var d struct {
+			Stream    string `json:"stream"`
+			Partition int32  `json:"partition"`
+			Offset    int64  `json:"offset"`
+			Reason    string `json:"reason"`
+		}
+		if err := json.Unmarshal(line, &d); err != nil {
+			t.Fatalf("dead.jsonl line %q: %v", line, err)
+		}
+		out = append(out, fmt.Sprintf("%s/%d@%d %s", d.Stream, d.Partition, d.Offset, d.Reason))
+	}
+	slices.Sort(out)
+	return out
 }

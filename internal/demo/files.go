@@ -26,8 +26,9 @@ type inputLine struct {
 
 // WriteFiles writes, under dir, every input record as read back
 // (input/toys.jsonl, input/boxes.jsonl), Goka's five result sets
-// (goka/{packed,unpacked,spare,late,dead}.jsonl), the embedded SQLite's
-// (sql/, the same five files) and summary.json.
+// (goka/{packed,unpacked,spare,late,dead}.jsonl; dead.jsonl holds the
+// dead-letters topic's records, with the reason's detail and the raw record),
+// the embedded SQLite's (sql/, the same five files) and summary.json.
 func WriteFiles(dir string, r Report) error {
 	for _, sub := range []string{"input", "goka", "sql"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
@@ -51,8 +52,9 @@ func WriteFiles(dir string, r Report) error {
 	files := []file{{"input/toys.jsonl", toLines(r.Run.Toys)}, {"input/boxes.jsonl", toLines(r.Run.Boxes)}}
 	for side, s := range map[string]results.Set{"goka": r.Run.Goka, "sql": r.SQL} {
 		files = append(files, file{side + "/packed.jsonl", s.Packed}, file{side + "/unpacked.jsonl", s.Unpacked},
-			file{side + "/spare.jsonl", s.Spare}, file{side + "/late.jsonl", s.Late}, file{side + "/dead.jsonl", s.Dead})
+			file{side + "/spare.jsonl", s.Spare}, file{side + "/late.jsonl", s.Late})
 	}
+	files = append(files, file{"goka/dead.jsonl", r.DeadLetters}, file{"sql/dead.jsonl", r.SQL.Dead})
 	for _, f := range files {
 		if err := writeJSONL(filepath.Join(dir, f.name), f.rows); err != nil {
 			return err
