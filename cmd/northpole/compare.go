@@ -177,7 +177,11 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "wrote %s/%s: open it in a browser\n", o.out, report.FileName)
 	}
 	if !c.Equal {
-		return &exitError{code: 3, err: fmt.Errorf("the results of Goka and %s differ on %d rows (%d conflicting Goka keys)", c.SQL, len(c.Differences), c.GokaConflicts)}
+		why := ""
+		if len(c.PartitionSpread) > 0 {
+			why = "; the input topics hold records of one (stream, size) in more than one partition (partition_spread), which the contract does not allow: see the warning"
+		}
+		return &exitError{code: 3, err: fmt.Errorf("the results of Goka and %s differ on %s (%d conflicting Goka keys)%s", c.SQL, count(len(c.Differences), "row"), c.GokaConflicts, why)}
 	}
 	return nil
 }

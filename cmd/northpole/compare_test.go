@@ -336,3 +336,57 @@ func TestDemoWritesSQLFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareWarnsOfMisPartitionedInputs: toys of size M appended to the
+// other partition than the elves' (as kcat without -X
+// topic.partitioner=fnv1a would) make compare exit 3, and it must say why:
+// the (stream, size) and its partitions, and how to fix the producer.
+func TestCompareWarnsOfMisPartitionedInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := runPacker(t, ctx)
+	toys, err := topicread.Inputs(ctx, r.kc, r.cfg.Topics.Toys, record.Toys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, n := int32(-1), 0 // the valid toys of size M, and their partition
+	for _, in := range toys {
+		if r, err := record.Parse(in.Stream, in.Key, in.Value); err == nil && r.Size == "M" {
+			part = in.Partition
+			n++
+		}
+	}
+	if part < 0 {
+		t.Fatal("no toy of size M in the run")
+	}
+	other := 1 - part // runPacker's topics have two partitions
+	var stray []string
+	for i := range 4 {
+		stray = append(stray, fmt.Sprintf(`{"toy_id":"stray-%d","kind":"kite","size":"M","elf":"kcat","made_at":"2026-12-24T00:00:0%dZ"}`, i, i))
+	}
+	produceTo(t, r.kc, r.cfg.Topics.Toys, other, stray)
+
+	out, code := runCLI(t, ctx, r.args()...)
+	if code != 3 {
+		t.Fatalf("compare on mis-partitioned toys: exit %d, want 3\n%s", code, out)
+	}
+	first, second := fmt.Sprintf("partition %d: %d records", part, n), fmt.Sprintf("partition %d: 4 records", other)
+	if other < part {
+		first, second = second, first
+	}
+	for _, s := range []string{"WARNING: the input topics are mis-partitioned",
+		"toys of size M: " + first + ", " + second, "-X topic.partitioner=fnv1a", "error: the results of Goka and",
+		"in more than one partition (partition_spread)"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("compare's output lacks %q:\n%s", s, out)
+		}
+	}
+	out, code = runCLI(t, ctx, r.args("--json")...)
+	c := decodeComparison(t, out)
+	if code != 3 || len(c.PartitionSpread) != 1 || c.PartitionSpread[0].Size != "M" || len(c.PartitionSpread[0].Partitions) != 2 {
+		t.Errorf("compare --json: exit %d, partition_spread %+v; want exit 3 and toys M over two partitions", code, c.PartitionSpread)
+	}
+}

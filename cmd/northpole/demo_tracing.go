@@ -134,15 +134,16 @@ func printMapCheck(w io.Writer, g servicemap.Graph, n demoCounts) {
 		want     int
 		what     string
 	}{
-		{pipeline.ServiceToyElves, pipeline.ServicePacker, n.toys, "toys read back"},
-		{pipeline.ServiceBoxElves, pipeline.ServicePacker, n.boxes, "boxes read back"},
-		{pipeline.ServicePacker, pipeline.ServiceSleigh, n.packed, "pairs packed"},
+		{pipeline.ServiceToyElves, pipeline.ServicePacker, n.toys, "record read back from the toys topic"},
+		{pipeline.ServiceBoxElves, pipeline.ServicePacker, n.boxes, "record read back from the boxes topic"},
+		{pipeline.ServicePacker, pipeline.ServiceSleigh, n.packed, "pair packed"},
 	}
 	equal := true
 	parts := make([]string, len(checks))
 	for i, c := range checks {
 		e, _ := g.Edge(c.from, c.to)
-		parts[i] = fmt.Sprintf("%s -> %s %d calls for %d %s", c.from, c.to, e.Calls, c.want, c.what)
+		noun, rest, _ := strings.Cut(c.what, " ")
+		parts[i] = fmt.Sprintf("%s -> %s %s for %s %s", c.from, c.to, count(e.Calls, "call"), count(c.want, noun), rest)
 		equal = equal && e.Calls == c.want
 	}
 	verdict := "equal"

@@ -158,7 +158,7 @@ func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream reco
 }
 
 func runElves(ctx context.Context, kc kafkaconf.Config, c producers.Config, stdout, stderr io.Writer) error {
-	what := fmt.Sprintf("%d records", c.Count)
+	what := count(c.Count, "record")
 	if c.Duration > 0 {
 		what = "records for " + c.Duration.String()
 	}
@@ -233,8 +233,8 @@ func printElvesSummary(w io.Writer, s producers.Stats, err error) {
 	case err != nil:
 		status = "failed"
 	}
-	fmt.Fprintf(w, "elves %s: %s: %d records to topic %q in %v (%.0f/s); %d messages with heartbeats, %d acked, %d failed\n",
-		status, s.Stream, s.Records, s.Topic, s.Elapsed.Round(time.Millisecond), s.Rate(), s.Sent, s.Acked, s.Failed)
+	fmt.Fprintf(w, "elves %s: %s: %s to topic %q in %v (%.0f/s); %s with heartbeats, %d acked, %d failed\n",
+		status, s.Stream, count(s.Records, "record"), s.Topic, s.Elapsed.Round(time.Millisecond), s.Rate(), count(s.Sent, "message"), s.Acked, s.Failed)
 	var parts []string
 	for _, k := range []string{producers.KindToy, producers.KindBox, producers.KindLate, producers.KindDup, producers.KindHeartbeat} {
 		if n := s.Kinds[k]; n > 0 {

@@ -4,7 +4,7 @@ import "fmt"
 
 // count says n things, in the singular for one: count(1, "toy") is "1 toy",
 // count(2, "box") is "2 boxes".
-func count(n int, noun string) string {
+func count[N ~int | ~int32 | ~int64](n N, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, noun)
 	}

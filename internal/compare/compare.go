@@ -69,6 +69,10 @@ type Comparison struct {
 	GokaConflicts int                             `json:"goka_conflicting_keys"`
 	Counts        map[string]map[string]SetCounts `json:"counts"` // size ("all" for dead) -> set -> counts
 	Differences   []Difference                    `json:"differences"`
+	// PartitionSpread lists every (stream, size) whose records are in more
+	// than one partition of the input topics (Spreads): the contract's
+	// order, and with it the comparison, is then not defined for them.
+	PartitionSpread []Spread `json:"partition_spread"`
 }
 
 // keyedRow is a result row with its comparison key (dead rows: the position
@@ -115,6 +119,7 @@ func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) C
 	c := Comparison{
 		Equal: true, Window: p.Window.String(), Lateness: p.Lateness.String(), Inputs: len(inputs),
 		Counts: map[string]map[string]SetCounts{}, Differences: []Difference{},
+		PartitionSpread: Spreads(inputs),
 	}
 	ref := contract.Compute(inputs, p, contract.ClosedOnly)
 	ex := newExplainer(inputs, goka, sqlSet, ref)

@@ -34,7 +34,7 @@ func abridge(s string, n int) string {
 // maxRows rows per set and side; moreHint, when not empty, says (in
 // parentheses) how to see the rows left out.
 func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
-	fmt.Fprintf(w, "%s\n  vs %s\n  W=%s L=%s, %d input records\n\n", c.Goka, c.SQL, c.Window, c.Lateness, c.Inputs)
+	fmt.Fprintf(w, "%s\n  vs %s\n  W=%s L=%s, %s\n\n", c.Goka, c.SQL, c.Window, c.Lateness, plural(c.Inputs, "input record"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tset\tgoka\tsql\tequal\tonly goka\tonly sql\t")
 	for _, size := range append(slices.Clone(record.Sizes), "all") {
@@ -51,13 +51,19 @@ func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
 	}
 	tw.Flush()
 	if c.GokaConflicts > 0 {
-		fmt.Fprintf(w, "\nGoka wrote %d output keys with two different values (the first of each is compared)\n", c.GokaConflicts)
+		fmt.Fprintf(w, "\nGoka wrote %s with two different values (the first of each is compared)\n", plural(c.GokaConflicts, "output key"))
 	}
 	if c.Equal {
 		fmt.Fprintln(w, "\nequal: Goka and the SQL engine have the same rows in all five sets")
+		writeSpreads(w, c.PartitionSpread)
 		return
 	}
-	fmt.Fprintf(w, "\nDIFFERENT: %d rows are on one side only\n", len(c.Differences))
+	if n := len(c.Differences); n == 1 {
+		fmt.Fprintln(w, "\nDIFFERENT: 1 row is on one side only")
+	} else {
+		fmt.Fprintf(w, "\nDIFFERENT: %d rows are on one side only\n", n)
+	}
+	writeSpreads(w, c.PartitionSpread)
 	shown := map[string]int{}
 	for _, d := range c.Differences {
 		k := d.Set + "|" + d.OnlyIn
