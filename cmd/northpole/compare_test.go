@@ -390,3 +390,49 @@ func TestCompareWarnsOfMisPartitionedInputs(t *testing.T) {
 		t.Errorf("compare --json: exit %d, partition_spread %+v; want exit 3 and toys M over two partitions", code, c.PartitionSpread)
 	}
 }
+
+// TestDemoOnABrokerUsesFreshTopics: two demos on one Kafka (--brokers) each
+// get topics of their own, say which, and neither counts the other's records
+// (the second would exit 3 on shared topics).
+func TestDemoOnABrokerUsesFreshTopics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kc := testkafka.Config(t)
+	var prefixes []string
+	for range 2 {
+		dir := t.TempDir()
+		out, code := runCLI(t, ctx, "demo", "--brokers", strings.Join(kc.Brokers, ","), "--toys", "200", "--boxes", "200",
+			"--servicemap=false", "--out", dir)
+		if code != 0 {
+			t.Fatalf("demo --brokers: exit %d\n%s", code, out)
+		}
+		_, rest, ok := strings.Cut(out, "topics demo-")
+		prefix, _, _ := strings.Cut(rest, "-{toys,")
+		if !ok || prefix == "" {
+			t.Fatalf("the demo did not say which topics it used:\n%s", out)
+		}
+		prefixes = append(prefixes, "demo-"+prefix)
+		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Topics map[string]string `json:"topics"`
+			Inputs map[string]struct {
+				Records int `json:"records"`
+			} `json:"inputs"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil || s.Topics["toys"] != "demo-"+prefix+"-toys" {
+			t.Errorf("summary.json topics %v (%v), want %s-toys", s.Topics, err, "demo-"+prefix)
+		}
+		if s.Inputs["toys"].Records != 200 || s.Inputs["boxes"].Records != 200 {
+			t.Errorf("the demo read back %+v, want the 200 toys and 200 boxes it made", s.Inputs)
+		}
+	}
+	if prefixes[0] == prefixes[1] {
+		t.Errorf("both demos used the topics %s-*", prefixes[0])
+	}
+}

@@ -37,6 +37,7 @@ type demoOptions struct {
 	badRate     float64
 	kafka       kafkaOptions
 	out         string
+	topicPrefix string
 	timeout     time.Duration
 	packer      packer.Config
 	trace       demoTraceOptions
@@ -54,8 +55,11 @@ box elves and the Goka packer, waits until every record is consumed, and prints
 what was packed per size class. It then checks the Goka results against the
 batch reference implementation of the contract, row for row.
 
-With --brokers it uses an existing Kafka instead (topics are created if missing;
-use a fresh --group and fresh topics, or earlier runs' records count too).
+With --brokers it uses an existing Kafka instead, on topics and groups of its
+own so that no earlier run's records count too: every topic and group is named
+after a prefix, demo-<UTC time, to the ms> unless --topic-prefix names one (the
+demo prints the names; --topic-prefix '' uses the default topics toys, boxes,
+packed, ... and group packer). On the in-process Kafka there is no prefix.
 
 With --out DIR it writes:
   DIR/input/toys.jsonl, DIR/input/boxes.jsonl   every input record as read back
@@ -91,6 +95,13 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 1 on error, 2 on bad flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			if !f.Changed("topic-prefix") && len(kafkaconf.SplitBrokers(o.kafka.brokers)) > 0 {
+				o.topicPrefix = "demo-" + time.Now().UTC().Format("20060102-150405.000")
+			}
+			if o.topicPrefix != "" && !f.Changed("group") {
+				o.packer.Group = o.topicPrefix + "-packer"
+			}
 			return runDemo(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -107,6 +118,7 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 	o.kafka.inProcessDefault = true
 	o.kafka.bind(f, "use this Kafka (host:port,...) instead of the in-process one")
 	f.StringVar(&o.out, "out", "", "write inputs, results and a summary under this directory")
+	f.StringVar(&o.topicPrefix, "topic-prefix", "", "name every topic PREFIX-toys, PREFIX-boxes, PREFIX-packed, ... and the groups PREFIX-packer-* (default with --brokers: demo-<UTC time, to the ms>, fresh topics; in process: none)")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "give up when the run has not finished after this long")
 	f.DurationVar(&o.packer.Window, "window", o.packer.Window, "window width W")
 	f.DurationVar(&o.packer.Lateness, "lateness", o.packer.Lateness, "allowed lateness L")
@@ -120,7 +132,12 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 // Kafka): the packer of the flags and both streams' elves.
 func (o demoOptions) pipelineConfig(kc kafkaconf.Config) pipeline.Config {
 	c := pipeline.DefaultConfig()
+	topics := c.Packer.Topics
+	if o.topicPrefix != "" {
+		topics = pipeline.Topics(o.topicPrefix)
+	}
 	c.Kafka, c.Packer = kc, o.packer
+	c.Packer.Topics = topics
 	c.Toys.Count, c.Boxes.Count = o.toys, o.boxes
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		e.Rate, e.Elves, e.Seed = o.rate, o.elves, o.seed
@@ -140,6 +157,9 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	if o.timeout <= 0 {
 		return usageErr("--timeout must be positive, got %v", o.timeout)
+	}
+	if err := validTopicPrefix(o.topicPrefix); err != nil {
+		return usageErr("--topic-prefix %q: %w", o.topicPrefix, err)
 	}
 	if err := o.packer.Params.Validate(); err != nil {
 		return usageErr("%w", err)
@@ -171,7 +191,10 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	defer d.Close()
 	fmt.Fprintf(stderr, "northpole demo on %s: %s, %s, %s, W=%v L=%v, seed %d\n",
-		d.Where(), count(o.toys, "toy"), count(o.boxes, "box"), count(int(o.packer.Partitions), "partition"), o.packer.Window, o.packer.Lateness, o.seed)
+		d.Where(), count(o.toys, "toy"), count(o.boxes, "box"), count(o.packer.Partitions, "partition"), o.packer.Window, o.packer.Lateness, o.seed)
+	if o.topicPrefix != "" {
+		fmt.Fprintf(stderr, "topics %s-{toys,boxes,packed,unpacked,spare,late,dead}, groups %s-{dedupe,clock,slots,sleigh}\n", o.topicPrefix, o.packer.Group)
+	}
 	r, err := d.Run(ctx)
 	if err != nil {
 		return err
@@ -187,7 +210,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	m, c, sleighErr := d.FinishSleigh(ctx, len(got.Packed))
 	if sleighErr == nil {
 		fmt.Fprintf(stdout, "sleigh manifest: %s in %s, one per packed key (%s skipped, %s)\n",
-			count(m.Pairs, "pair"), count(len(m.Sizes), "size class"), count(int(c.Repeats), "re-sent record"), count(int(c.Conflicts), "conflict"))
+			count(m.Pairs, "pair"), count(len(m.Sizes), "size class"), count(c.Repeats, "re-sent record"), count(c.Conflicts, "conflict"))
 	}
 	if err := dt.finish(stdout, demoCounts{toys: len(r.Run.Toys), boxes: len(r.Run.Boxes), packed: len(got.Packed)}, o.out); err != nil {
 		return err
@@ -202,7 +225,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return sleighErr
 	}
 	if len(r.Reference) > 0 {
-		printDiffs(stdout, r.Reference)
+		printDiffs(stdout, r)
 		return &exitError{code: 3, err: errors.New("the Goka results differ from the reference implementation")}
 	}
 	if !r.SQLComparison.Equal {
@@ -262,24 +285,46 @@ func printSummary(w io.Writer, s demo.Summary, where string) {
 	}
 }
 
-func printDiffs(w io.Writer, diffs []results.Diff) {
-	for _, d := range diffs {
-		fmt.Fprintf(w, "\n%s: %d rows only in Goka, %d only in the reference\n", d.Set, len(d.OnlyA), len(d.OnlyB))
-		for i, r := range d.OnlyA {
-			if i == 10 {
-				fmt.Fprintf(w, "  ... %d more\n", len(d.OnlyA)-10)
-				break
+// printDiffs prints, per set, the rows only Goka or only the reference has,
+// as their JSON, at most maxDiffRows per set and side.
+func printDiffs(w io.Writer, r demo.Report) {
+	rows := r.ReferenceRows()
+	for _, d := range r.Reference {
+		fmt.Fprintf(w, "\n%s: %s only in Goka, %d only in the reference\n", d.Set, count(len(d.OnlyA), "row"), len(d.OnlyB))
+		for _, side := range []string{"goka", "reference"} {
+			shown := 0
+			for _, row := range rows {
+				if row.Set != d.Set || row.OnlyIn != side {
+					continue
+				}
+				if shown++; shown > maxDiffRows {
+					continue
+				}
+				fmt.Fprintf(w, "  only in %-9s  %s\n", side+":", row.Row)
 			}
-			fmt.Fprintf(w, "  goka only: %s\n", r)
-		}
-		for i, r := range d.OnlyB {
-			if i == 10 {
-				fmt.Fprintf(w, "  ... %d more\n", len(d.OnlyB)-10)
-				break
+			if shown > maxDiffRows {
+				fmt.Fprintf(w, "  ... %d more only in %s (--out DIR writes every row)\n", shown-maxDiffRows, side)
 			}
-			fmt.Fprintf(w, "  reference only: %s\n", r)
 		}
 	}
+}
+
+// maxDiffRows bounds the differing rows printed per set and side.
+const maxDiffRows = 10
+
+// validTopicPrefix refuses a prefix that makes illegal Kafka topic names:
+// they are at most 249 characters of [a-zA-Z0-9._-] ("-dead-letters"
+// being the longest suffix the packer adds, with its group's).
+func validTopicPrefix(p string) error {
+	if len(p) > 200 {
+		return fmt.Errorf("%d characters: at most 200, so that every topic name fits Kafka's 249", len(p))
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%q is not allowed in a Kafka topic name (letters, digits, '.', '_' and '-' are)", r)
+		}
+	}
+	return nil
 }
 
 // progress shows one status line while the demo runs: rewritten in place on a
