@@ -86,6 +86,16 @@ func runServicemap(ctx context.Context, o servicemapOptions, stdout, stderr io.W
 	if o.every < 0 {
 		return usageErr("--print-every must be >= 0 (0: only at the end), got %v", o.every)
 	}
+	if o.file == "" {
+		for _, l := range []struct{ flag, addr string }{{"--grpc", o.grpc}, {"--http", o.http}} {
+			if l.addr == "" {
+				continue
+			}
+			if err := validListen(l.flag, l.addr); err != nil {
+				return err
+			}
+		}
+	}
 	opts := servicemap.Options{SameBatch: o.sameBatch}
 	if o.file == "" {
 		opts.Batch = servicemap.SigNozBatch

@@ -28,13 +28,20 @@ per key however often a replay re-sent it, and serves the sleigh manifest, the
 pairs per size class and window, as JSON:
 
   curl -s localhost:8089/manifest            every pair
-  curl -s 'localhost:8089/manifest?size=M'    one size class
+  curl -s 'localhost:8089/manifest?size=M'    one size class (S, M, L or XL; any other: 400)
   curl -s localhost:8089/healthz              counts since start
+
+It prints "sleigh ready: manifest at http://ADDR/manifest" on stderr once the
+server listens and the sleigh's group runs (after joining and loading its
+table).
 
 With OTEL_* set (see otel/README.md) each record gets a "process packed" span
 in service sleigh, child of the packer's "send packed" span.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validListen("--listen", listen); err != nil {
+				return err
+			}
 			kc, err := ko.config("northpole-sleigh")
 			if err != nil {
 				return err
@@ -65,6 +72,9 @@ in service sleigh, child of the packer's "send packed" span.`,
 	return cmd
 }
 
+// runSleigh serves the manifest on listen while s runs, and says where once
+// both the server listens and the sleigh runs, so that a sleigh that cannot
+// reach Kafka fails without having announced a manifest.
 func runSleigh(ctx context.Context, s *sleigh.Sleigh, listen string, cmd *cobra.Command) error {
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -73,8 +83,15 @@ func runSleigh(ctx context.Context, s *sleigh.Sleigh, listen string, cmd *cobra.
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	fmt.Fprintf(cmd.ErrOrStderr(), "sleigh: manifest at http://%s/manifest\n", lis.Addr())
-	runErr := s.Run(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	var runErr error
+	select {
+	case <-s.Ready():
+		fmt.Fprintf(cmd.ErrOrStderr(), "sleigh ready: manifest at http://%s/manifest\n", lis.Addr())
+		runErr = <-ran
+	case runErr = <-ran:
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -88,10 +89,11 @@ type Sleigh struct {
 	log       *slog.Logger
 	tr        *kafkatrace.Goka
 	view      atomic.Pointer[goka.View]
-	loaded    atomic.Int64 // records applied (first sight of a key)
-	repeats   atomic.Int64 // records whose key was already on the sleigh
-	conflicts atomic.Int64 // keys re-sent with a different pair: a packer bug
-	malformed atomic.Int64 // records that are not a packed pair
+	loaded    atomic.Int64  // records applied (first sight of a key)
+	repeats   atomic.Int64  // records whose key was already on the sleigh
+	conflicts atomic.Int64  // keys re-sent with a different pair: a packer bug
+	malformed atomic.Int64  // records that are not a packed pair
+	ready     chan struct{} // closed once Run's processor and view run
 }
 
 // New validates cfg; it does not touch Kafka. A nil log discards the
@@ -103,7 +105,7 @@ func New(cfg Config, log *slog.Logger) (*Sleigh, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh")}
+	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh"), ready: make(chan struct{})}
 	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: gokakit.ClientID(cfg.Group), Brokers: cfg.Kafka.Brokers})
 	return s, nil
 }
@@ -224,6 +226,7 @@ func (s *Sleigh) Run(ctx context.Context) error {
 	}
 	s.view.Store(view)
 	g, gctx := errgroup.WithContext(ctx)
+	go s.signalReady(gctx, proc, view)
 	g.Go(func() error {
 		if err := proc.Run(gctx); err != nil {
 			return fmt.Errorf("sleigh processor: %w", err)
@@ -237,6 +240,27 @@ func (s *Sleigh) Run(ctx context.Context) error {
 		return nil
 	})
 	return unlessStopped(ctx, g.Wait())
+}
+
+// Ready is closed once Run's processor has joined its group and recovered
+// its table and the manifest's view runs: the sleigh is loading pairs and
+// answering. It stays open when Run fails or stops first.
+func (s *Sleigh) Ready() <-chan struct{} { return s.ready }
+
+// signalReady closes s.ready once proc and view run, unless ctx ends first
+// (Run failed or stopped: goka's wait also returns for a stopped processor).
+func (s *Sleigh) signalReady(ctx context.Context, proc *goka.Processor, view *goka.View) {
+	if err := proc.WaitForReadyContext(ctx); err != nil || !proc.Recovered() {
+		return
+	}
+	select {
+	case <-view.WaitRunning():
+	case <-ctx.Done():
+		return
+	}
+	if ctx.Err() == nil {
+		close(s.ready)
+	}
 }
 
 // unlessStopped is err, or nil once ctx is done: a stop asked for is clean.
@@ -359,17 +383,22 @@ func compareWindow(a, b string) int {
 	return ta.Compare(tb)
 }
 
-// Handler serves GET /manifest (JSON; ?size=M keeps one size class) and
-// GET /healthz.
+// Handler serves GET /manifest (JSON; ?size=M keeps one size class, a size
+// that is not one is a 400) and GET /healthz.
 func (s *Sleigh) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /manifest", func(w http.ResponseWriter, r *http.Request) {
+		size := r.URL.Query().Get("size")
+		if r.URL.Query().Has("size") && !record.ValidSize(size) {
+			http.Error(w, fmt.Sprintf("size %q is not a size class: want one of %s", size, strings.Join(record.Sizes, ", ")), http.StatusBadRequest)
+			return
+		}
 		m, err := s.Manifest()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		if size := r.URL.Query().Get("size"); size != "" {
+		if size != "" {
 			kept := []Size{}
 			m.Pairs = 0
 			for _, sz := range m.Sizes {
