@@ -73,7 +73,7 @@ written, is refused before anything is read.
 topics and --brokers (RisingWave's view of Kafka) and exits.
 
 Exit status: 0 when both sides have the same rows, 3 when they differ, 1 on
-error, 2 on bad flags.`,
+error, 2 on bad flags, 130 when interrupted (Ctrl-C; 143: SIGTERM).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCompare(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())

@@ -92,7 +92,7 @@ waits for room in the export queue rather than being dropped, unless that
 exporter is failing), and checks the map's edges against the records read back.
 
 Exit status: 0 when the Goka results equal the reference, 3 when they differ,
-1 on error, 2 on bad flags.`,
+1 on error, 2 on bad flags, 130 when interrupted (Ctrl-C; 143: SIGTERM).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -28,17 +29,48 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got atomic.Value // the signal that stopped the command, if one did
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		got.Store(<-sigs)
+		// A second Ctrl-C kills at once, should stopping hang.
+		signal.Stop(sigs)
+		cancel()
+	}()
 	err := newRootCmd().ExecuteContext(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "northpole:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
+	sig, _ := got.Load().(os.Signal)
+	code, msg := exitStatus(err, sig)
+	if msg != "" {
+		fmt.Fprintln(os.Stderr, "northpole:", msg)
 	}
+	os.Exit(code)
+}
+
+// exitStatus is the exit code for what the command returned, and what to
+// print: 0 for nil (a service stopped by a signal is done, not failed);
+// 128 + the signal's number, saying "interrupted", when a signal stopped a
+// command before it finished (whatever error the stop surfaced as); else
+// the exitError's code (2 bad flags, 3 results differ), or 1.
+func exitStatus(err error, sig os.Signal) (int, string) {
+	if err == nil {
+		return 0, ""
+	}
+	var ee *exitError
+	isExit := errors.As(err, &ee)
+	if s, ok := sig.(syscall.Signal); ok && !(isExit && (ee.code == 2 || ee.code == 3)) {
+		name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[s]
+		if name == "" {
+			name = s.String()
+		}
+		return 128 + int(s), "interrupted by " + name
+	}
+	if isExit {
+		return ee.code, err.Error()
+	}
+	return 1, err.Error()
 }
 
 func newRootCmd() *cobra.Command {
@@ -54,12 +86,19 @@ func newRootCmd() *cobra.Command {
   northpole process sleigh         load packed pairs onto the sleigh, serve its manifest
   northpole servicemap             draw the service map from OTLP spans (as SigNoz would)
   northpole compare                compare Goka's results with a SQL engine's (SQLite, PostgreSQL, RisingWave)
+  northpole bench                  measure the packer: events/s, CPU per event, memory, pack latency
 
 Tracing is off unless the standard OTEL_* variables ask for it, e.g.
 OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (see otel/README.md).
 
 The packing rules (windows, lateness, duplicates, dead letters) are in
-docs/SEMANTICS.md.`,
+docs/SEMANTICS.md.
+
+Exit status, every command: 0 done (also a service, process packer|sleigh or
+servicemap, stopped by Ctrl-C or SIGTERM); 1 error; 2 bad flags or arguments;
+3 the results differ (demo, compare); 130 (SIGINT, Ctrl-C) or 143 (SIGTERM)
+when a signal stopped a command before it finished (demo, elves, compare,
+bench), after printing "interrupted".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

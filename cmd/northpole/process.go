@@ -72,7 +72,9 @@ func newPackerCmd() *cobra.Command {
 		Long: `Runs the three goka groups of the packer (dedupe, clock, slots) until
 interrupted. Topics are created if missing; an input topic whose partition
 count differs from --partitions is refused. Several instances with the same
---group share the partitions. See docs/ARCHITECTURE.md.`,
+--group share the partitions. It prints "packer ready: ..." on stderr once
+all three groups have joined, recovered their tables and consume. See
+docs/ARCHITECTURE.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kc, err := ko.config("northpole-packer")
@@ -92,7 +94,13 @@ count differs from --partitions is refused. Several instances with the same
 				return err
 			}
 			defer stopTelemetry()
-			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(pipeline.ServicePacker))))
+			stderr := cmd.ErrOrStderr()
+			ready := func() {
+				fmt.Fprintf(stderr, "packer ready: consuming %s, %s on %s (groups %s)\n", cfg.Topics.Toys, cfg.Topics.Boxes,
+					strings.Join(cfg.Kafka.Brokers, ","), strings.Join(cfg.Groups(), ", "))
+			}
+			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(pipeline.ServicePacker))),
+				packer.WithReady(ready))
 			if err != nil {
 				return usageErr("%w", err)
 			}

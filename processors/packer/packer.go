@@ -32,6 +32,7 @@ type Packer struct {
 	seqs   []*sequencer // one per group (inorder.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
+	ready  func()       // WithReady
 }
 
 // New validates cfg; it does not touch Kafka. A nil log discards the

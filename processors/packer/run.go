@@ -140,12 +140,14 @@ func (p *Packer) Run(ctx context.Context) error {
 	// on order, so its keys spread over all partitions.
 	hashed := []bool{true, true, false}
 	g, gctx := errgroup.WithContext(ctx)
+	var procs []*goka.Processor
 	for i, gg := range graphs {
 		group := string(gg.Group())
 		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(group, hashed[i])...)
 		if err != nil {
 			return fmt.Errorf("create goka processor %s: %w", group, err)
 		}
+		procs = append(procs, proc)
 		g.Go(func() error {
 			p.log.Info("packer stage starting", "group", group)
 			if err := proc.Run(gctx); err != nil {
@@ -153,6 +155,9 @@ func (p *Packer) Run(ctx context.Context) error {
 			}
 			return nil
 		})
+	}
+	if p.ready != nil {
+		go signalReady(gctx, procs, p.ready)
 	}
 	if err = unlessStopped(ctx, g.Wait()); err == nil {
 		return nil
@@ -166,6 +171,25 @@ func (p *Packer) Run(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// WithReady calls ready once in each Run, when all three groups have joined
+// and recovered their tables and consume: not when Run fails or stops first.
+func WithReady(ready func()) Option {
+	return func(p *Packer) { p.ready = ready }
+}
+
+// signalReady calls ready once every processor runs, unless ctx ends first
+// (goka's wait also returns for a processor that stopped).
+func signalReady(ctx context.Context, procs []*goka.Processor, ready func()) {
+	for _, proc := range procs {
+		if err := proc.WaitForReadyContext(ctx); err != nil || !proc.Recovered() {
+			return
+		}
+	}
+	if ctx.Err() == nil {
+		ready()
+	}
 }
 
 // unlessStopped is err, or nil once ctx is done: a stop asked for is clean,

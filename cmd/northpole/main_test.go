@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain runs main itself when TestInterrupt re-executes the test binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("NORTHPOLE_TEST_RUN_MAIN") == "1" {
+		os.Args = append(os.Args[:1], strings.Fields(os.Getenv("NORTHPOLE_TEST_ARGS"))...)
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestExitStatus(t *testing.T) {
+	canceled := errors.New("context canceled (last error: context canceled)")
+	for _, tc := range []struct {
+		name     string
+		err      error
+		sig      os.Signal
+		code     int
+		wantText string
+	}{
+		{"done", nil, nil, 0, ""},
+		{"a service stopped by a signal is done", nil, syscall.SIGINT, 0, ""},
+		{"an error", errors.New("boom"), nil, 1, "boom"},
+		{"bad flags", usageErr("--toys must be at least 1"), nil, 2, "--toys must be at least 1"},
+		{"results differ", &exitError{code: 3, err: errors.New("differ")}, nil, 3, "differ"},
+		{"Ctrl-C", canceled, syscall.SIGINT, 130, "interrupted by SIGINT"},
+		{"SIGTERM", canceled, syscall.SIGTERM, 143, "interrupted by SIGTERM"},
+		{"the elves' own 130", &exitError{code: 130, err: canceled}, syscall.SIGINT, 130, "interrupted by SIGINT"},
+		{"results that differ stay 3 after a late signal", &exitError{code: 3, err: errors.New("differ")}, syscall.SIGINT, 3, "differ"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, text := exitStatus(tc.err, tc.sig)
+			if code != tc.code || text != tc.wantText {
+				t.Errorf("exitStatus = %d %q, want %d %q", code, text, tc.code, tc.wantText)
+			}
+		})
+	}
+}
+
+// TestInterrupt: Ctrl-C on a running demo prints "interrupted" and exits
+// 130, not a context error with exit 1.
+func TestInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "NORTHPOLE_TEST_RUN_MAIN=1",
+		"NORTHPOLE_TEST_ARGS=demo --toys 1000000 --boxes 1000000 --rate 10000 --servicemap=false")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		if strings.Contains(lines.Text(), " sent; ") { // a progress line: the elves are writing
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for lines.Scan() {
+		out = append(out, lines.Text())
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(strings.Join(out, "\n"), "northpole: interrupted by SIGINT") {
+		t.Errorf("demo interrupted: %v, want exit 130 and \"interrupted by SIGINT\":\n%s", err, strings.Join(out, "\n"))
+	}
+}

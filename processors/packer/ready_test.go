@@ -1,0 +1,61 @@
+package packer_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	harness "github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/processors/packer"
+)
+
+// TestWithReady: the ready callback runs once, when the three groups run,
+// and not at all for a packer that never reached Kafka.
+func TestWithReady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	cfg := harness.Named(testkafka.Unique("ready")).Packer
+	cfg.Kafka = testkafka.Config(t)
+	var calls atomic.Int32
+	ready := make(chan struct{})
+	pk, err := packer.New(cfg, nil, packer.WithReady(func() {
+		if calls.Add(1) == 1 {
+			close(ready)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- pk.Run(ctx) }()
+	select {
+	case <-ready:
+	case err := <-ran:
+		t.Fatalf("the packer stopped before it was ready: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the packer was not ready within a minute")
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Error(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("ready called %d times, want once", n)
+	}
+
+	cfg.Kafka = kafkaconf.Config{Brokers: []string{"127.0.0.1:1"}, RetryFor: time.Second}
+	pk, err = packer.New(cfg, nil, packer.WithReady(func() { t.Error("ready called for a packer that never reached Kafka") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := pk.Run(ctx); err == nil {
+		t.Error("Run on an unreachable Kafka returned nil")
+	}
+}
