@@ -227,6 +227,9 @@ func (b *Bench) variants() []Variant {
 			for _, p := range c.Partitions[1:] {
 				w := base
 				w.Name, w.Partitions = fmt.Sprintf("%d partitions", p), p
+				if p == 1 {
+					w.Name = "1 partition"
+				}
 				out = append(out, w)
 			}
 			continue

@@ -67,7 +67,7 @@ func TestVariants(t *testing.T) {
 			t.Errorf("variant %+v", v)
 		}
 	}
-	want := "baseline,1 partitions,8 partitions,storage on disk,live 2000/s,one goka hop (floor),tracing 10%"
+	want := "baseline,1 partition,8 partitions,storage on disk,live 2000/s,one goka hop (floor),tracing 10%"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("variants %s, want %s", got, want)
 	}
