@@ -300,7 +300,7 @@ func printDiffs(w io.Writer, r demo.Report) {
 				if shown++; shown > maxDiffRows {
 					continue
 				}
-				fmt.Fprintf(w, "  only in %-9s  %s\n", side+":", row.Row)
+				fmt.Fprintf(w, "  only in %-10s %s\n", side+":", row.Row)
 			}
 			if shown > maxDiffRows {
 				fmt.Fprintf(w, "  ... %d more only in %s (--out DIR writes every row)\n", shown-maxDiffRows, side)
