@@ -1,8 +1,6 @@
 package main
 
-import (
-	"testing"
-)
+import "testing"
 
 func TestCount(t *testing.T) {
 	for _, tc := range []struct {
