@@ -78,18 +78,23 @@ func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
 			}
 			continue
 		}
-		fmt.Fprintf(w, "\n%s, only in %s: %s\n", d.Set, d.OnlyIn, rowText(d.Row))
-		if len(d.Records) == 0 {
-			fmt.Fprintln(w, "  no input record carries this row's id or position")
+		writeDifference(w, d)
+	}
+}
+
+// writeDifference writes one differing row and the records behind it.
+func writeDifference(w io.Writer, d Difference) {
+	fmt.Fprintf(w, "\n%s, only in %s: %s\n", d.Set, d.OnlyIn, rowText(d.Row))
+	if len(d.Records) == 0 {
+		fmt.Fprintln(w, "  no input record carries this row's id or position")
+	}
+	for _, n := range d.Records {
+		at := ""
+		if n.MadeAt != "" {
+			at = " made_at " + n.MadeAt
 		}
-		for _, n := range d.Records {
-			at := ""
-			if n.MadeAt != "" {
-				at = " made_at " + n.MadeAt
-			}
-			fmt.Fprintf(w, "  %s/%d@%d key %s%s\n    value: %s\n", n.Stream, n.Partition, n.Offset, n.Key, at, abridge(n.Value, 100))
-			fmt.Fprintf(w, "    goka: %s\n    sql: %s\n    reference: %s\n", n.Goka, n.SQL, n.Reference)
-		}
+		fmt.Fprintf(w, "  %s/%d@%d key %s%s\n    value: %s\n", n.Stream, n.Partition, n.Offset, n.Key, at, abridge(n.Value, 100))
+		fmt.Fprintf(w, "    goka: %s\n    sql: %s\n    reference: %s\n", n.Goka, n.SQL, n.Reference)
 	}
 }
 
