@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/english"
+
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/compare"
@@ -191,7 +193,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	defer d.Close()
 	fmt.Fprintf(stderr, "northpole demo on %s: %s, %s, %s, W=%v L=%v, seed %d\n",
-		d.Where(), count(o.toys, "toy"), count(o.boxes, "box"), count(o.packer.Partitions, "partition"), o.packer.Window, o.packer.Lateness, o.seed)
+		d.Where(), english.Count(o.toys, "toy"), english.Count(o.boxes, "box"), english.Count(o.packer.Partitions, "partition"), o.packer.Window, o.packer.Lateness, o.seed)
 	if o.topicPrefix != "" {
 		fmt.Fprintf(stderr, "topics %s-{toys,boxes,packed,unpacked,spare,late,dead}, groups %s-{dedupe,clock,slots,sleigh}\n", o.topicPrefix, o.packer.Group)
 	}
@@ -210,7 +212,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	m, c, sleighErr := d.FinishSleigh(ctx, len(got.Packed))
 	if sleighErr == nil {
 		fmt.Fprintf(stdout, "sleigh manifest: %s in %s, one per packed key (%s skipped, %s)\n",
-			count(m.Pairs, "pair"), count(len(m.Sizes), "size class"), count(c.Repeats, "re-sent record"), count(c.Conflicts, "conflict"))
+			english.Count(m.Pairs, "pair"), english.Count(len(m.Sizes), "size class"), english.Count(c.Repeats, "re-sent record"), english.Count(c.Conflicts, "conflict"))
 	}
 	if err := dt.finish(stdout, demoCounts{toys: len(r.Run.Toys), boxes: len(r.Run.Boxes), packed: len(got.Packed)}, o.out); err != nil {
 		return err
@@ -239,9 +241,9 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 func printSummary(w io.Writer, s demo.Summary, where string) {
 	toys, boxes := s.Inputs["toys"], s.Inputs["boxes"]
 	fmt.Fprintf(w, "\nPacked on %s in %.1fs: %s + %s and %s + %s read back from Kafka",
-		where, s.Seconds, count(toys.Records, "toy"), count(toys.Heartbeats, "heartbeat"), count(boxes.Records, "box"), count(boxes.Heartbeats, "heartbeat"))
+		where, s.Seconds, english.Count(toys.Records, "toy"), english.Count(toys.Heartbeats, "heartbeat"), english.Count(boxes.Records, "box"), english.Count(boxes.Heartbeats, "heartbeat"))
 	if bad, dup := toys.Bad+boxes.Bad, toys.Duplicates+boxes.Duplicates; bad+dup > 0 {
-		fmt.Fprintf(w, "; among the toys and boxes %s and %s (dead letters)", count(bad, "bad record"), count(dup, "duplicate"))
+		fmt.Fprintf(w, "; among the toys and boxes %s and %s (dead letters)", english.Count(bad, "bad record"), english.Count(dup, "duplicate"))
 	}
 	fmt.Fprint(w, ".\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -288,22 +290,18 @@ func printSummary(w io.Writer, s demo.Summary, where string) {
 // printDiffs prints, per set, the rows only Goka or only the reference has,
 // as their JSON, at most maxDiffRows per set and side.
 func printDiffs(w io.Writer, r demo.Report) {
-	rows := r.ReferenceRows()
 	for _, d := range r.Reference {
-		fmt.Fprintf(w, "\n%s: %s only in Goka, %d only in the reference\n", d.Set, count(len(d.OnlyA), "row"), len(d.OnlyB))
-		for _, side := range []string{"goka", "reference"} {
-			shown := 0
-			for _, row := range rows {
-				if row.Set != d.Set || row.OnlyIn != side {
-					continue
+		fmt.Fprintf(w, "\n%s: %s only in Goka, %d only in the reference\n", d.Set, english.Count(len(d.OnlyA), "row"), len(d.OnlyB))
+		for _, side := range []struct {
+			name string
+			rows []string
+		}{{"goka", d.OnlyA}, {"reference", d.OnlyB}} {
+			for i, row := range side.rows {
+				if i == maxDiffRows {
+					fmt.Fprintf(w, "  ... %d more only in %s (--out DIR writes every row)\n", len(side.rows)-maxDiffRows, side.name)
+					break
 				}
-				if shown++; shown > maxDiffRows {
-					continue
-				}
-				fmt.Fprintf(w, "  only in %-10s %s\n", side+":", row.Row)
-			}
-			if shown > maxDiffRows {
-				fmt.Fprintf(w, "  ... %d more only in %s (--out DIR writes every row)\n", shown-maxDiffRows, side)
+				fmt.Fprintf(w, "  only in %-10s %s\n", side.name+":", row)
 			}
 		}
 	}

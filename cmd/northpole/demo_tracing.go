@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/northpole-workshop/northpole/internal/english"
+
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
@@ -143,7 +145,7 @@ func printMapCheck(w io.Writer, g servicemap.Graph, n demoCounts) {
 	for i, c := range checks {
 		e, _ := g.Edge(c.from, c.to)
 		noun, rest, _ := strings.Cut(c.what, " ")
-		parts[i] = fmt.Sprintf("%s -> %s %s for %s %s", c.from, c.to, count(e.Calls, "call"), count(c.want, noun), rest)
+		parts[i] = fmt.Sprintf("%s -> %s %s for %s %s", c.from, c.to, english.Count(e.Calls, "call"), english.Count(c.want, noun), rest)
 		equal = equal && e.Calls == c.want
 	}
 	verdict := "equal"

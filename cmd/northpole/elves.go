@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/english"
+
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -158,7 +160,7 @@ func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream reco
 }
 
 func runElves(ctx context.Context, kc kafkaconf.Config, c producers.Config, stdout, stderr io.Writer) error {
-	what := count(c.Count, "record")
+	what := english.Count(c.Count, "record")
 	if c.Duration > 0 {
 		what = "records for " + c.Duration.String()
 	}
@@ -234,7 +236,7 @@ func printElvesSummary(w io.Writer, s producers.Stats, err error) {
 		status = "failed"
 	}
 	fmt.Fprintf(w, "elves %s: %s: %s to topic %q in %v (%.0f/s); %s with heartbeats, %d acked, %d failed\n",
-		status, s.Stream, count(s.Records, "record"), s.Topic, s.Elapsed.Round(time.Millisecond), s.Rate(), count(s.Sent, "message"), s.Acked, s.Failed)
+		status, s.Stream, english.Count(s.Records, "record"), s.Topic, s.Elapsed.Round(time.Millisecond), s.Rate(), english.Count(s.Sent, "message"), s.Acked, s.Failed)
 	var parts []string
 	for _, k := range []string{producers.KindToy, producers.KindBox, producers.KindLate, producers.KindDup, producers.KindHeartbeat} {
 		if n := s.Kinds[k]; n > 0 {

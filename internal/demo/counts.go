@@ -47,11 +47,9 @@ func inputCounts(inputs []record.Input, dead []results.Dead) map[string]StreamIn
 	return out
 }
 
-// deadBySize counts the dead letters per size class: a dead letter counts
-// under size s when its record's JSON has "size": s, a valid size class, and
-// is keyed s (a duplicate, a missing id, a bad made_at), and under
-// withoutSize otherwise (not JSON, a bad size, a size not its key, or a
-// record not among inputs).
+// deadBySize counts the dead letters per size class their record claims
+// (record.ClaimedSize), and under withoutSize those that claim none or whose
+// record is not among inputs.
 func deadBySize(inputs []record.Input, dead []results.Dead) (bySize map[string]int, withoutSize int) {
 	at := make(map[string]record.Input, len(inputs))
 	pos := func(stream string, p int32, off int64) string { return fmt.Sprintf("%s/%d@%d", stream, p, off) }
@@ -60,22 +58,11 @@ func deadBySize(inputs []record.Input, dead []results.Dead) (bySize map[string]i
 	}
 	bySize = map[string]int{}
 	for _, d := range dead {
-		if s, ok := sizeOf(at[pos(d.Stream, d.Partition, d.Offset)]); ok {
+		if s, ok := record.ClaimedSize(at[pos(d.Stream, d.Partition, d.Offset)]); ok {
 			bySize[s]++
 		} else {
 			withoutSize++
 		}
 	}
 	return bySize, withoutSize
-}
-
-// sizeOf is the record's size when its JSON says a valid size that is also
-// its key.
-func sizeOf(in record.Input) (string, bool) {
-	fields, _ := record.Object(in.Value)
-	s, ok := record.JSONString(fields["size"])
-	if !ok || !record.ValidSize(s) || s != string(in.Key) {
-		return "", false
-	}
-	return s, true
 }

@@ -109,11 +109,9 @@ type Report struct {
 	// them (with the reason's detail and the raw record), one per key, in
 	// the order of Run.Goka.Dead.
 	DeadLetters []packer.DeadLetter
-	// ReferenceSet is the batch reference's five sets (contract.Compute in
-	// mode ClosedOnly), and Reference the differences between Goka and it:
-	// none when they are equal.
-	ReferenceSet results.Set
-	Reference    []results.Diff
+	// Reference is the differences between Goka and the batch reference
+	// (contract.Compute in mode ClosedOnly): none when they are equal.
+	Reference []results.Diff
 	// SQL is the embedded SQLite's five sets, and SQLComparison Goka's
 	// against them (compare.Build).
 	SQL           results.Set
@@ -139,8 +137,7 @@ func (d *Demo) Run(ctx context.Context) (Report, error) {
 	params := cfg.Packer.Params
 	r.Params = params
 	inputs := res.Inputs()
-	r.ReferenceSet = contract.Compute(inputs, params, contract.ClosedOnly)
-	r.Reference = results.Compare(res.Goka, r.ReferenceSet)
+	r.Reference = results.Compare(res.Goka, contract.Compute(inputs, params, contract.ClosedOnly))
 	if r.DeadLetters, err = readDeadLetters(ctx, cfg.Kafka, cfg.Packer.Topics.Dead); err != nil {
 		return r, err
 	}

@@ -164,8 +164,9 @@ func Build(in Input) Page {
 	return p
 }
 
-// sizeCounts counts each set per size class, dead letters by the size of
-// their record when it is valid (duplicates), the others under NoSize.
+// sizeCounts counts each set per size class, dead letters by the size class
+// their record claims (record.ClaimedSize, as summary.json's by_size), the
+// others under NoSize.
 func sizeCounts(s results.Set, inputs []record.Input) []SizeCounts {
 	by := s.CountsBySize()
 	delete(by, "")
@@ -187,8 +188,8 @@ func sizeCounts(s results.Set, inputs []record.Input) []SizeCounts {
 	for _, d := range s.Dead {
 		size := NoSize
 		in := at[pos{d.Stream, d.Partition, d.Offset}]
-		if r, err := record.Parse(in.Stream, in.Key, in.Value); in.Stream != "" && err == nil {
-			size = r.Size
+		if claimed, ok := record.ClaimedSize(in); in.Stream != "" && ok {
+			size = claimed
 		}
 		c := by[size]
 		c.Dead++

@@ -25,25 +25,28 @@ func toy(offset int64, id, size string, sec int) record.Input {
 		Value: []byte(fmt.Sprintf(`{"toy_id":%q,"size":%q,"made_at":%q}`, id, size, ws(sec)))}
 }
 
-// TestSizeCounts: each set per size class; a duplicate's dead letter under
-// its size, any other under NoSize.
+// TestSizeCounts: each set per size class; a dead letter under the size its
+// record claims (a duplicate, a record without an id), any other (a size
+// that is not its key) under NoSize.
 func TestSizeCounts(t *testing.T) {
 	inputs := []record.Input{
 		toy(0, "t1", "M", 1), toy(1, "t1", "M", 1), // a duplicate of M
-		{Stream: record.Toys, Offset: 2, Key: []byte("M"), Value: []byte(`{"size":"M"}`)}, // no id
+		{Stream: record.Toys, Offset: 2, Key: []byte("M"), Value: []byte(`{"size":"M"}`)},               // no id
+		{Stream: record.Toys, Offset: 3, Key: []byte("S"), Value: []byte(`{"toy_id":"t3","size":"M"}`)}, // size not its key
 	}
 	set := results.Set{
 		Packed:   []results.Packed{{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: ws(0)}},
 		Unpacked: []results.Unpacked{{ToyID: "t2", Size: "S", WindowStart: ws(0)}},
 		Late:     []results.Late{{Stream: "boxes", ID: "b9", Size: "XL", MadeAt: ws(0)}},
-		Dead:     []results.Dead{{Stream: "toys", Offset: 1, Reason: "duplicate"}, {Stream: "toys", Offset: 2, Reason: "no id"}},
+		Dead: []results.Dead{{Stream: "toys", Offset: 1, Reason: "duplicate"}, {Stream: "toys", Offset: 2, Reason: "no id"},
+			{Stream: "toys", Offset: 3, Reason: "size not key"}},
 	}
 	got := map[string]results.Counts{}
 	for _, c := range sizeCounts(set, inputs) {
 		got[c.Size] = c.Counts
 	}
 	want := map[string]results.Counts{
-		"S": {Unpacked: 1}, "M": {Packed: 1, Dead: 1}, "L": {}, "XL": {Late: 1}, NoSize: {Dead: 1},
+		"S": {Unpacked: 1}, "M": {Packed: 1, Dead: 2}, "L": {}, "XL": {Late: 1}, NoSize: {Dead: 1},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sizeCounts = %v, want %v", got, want)

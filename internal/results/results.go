@@ -5,6 +5,7 @@ package results
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -120,8 +121,9 @@ func (s *Set) CountsBySize() map[string]Counts {
 	return m
 }
 
-// Diff lists, per set, the rows only in a and only in b. Dead rows are compared
-// on (stream, partition, offset) only, as the contract says.
+// Diff lists, per set, the rows only in a and only in b, each as its JSON
+// (the result topics' format). Dead rows are compared on (stream,
+// partition, offset) only, as the contract says.
 type Diff struct {
 	Set   string
 	OnlyA []string
@@ -135,7 +137,7 @@ func Compare(a, b Set) []Diff {
 	resolveCuts(a, &b)
 	resolveCuts(b, &a)
 	var out []Diff
-	add := func(name string, x, y map[string]int) {
+	add := func(name string, x, y map[string]*named) {
 		oa, ob := minus(x, y), minus(y, x)
 		if len(oa)+len(ob) > 0 {
 			out = append(out, Diff{Set: name, OnlyA: oa, OnlyB: ob})
@@ -149,27 +151,46 @@ func Compare(a, b Set) []Diff {
 	return out
 }
 
+// Rows are matched on their Go values (%+v), which keep every byte; JSON
+// would make U+FFFD of bytes that are not UTF-8, so two ids could match.
 func fmtAny[T any](v T) string { return fmt.Sprintf("%+v", v) }
 
-func deadKey(d Dead) string {
-	return fmt.Sprintf("{Stream:%s Partition:%d Offset:%d}", d.Stream, d.Partition, d.Offset)
+func deadKey(d Dead) string { return fmt.Sprintf("%s/%d@%d", d.Stream, d.Partition, d.Offset) }
+
+// named is how often a row occurs on one side, and how it is shown.
+type named struct {
+	n     int
+	shown string
 }
 
-func keys[T any](rows []T, f func(T) string) map[string]int {
-	m := make(map[string]int, len(rows))
+func keys[T any](rows []T, key func(T) string) map[string]*named {
+	m := make(map[string]*named, len(rows))
 	for _, r := range rows {
-		m[f(r)]++
+		k := key(r)
+		if e, ok := m[k]; ok {
+			e.n++
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			b = []byte(k)
+		}
+		m[k] = &named{n: 1, shown: string(b)}
 	}
 	return m
 }
 
 // minus is a multiset difference, so that a row reported twice by one engine
 // and once by the other shows up.
-func minus(a, b map[string]int) []string {
+func minus(a, b map[string]*named) []string {
 	var out []string
-	for k, n := range a {
-		for i := b[k]; i < n; i++ {
-			out = append(out, k)
+	for k, e := range a {
+		have := 0
+		if o, ok := b[k]; ok {
+			have = o.n
+		}
+		for i := have; i < e.n; i++ {
+			out = append(out, e.shown)
 		}
 	}
 	slices.Sort(out)

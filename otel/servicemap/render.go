@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/northpole-workshop/northpole/internal/english"
 )
 
 // WriteText prints the map as a table of edges.
@@ -18,9 +20,10 @@ func (g Graph) WriteText(w io.Writer) error {
 			services++
 		}
 	}
-	fmt.Fprintf(w, "service map: %d services, %d systems, %d edges from %d spans", services, systems, len(g.Edges), g.Spans)
+	fmt.Fprintf(w, "service map: %s, %s, %s from %s", english.Count(services, "service"), english.Count(systems, "system"),
+		english.Count(len(g.Edges), "edge"), english.Count(g.Spans, "span"))
 	if g.Orphans > 0 {
-		fmt.Fprintf(w, " (%d spans whose parent was not received)", g.Orphans)
+		fmt.Fprintf(w, " (%s whose parent was not received)", english.Count(g.Orphans, "span"))
 	}
 	if g.SameBatch {
 		fmt.Fprintf(w, " (joined per batch: %d batches, %d spans whose parent was in another)", g.Batches, g.CrossBatch)

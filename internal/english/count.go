@@ -1,10 +1,11 @@
-package main
+// Package english writes counts in English for people: "1 toy", "2 boxes".
+package english
 
 import "fmt"
 
-// count says n things, in the singular for one: count(1, "toy") is "1 toy",
-// count(2, "box") is "2 boxes".
-func count[N ~int | ~int32 | ~int64](n N, noun string) string {
+// Count says n things, in the singular for one: Count(1, "toy") is "1 toy",
+// Count(2, "box") is "2 boxes".
+func Count[N ~int | ~int32 | ~int64](n N, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, noun)
 	}

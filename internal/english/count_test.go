@@ -1,4 +1,4 @@
-package main
+package english
 
 import "testing"
 
@@ -13,8 +13,8 @@ func TestCount(t *testing.T) {
 		{1, "system", "1 system"}, {4, "size class", "4 size classes"},
 		{2, "entry", "2 entries"}, {3, "key", "3 keys"},
 	} {
-		if got := count(tc.n, tc.noun); got != tc.want {
-			t.Errorf("count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		if got := Count(tc.n, tc.noun); got != tc.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
 		}
 	}
 }
