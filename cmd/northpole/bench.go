@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -39,10 +40,12 @@ func newBenchCmd() *cobra.Command {
 or bad records) into Kafka, then starts the packer as its own OS process
 (northpole process packer) from the start of the topics and measures until its
 lag is zero: input events/s (toys, boxes and heartbeats), the packer process's
-user+system CPU per input event (rusage) and its peak RSS (VmHWM), and output
-records/s. The live variant writes at a fixed --live-rate instead and reports
-pack latency (packed record's Kafka timestamp minus the later of its toy's and
-box's) at p50/p99/p999.
+user+system CPU per input event (rusage) and its peak RSS (VmHWM), the broker's
+CPU per input event over the packer process's life, the Kafka records written
+and read per input event by kind of topic, and output records/s. The live
+variant writes at a fixed --live-rate instead and reports pack latency (packed
+record's Kafka timestamp minus the later of its toy's and box's) at
+p50/p99/p999.
 
 Variants (--variants, comma-separated; the first is the baseline of the ratios):
   base        the default partitions (first of --partitions), tracing off, memory
@@ -59,6 +62,45 @@ Variants (--variants, comma-separated; the first is the baseline of the ratios):
   hop         not the packer: one goka group that consumes toys and boxes and
               writes each record into its group table (one consume and one
               write per event, no packing logic), the floor of one stage
+
+Columns:
+  variant, parts    the variant and its partition count
+  events            input events: records in toys and boxes (heartbeats too)
+  events/s          input events over the wall time from the packer's start
+                    to zero lag (start-up included)
+  packer µs/ev      the packer process's user+system CPU (rusage, its whole
+                    life) per input event
+  broker µs/ev      the broker's user+system CPU over the packer process's
+                    life, less the bench's lag polls (calibrated after the
+                    packer exits: 10 polls), per input event. kfake: the
+                    bench process's own CPU (getrusage); it does nothing else
+                    meanwhile, and its garbage collection counts as the
+                    broker's. Not measured with tracing (the span receiver
+                    runs in the bench process) nor live (the elves do). Real
+                    broker: /proc/<pid>/stat of --broker-pid, or of the
+                    processes of this host listening on the --brokers
+                    addresses (summed); a remote broker is not measured.
+                    On a shared broker, other clients' work counts too (the
+                    JSON's broker_idle_cpu_s_per_s is its rate before the
+                    packer started).
+  sum µs/ev         packer + broker
+  CPU ratio, rate ratio   packer CPU per event and events/s over the first
+                    variant's
+  max RSS MiB       the packer's peak resident set (VmHWM)
+  RSS B/rec         that peak in bytes per input event
+  outputs/s         records in the five result topics per second
+  inputs, loops, events, tables, outputs (w/r)
+                    Kafka records written / read per input event by kind of
+                    topic, from end offsets before and after (written), and
+                    written times the number of the worker's goka groups that
+                    consume the topic in normal running (read): inputs are
+                    the elves' topics, loops the groups' loopbacks, events a
+                    group's output another consumes, tables the group
+                    tables (a table no group reads as a stream or joins is
+                    read only on recovery: 0 read), outputs the result topics
+                    (their consumers are not counted)
+  p50, p99, p999 ms pack latency, live variant only
+After the table, a line per variant says how the broker's CPU was measured.
 
 Without --brokers the bench uses an in-process kfake broker (in this process,
 so its CPU is not the packer's). Quick run: --records 100000.`,
@@ -82,6 +124,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 				return enc.Encode(map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out})
 			}
 			printBenchTable(os.Stdout, out)
+			printBrokerNotes(os.Stdout, out)
 			return nil
 		},
 	}
@@ -99,6 +142,8 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the baseline packer's CPU profile to this file")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer and the elves")
 	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L of the packer and the elves")
+	fs.IntSliceVar(&cfg.BrokerPIDs, "broker-pid", nil, "process ids of the real broker whose CPU the \"real\" variant measures, summed (default: the processes of this host listening on the --brokers addresses)")
+	fs.DurationVar(&cfg.Skew, "skew", 0, "put the boxes' event time this far ahead of the toys' (negative: behind), so windows stay open while the toys catch up")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up on one variant after this long")
 	return cmd
 }
@@ -128,6 +173,8 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 		return c, usageErr("--live-rate must be a positive number of records per second, got %v", c.LiveRate)
 	case c.Elves < 1 || c.Elves > producers.MaxElves:
 		return c, usageErr("--elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
+	case slices.ContainsFunc(c.BrokerPIDs, func(p int) bool { return p < 1 }):
+		return c, usageErr("--broker-pid: process ids must be positive, got %v", c.BrokerPIDs)
 	}
 	if err := c.Params.Validate(); err != nil {
 		return c, usageErr("%w", err)
@@ -169,10 +216,14 @@ func benchWorkerArgs(w bench.Worker) []string {
 
 func printBenchTable(w io.Writer, rs []bench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tparts\tevents\tevents/s\tCPU µs/event\tCPU ratio\trate ratio\tmax RSS MiB\toutputs/s\tp50 ms\tp99 ms\tp999 ms\t")
+	head := "variant\tparts\tevents\tevents/s\tpacker µs/ev\tbroker µs/ev\tsum µs/ev\tCPU ratio\trate ratio\tmax RSS MiB\tRSS B/rec\toutputs/s\t"
+	for _, k := range bench.Kinds {
+		head += k + " w/r\t"
+	}
+	fmt.Fprintln(tw, head+"p50 ms\tp99 ms\tp999 ms\t")
 	for _, r := range rs {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%d\tfailed: %s\t\t\t\t\t\t\t\t\t\t\n", r.Name, r.Partitions, r.Error)
+			fmt.Fprintf(tw, "%s\t%d\tfailed%s\n", r.Name, r.Partitions, strings.Repeat("\t", 18))
 			continue
 		}
 		ratio := func(x float64) string {
@@ -187,8 +238,33 @@ func printBenchTable(w io.Writer, rs []bench.Result) {
 			}
 			return fmt.Sprintf("%.1f", x)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t\n", r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
-			r.CPUPerEventUS, ratio(r.CPURatio), ratio(r.RateRatio), r.MaxRSSMiB, r.OutputsPerSec, lat(r.LatencyP50MS), lat(r.LatencyP99MS), lat(r.LatencyP999MS))
+		broker, sum := "-", "-"
+		if r.TotalCPUPerEventUS != 0 {
+			broker, sum = fmt.Sprintf("%.1f", r.BrokerCPUPerEventUS), fmt.Sprintf("%.1f", r.TotalCPUPerEventUS)
+		}
+		kinds := ""
+		for _, k := range r.Records {
+			kinds += fmt.Sprintf("%.2f/%.2f\t", k.WrittenPerEvent, k.ReadPerEvent)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s%s\t%s\t%s\t\n", r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
+			r.CPUPerEventUS, broker, sum, ratio(r.CPURatio), ratio(r.RateRatio), r.MaxRSSMiB, r.RSSBytesPerRecord, r.OutputsPerSec, kinds,
+			lat(r.LatencyP50MS), lat(r.LatencyP99MS), lat(r.LatencyP999MS))
 	}
 	tw.Flush()
+}
+
+// printBrokerNotes says, per variant, how its broker CPU was measured, or
+// why it failed.
+func printBrokerNotes(w io.Writer, rs []bench.Result) {
+	for _, r := range rs {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s failed: %s\n", r.Name, r.Error)
+			continue
+		}
+		how := r.BrokerCPU
+		if strings.HasPrefix(how, bench.NotLocal) {
+			how = bench.NotLocal + "; use --broker-pid)"
+		}
+		fmt.Fprintf(w, "broker CPU of %s: %s\n", r.Name, how)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/northpole-workshop/northpole/internal/bench"
@@ -47,6 +48,25 @@ func TestBenchRunsItsVariants(t *testing.T) {
 		// 1000 toys + 1000 boxes plus heartbeats and final heartbeats.
 		if r.InputEvents < 2000 || r.CPUPerEventUS <= 0 || r.MaxRSSMiB <= 0 || r.EventsPerSec <= 0 {
 			t.Errorf("variant %s: implausible measurement %+v", r.Name, r)
+		}
+		// kfake's CPU is the bench process's; the records per kind come
+		// from the end offsets: every input read once, the hop writes its
+		// table and nothing else, the packer writes each kind.
+		if r.BrokerCPUPerEventUS <= 0 || r.TotalCPUPerEventUS <= r.CPUPerEventUS || !strings.HasPrefix(r.BrokerCPU, "kfake") {
+			t.Errorf("variant %s: broker CPU %q, %v µs/event, total %v", r.Name, r.BrokerCPU, r.BrokerCPUPerEventUS, r.TotalCPUPerEventUS)
+		}
+		perEvent := map[string][2]float64{}
+		for _, k := range r.Records {
+			perEvent[k.Kind] = [2]float64{k.WrittenPerEvent, k.ReadPerEvent}
+		}
+		if in := perEvent[bench.KindInputs]; in != [2]float64{1, 1} {
+			t.Errorf("variant %s: inputs written/read per event %v, want 1/1", r.Name, in)
+		}
+		for _, kind := range []string{bench.KindLoops, bench.KindEvents, bench.KindTables, bench.KindOutputs} {
+			w := perEvent[kind][0]
+			if i == 1 && (kind == bench.KindTables) != (w == 1) || i == 0 && w <= 0 {
+				t.Errorf("variant %s: %s written per event %v", r.Name, kind, w)
+			}
 		}
 		if wantHop := i == 1; r.Hop != wantHop {
 			t.Errorf("variant %d (%s): hop = %v, want %v", i, r.Name, r.Hop, wantHop)

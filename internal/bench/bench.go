@@ -20,7 +20,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/lovoo/goka"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -54,6 +57,26 @@ type Result struct {
 	CPUSeconds     float64 `json:"packer_cpu_s"`
 	CPUPerEventUS  float64 `json:"packer_cpu_us_per_event"`
 	MaxRSSMiB      float64 `json:"packer_max_rss_mib"`
+	// RSSBytesPerRecord is the packer's peak RSS over the records of the
+	// input topics (InputEvents).
+	RSSBytesPerRecord float64 `json:"packer_rss_bytes_per_input_record"`
+	// BrokerCPU says how the broker's CPU was measured, or why it was not
+	// (then the broker and total figures are zero). The broker's CPU is
+	// over the packer process's life (start to exit), less what the
+	// bench's own lag polls cost it (PollCPUSeconds, calibrated after the
+	// packer exited); for kfake, the bench process's CPU.
+	BrokerCPU           string  `json:"broker_cpu"`
+	BrokerCPUSeconds    float64 `json:"broker_cpu_s,omitempty"`
+	BrokerCPUPerEventUS float64 `json:"broker_cpu_us_per_event,omitempty"`
+	TotalCPUPerEventUS  float64 `json:"total_cpu_us_per_event,omitempty"`
+	Polls               int     `json:"bench_lag_polls,omitempty"`
+	PollCPUSeconds      float64 `json:"bench_lag_polls_cpu_s,omitempty"`
+	// BrokerIdleCPU is the broker's CPU per second over a second before the
+	// packer started: what it spends without it (on a shared broker, other
+	// clients' work too, which the broker figures include).
+	BrokerIdleCPU float64 `json:"broker_idle_cpu_s_per_s,omitempty"`
+	// Records are the Kafka records written and read per kind of topic.
+	Records []KindRecords `json:"records_by_kind,omitempty"`
 	LatencyP50MS   float64 `json:"latency_p50_ms,omitempty"`
 	LatencyP99MS   float64 `json:"latency_p99_ms,omitempty"`
 	LatencyP999MS  float64 `json:"latency_p999_ms,omitempty"`
@@ -120,6 +143,13 @@ type Config struct {
 	// Real is the Kafka of the real variant; without brokers the variant is
 	// skipped. Every other variant runs on an in-process kfake.
 	Real kafkaconf.Config
+	// BrokerPIDs are the real broker's processes, whose CPU the real
+	// variant measures; none: the processes of this host listening on
+	// Real's bootstrap addresses.
+	BrokerPIDs []int
+	// Skew puts the boxes' event time this far ahead of the toys' (behind
+	// when negative): while a stream is ahead its windows stay open.
+	Skew time.Duration
 	// Executable is the program the workers run as; Args gives its
 	// arguments for a Worker.
 	Executable string
@@ -176,6 +206,11 @@ func (c Config) Validate() error {
 	if len(c.Real.Brokers) > 0 {
 		if err := c.Real.Validate(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, p := range c.BrokerPIDs {
+		if p < 1 {
+			bad("broker process ids must be positive, got %d", p)
 		}
 	}
 	if c.Executable == "" || c.Args == nil {
@@ -331,11 +366,25 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		return err
 	}
 	lag := p.Packer().Lag
+	graphs := p.Packer().Graphs()
 	what := "packer"
 	if v.Hop {
 		topics := []string{cfg.Topics.Toys, cfg.Topics.Boxes}
 		lag = func(ctx context.Context) (int64, error) { return hopLag(ctx, kc, w.HopGroup, topics) }
+		graphs = []*goka.GroupGraph{hopGraph(HopConfig{Group: w.HopGroup, Toys: cfg.Topics.Toys, Boxes: cfg.Topics.Boxes})}
 		what = "worker"
+	}
+	uses := topicUses(graphs)
+	before, err := endOffsetsByTopic(ctx, kc, topicsOf(uses), true)
+	if err != nil {
+		return r, err
+	}
+	meter, why := b.brokerMeter(v)
+	r.BrokerCPU = why
+	var polls atomic.Int64
+	countedLag := func(ctx context.Context) (int64, error) {
+		polls.Add(1)
+		return lag(ctx)
 	}
 
 	var began time.Time
@@ -346,8 +395,17 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 			return r, err
 		}
 		b.progress("  pre-loaded in %s; starting the packer", time.Since(t0).Round(time.Millisecond))
-		began = time.Now()
 	}
+	var cpu0 time.Duration
+	if meter != nil {
+		if r.BrokerIdleCPU, err = meter.idleRate(ctx, time.Second); err == nil {
+			cpu0, err = meter.cpu()
+		}
+		if err != nil {
+			return r, fmt.Errorf("broker CPU: %w", err)
+		}
+	}
+	began = time.Now()
 	proc, err := b.start(ctx, w, env)
 	if err != nil {
 		return r, err
@@ -363,7 +421,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		}
 	}
 	if err == nil {
-		err = b.waitQuiet(ctx, lag, proc, what)
+		err = b.waitQuiet(ctx, countedLag, proc, what)
 	}
 	if err != nil {
 		_ = proc.stop(&r)
@@ -372,6 +430,21 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 	r.Seconds = time.Since(began).Seconds()
 	if err := proc.stop(&r); err != nil {
 		return r, fmt.Errorf("packer process: %w", err)
+	}
+	var brokerCPU time.Duration
+	if meter != nil {
+		cpu1, err := meter.cpu()
+		if err != nil {
+			return r, fmt.Errorf("broker CPU: %w", err)
+		}
+		perPoll, err := meter.pollCost(ctx, lag, 10)
+		if err != nil {
+			return r, fmt.Errorf("broker CPU: %w", err)
+		}
+		r.Polls = int(polls.Load())
+		r.PollCPUSeconds = (perPoll * time.Duration(r.Polls)).Seconds()
+		brokerCPU = cpu1 - cpu0 - perPoll*time.Duration(r.Polls)
+		r.BrokerCPU, r.BrokerCPUSeconds = meter.how, brokerCPU.Seconds()
 	}
 	if v.Live {
 		lat, err := packLatencies(ctx, kc, cfg.Topics)
@@ -395,11 +468,23 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 	if err != nil {
 		return r, err
 	}
+	after, err := endOffsetsByTopic(ctx, kc, topicsOf(uses), false)
+	if err != nil {
+		return r, err
+	}
 	r.InputEvents, r.OutputRecords = in, outN
+	r.Records = kindRecords(uses, before, after, in)
 	r.EventsPerSec = float64(in) / r.Seconds
 	r.OutputsPerSec = float64(outN) / r.Seconds
 	r.CPUPerEventUS = r.CPUSeconds * 1e6 / float64(in)
-	b.progress("  %d events in %.1f s: %.0f events/s, %.1f µs CPU/event, max RSS %.0f MiB", in, r.Seconds, r.EventsPerSec, r.CPUPerEventUS, r.MaxRSSMiB)
+	r.RSSBytesPerRecord = r.MaxRSSMiB * (1 << 20) / float64(in)
+	broker := r.BrokerCPU
+	if meter != nil {
+		r.BrokerCPUPerEventUS = r.BrokerCPUSeconds * 1e6 / float64(in)
+		r.TotalCPUPerEventUS = r.CPUPerEventUS + r.BrokerCPUPerEventUS
+		broker = fmt.Sprintf("%.1f µs", r.BrokerCPUPerEventUS)
+	}
+	b.progress("  %d events in %.1f s: %.0f events/s, %.1f µs CPU/event, broker CPU/event %s, max RSS %.0f MiB", in, r.Seconds, r.EventsPerSec, r.CPUPerEventUS, broker, r.MaxRSSMiB)
 	return r, nil
 }
 
@@ -415,6 +500,7 @@ func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*pipeline
 	}
 	c.Toys.Count, c.Toys.Elves, c.Toys.Seed, c.Toys.Rate = count, b.cfg.Elves, 1, rate
 	c.Boxes.Count, c.Boxes.Elves, c.Boxes.Seed, c.Boxes.Rate = count, b.cfg.Elves, 2, rate
+	c.Boxes.Start = c.Boxes.Start.Add(b.cfg.Skew)
 	return pipeline.New(c, b.log)
 }
 

@@ -34,6 +34,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Timeout = -time.Second }, "timeout must be positive"},
 		{func(c *Config) { c.Window = 0 }, "window must be positive"},
 		{func(c *Config) { c.Real = kafkaconf.Config{Brokers: []string{"nohost"}} }, "nohost"},
+		{func(c *Config) { c.BrokerPIDs = []int{12, 0} }, "broker process ids must be positive"},
 		{func(c *Config) { c.Args = nil }, "no worker program"},
 		{func(c *Config) { c.Progress = nil }, "no progress writer"},
 	} {

@@ -41,6 +41,20 @@ func (c HopConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// hopGraph is the hop worker's group.
+func hopGraph(cfg HopConfig) *goka.GroupGraph {
+	persist := func(ctx goka.Context, msg any) {
+		if msg != nil {
+			ctx.SetValue(msg)
+		}
+	}
+	return goka.DefineGroup(goka.Group(cfg.Group),
+		goka.Input(goka.Stream(cfg.Toys), new(codec.Bytes), persist),
+		goka.Input(goka.Stream(cfg.Boxes), new(codec.Bytes), persist),
+		goka.Persist(new(codec.Bytes)),
+	)
+}
+
 // RunHop runs the hop worker until ctx ends (then it returns nil). It is built
 // as every goka processor here is (gokakit: the packer's producer, memory
 // storage), the floor of the packer's setup, and drops goka's own log lines:
@@ -50,17 +64,7 @@ func RunHop(ctx context.Context, cfg HopConfig) error {
 		return err
 	}
 	kc := cfg.Kafka
-	persist := func(ctx goka.Context, msg any) {
-		if msg != nil {
-			ctx.SetValue(msg)
-		}
-	}
-	g := goka.DefineGroup(goka.Group(cfg.Group),
-		goka.Input(goka.Stream(cfg.Toys), new(codec.Bytes), persist),
-		goka.Input(goka.Stream(cfg.Boxes), new(codec.Bytes), persist),
-		goka.Persist(new(codec.Bytes)),
-	)
-	proc, err := goka.NewProcessor(kc.Brokers, g, gokakit.Options(kc, cfg.Group, gokakit.TopicConfig(1), slog.New(slog.DiscardHandler))...)
+	proc, err := goka.NewProcessor(kc.Brokers, hopGraph(cfg), gokakit.Options(kc, cfg.Group, gokakit.TopicConfig(1), slog.New(slog.DiscardHandler))...)
 	if err != nil {
 		return fmt.Errorf("bench hop: create goka processor: %w", err)
 	}

@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NotLocal is the start of Result.BrokerCPU when the real broker is not a
+// process of this host, so its CPU cannot be read (give its process ids,
+// Config.BrokerPIDs).
+const NotLocal = "not measured (broker not on this host"
+
+// brokerMeter reads the CPU time of the broker a variant runs on: the
+// broker's processes on this host, or this process, in which kfake runs.
+type brokerMeter struct {
+	pids []int // none: this process
+	how  string
+}
+
+func (m *brokerMeter) cpu() (time.Duration, error) {
+	if len(m.pids) == 0 {
+		return selfCPU()
+	}
+	var sum time.Duration
+	for _, pid := range m.pids {
+		d, err := procCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// brokerMeter is how variant v's broker CPU is measured, or nil and why it
+// is not.
+func (b *Bench) brokerMeter(v Variant) (*brokerMeter, string) {
+	if v.Broker != "real" {
+		switch {
+		case v.Tracing != "off":
+			return nil, "not measured (the span receiver runs in the bench process, beside kfake)"
+		case v.Live:
+			return nil, "not measured (the elves write from the bench process, beside kfake, while the packer runs)"
+		}
+		return &brokerMeter{how: "kfake: the bench process's CPU (getrusage) while the packer ran, less its lag polls"}, ""
+	}
+	pids := b.cfg.BrokerPIDs
+	how := "given"
+	if len(pids) == 0 {
+		var notFound []string
+		for _, addr := range b.cfg.Real.Brokers {
+			ps, err := listenerPIDs(addr)
+			if errors.Is(err, errNotLocal) {
+				return nil, NotLocal + ")"
+			}
+			if err != nil {
+				notFound = append(notFound, err.Error())
+			}
+			pids = append(pids, ps...)
+		}
+		if len(notFound) > 0 {
+			return nil, "not measured (" + strings.Join(notFound, "; ") + ")"
+		}
+		how = "listening on " + strings.Join(b.cfg.Real.Brokers, ",")
+	}
+	slices.Sort(pids)
+	pids = slices.Compact(pids)
+	var ps []string
+	for _, p := range pids {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	return &brokerMeter{pids: pids, how: fmt.Sprintf("/proc/<pid>/stat of process %s (%s), less the bench's lag polls", strings.Join(ps, "+"), how)}, ""
+}
+
+// pollCost is what the broker spends (and, for kfake, this process)
+// on one call of lag: the mean of n calls. The bench polls lag while the
+// packer runs, and that work is the bench's, not the packer's.
+func (m *brokerMeter) pollCost(ctx context.Context, lag func(context.Context) (int64, error), n int) (time.Duration, error) {
+	c0, err := m.cpu()
+	if err != nil {
+		return 0, err
+	}
+	for range n {
+		if _, err := lag(ctx); err != nil {
+			return 0, fmt.Errorf("calibrating the lag poll: %w", err)
+		}
+	}
+	c1, err := m.cpu()
+	if err != nil {
+		return 0, err
+	}
+	return (c1 - c0) / time.Duration(n), nil
+}
+
+// idleRate is the broker's CPU per second of wall time over d, while the
+// bench is idle: what it spends without the packer (on a shared broker,
+// other clients' work too).
+func (m *brokerMeter) idleRate(ctx context.Context, d time.Duration) (float64, error) {
+	c0, err := m.cpu()
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(d):
+	}
+	c1, err := m.cpu()
+	if err != nil {
+		return 0, err
+	}
+	return (c1 - c0).Seconds() / time.Since(t0).Seconds(), nil
+}
