@@ -49,14 +49,14 @@ type Variant struct {
 // Result is what one variant measured.
 type Result struct {
 	Variant
-	InputEvents    int64   `json:"input_events"`
-	OutputRecords  int64   `json:"output_records"`
-	Seconds        float64 `json:"seconds"`
-	EventsPerSec   float64 `json:"input_events_per_s"`
-	OutputsPerSec  float64 `json:"output_records_per_s"`
-	CPUSeconds     float64 `json:"packer_cpu_s"`
-	CPUPerEventUS  float64 `json:"packer_cpu_us_per_event"`
-	MaxRSSMiB      float64 `json:"packer_max_rss_mib"`
+	InputEvents   int64   `json:"input_events"`
+	OutputRecords int64   `json:"output_records"`
+	Seconds       float64 `json:"seconds"`
+	EventsPerSec  float64 `json:"input_events_per_s"`
+	OutputsPerSec float64 `json:"output_records_per_s"`
+	CPUSeconds    float64 `json:"packer_cpu_s"`
+	CPUPerEventUS float64 `json:"packer_cpu_us_per_event"`
+	MaxRSSMiB     float64 `json:"packer_max_rss_mib"`
 	// RSSBytesPerRecord is the packer's peak RSS over the records of the
 	// input topics (InputEvents).
 	RSSBytesPerRecord float64 `json:"packer_rss_bytes_per_input_record"`
@@ -76,11 +76,11 @@ type Result struct {
 	// clients' work too, which the broker figures include).
 	BrokerIdleCPU float64 `json:"broker_idle_cpu_s_per_s,omitempty"`
 	// Records are the Kafka records written and read per kind of topic.
-	Records []KindRecords `json:"records_by_kind,omitempty"`
-	LatencyP50MS   float64 `json:"latency_p50_ms,omitempty"`
-	LatencyP99MS   float64 `json:"latency_p99_ms,omitempty"`
-	LatencyP999MS  float64 `json:"latency_p999_ms,omitempty"`
-	LatencySamples int     `json:"latency_samples,omitempty"`
+	Records        []KindRecords `json:"records_by_kind,omitempty"`
+	LatencyP50MS   float64       `json:"latency_p50_ms,omitempty"`
+	LatencyP99MS   float64       `json:"latency_p99_ms,omitempty"`
+	LatencyP999MS  float64       `json:"latency_p999_ms,omitempty"`
+	LatencySamples int           `json:"latency_samples,omitempty"`
 	// Ratios to the baseline (the first variant) of CPU per event and events/s.
 	CPURatio  float64 `json:"cpu_per_event_ratio,omitempty"`
 	RateRatio float64 `json:"events_per_s_ratio,omitempty"`
