@@ -80,10 +80,12 @@ Columns:
                     broker: /proc/<pid>/stat of --broker-pid, or of the
                     processes of this host listening on the --brokers
                     addresses (summed); a remote broker is not measured.
-                    On a shared broker, other clients' work counts too (the
-                    JSON's broker_idle_cpu_s_per_s is its rate before the
-                    packer started).
-  sum µs/ev         packer + broker
+                    On a shared broker, other clients' work counts too.
+  net µs/ev         broker µs/ev less the broker's idle rate (its CPU per
+                    second over 2 s before the packer starts and 2 s after
+                    it exits, the mean) times the packer's life: on a shared
+                    broker, an estimate of what the packer alone cost it
+  sum µs/ev         packer + net
   CPU ratio, rate ratio   packer CPU per event and events/s over the first
                     variant's
   max RSS MiB       the packer's peak resident set (VmHWM)
@@ -216,14 +218,14 @@ func benchWorkerArgs(w bench.Worker) []string {
 
 func printBenchTable(w io.Writer, rs []bench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "variant\tparts\tevents\tevents/s\tpacker µs/ev\tbroker µs/ev\tsum µs/ev\tCPU ratio\trate ratio\tmax RSS MiB\tRSS B/rec\toutputs/s\t"
+	head := "variant\tparts\tevents\tevents/s\tpacker µs/ev\tbroker µs/ev\tnet µs/ev\tsum µs/ev\tCPU ratio\trate ratio\tmax RSS MiB\tRSS B/rec\toutputs/s\t"
 	for _, k := range bench.Kinds {
 		head += k + " w/r\t"
 	}
 	fmt.Fprintln(tw, head+"p50 ms\tp99 ms\tp999 ms\t")
 	for _, r := range rs {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%d\tfailed%s\n", r.Name, r.Partitions, strings.Repeat("\t", 18))
+			fmt.Fprintf(tw, "%s\t%d\tfailed%s\n", r.Name, r.Partitions, strings.Repeat("\t", 19))
 			continue
 		}
 		ratio := func(x float64) string {
@@ -238,16 +240,16 @@ func printBenchTable(w io.Writer, rs []bench.Result) {
 			}
 			return fmt.Sprintf("%.1f", x)
 		}
-		broker, sum := "-", "-"
-		if r.TotalCPUPerEventUS != 0 {
-			broker, sum = fmt.Sprintf("%.1f", r.BrokerCPUPerEventUS), fmt.Sprintf("%.1f", r.TotalCPUPerEventUS)
+		broker, net, sum := "-", "-", "-"
+		if r.BrokerSeconds != 0 {
+			broker, net, sum = fmt.Sprintf("%.1f", r.BrokerCPUPerEventUS), fmt.Sprintf("%.1f", r.BrokerNetCPUPerEventUS), fmt.Sprintf("%.1f", r.TotalCPUPerEventUS)
 		}
 		kinds := ""
 		for _, k := range r.Records {
 			kinds += fmt.Sprintf("%.2f/%.2f\t", k.WrittenPerEvent, k.ReadPerEvent)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s%s\t%s\t%s\t\n", r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
-			r.CPUPerEventUS, broker, sum, ratio(r.CPURatio), ratio(r.RateRatio), r.MaxRSSMiB, r.RSSBytesPerRecord, r.OutputsPerSec, kinds,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s%s\t%s\t%s\t\n", r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
+			r.CPUPerEventUS, broker, net, sum, ratio(r.CPURatio), ratio(r.RateRatio), r.MaxRSSMiB, r.RSSBytesPerRecord, r.OutputsPerSec, kinds,
 			lat(r.LatencyP50MS), lat(r.LatencyP99MS), lat(r.LatencyP999MS))
 	}
 	tw.Flush()

@@ -52,8 +52,8 @@ func TestBenchRunsItsVariants(t *testing.T) {
 		// kfake's CPU is the bench process's; the records per kind come
 		// from the end offsets: every input read once, the hop writes its
 		// table and nothing else, the packer writes each kind.
-		if r.BrokerCPUPerEventUS <= 0 || r.TotalCPUPerEventUS <= r.CPUPerEventUS || !strings.HasPrefix(r.BrokerCPU, "kfake") {
-			t.Errorf("variant %s: broker CPU %q, %v µs/event, total %v", r.Name, r.BrokerCPU, r.BrokerCPUPerEventUS, r.TotalCPUPerEventUS)
+		if r.BrokerCPUPerEventUS <= 0 || r.BrokerSeconds <= 0 || r.TotalCPUPerEventUS != r.CPUPerEventUS+r.BrokerNetCPUPerEventUS || !strings.HasPrefix(r.BrokerCPU, "kfake") {
+			t.Errorf("variant %s: broker CPU %q, %v µs/event (net %v) over %v s, total %v", r.Name, r.BrokerCPU, r.BrokerCPUPerEventUS, r.BrokerNetCPUPerEventUS, r.BrokerSeconds, r.TotalCPUPerEventUS)
 		}
 		perEvent := map[string][2]float64{}
 		for _, k := range r.Records {

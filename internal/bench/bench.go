@@ -71,10 +71,15 @@ type Result struct {
 	TotalCPUPerEventUS  float64 `json:"total_cpu_us_per_event,omitempty"`
 	Polls               int     `json:"bench_lag_polls,omitempty"`
 	PollCPUSeconds      float64 `json:"bench_lag_polls_cpu_s,omitempty"`
-	// BrokerIdleCPU is the broker's CPU per second over a second before the
-	// packer started: what it spends without it (on a shared broker, other
-	// clients' work too, which the broker figures include).
-	BrokerIdleCPU float64 `json:"broker_idle_cpu_s_per_s,omitempty"`
+	// BrokerIdleCPU is the broker's CPU per second of wall time while the
+	// packer does not run (two seconds before it starts and two after it
+	// exited, the mean): on a shared broker, other clients' work.
+	// BrokerNetCPUPerEventUS is BrokerCPUPerEventUS less that rate over
+	// the packer's life (BrokerSeconds), TotalCPUPerEventUS the packer's
+	// and that.
+	BrokerIdleCPU          float64 `json:"broker_idle_cpu_s_per_s,omitempty"`
+	BrokerSeconds          float64 `json:"broker_measured_s,omitempty"`
+	BrokerNetCPUPerEventUS float64 `json:"broker_net_cpu_us_per_event,omitempty"`
 	// Records are the Kafka records written and read per kind of topic.
 	Records        []KindRecords `json:"records_by_kind,omitempty"`
 	LatencyP50MS   float64       `json:"latency_p50_ms,omitempty"`
@@ -397,8 +402,9 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		b.progress("  pre-loaded in %s; starting the packer", time.Since(t0).Round(time.Millisecond))
 	}
 	var cpu0 time.Duration
+	var idleBefore float64
 	if meter != nil {
-		if r.BrokerIdleCPU, err = meter.idleRate(ctx, time.Second); err == nil {
+		if idleBefore, err = meter.idleRate(ctx, 2*time.Second); err == nil {
 			cpu0, err = meter.cpu()
 		}
 		if err != nil {
@@ -406,6 +412,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		}
 	}
 	began = time.Now()
+	started := began
 	proc, err := b.start(ctx, w, env)
 	if err != nil {
 		return r, err
@@ -437,10 +444,16 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		if err != nil {
 			return r, fmt.Errorf("broker CPU: %w", err)
 		}
+		r.BrokerSeconds = time.Since(started).Seconds()
 		perPoll, err := meter.pollCost(ctx, lag, 10)
 		if err != nil {
 			return r, fmt.Errorf("broker CPU: %w", err)
 		}
+		idleAfter, err := meter.idleRate(ctx, 2*time.Second)
+		if err != nil {
+			return r, fmt.Errorf("broker CPU: %w", err)
+		}
+		r.BrokerIdleCPU = (idleBefore + idleAfter) / 2
 		r.Polls = int(polls.Load())
 		r.PollCPUSeconds = (perPoll * time.Duration(r.Polls)).Seconds()
 		brokerCPU = cpu1 - cpu0 - perPoll*time.Duration(r.Polls)
@@ -481,8 +494,9 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 	broker := r.BrokerCPU
 	if meter != nil {
 		r.BrokerCPUPerEventUS = r.BrokerCPUSeconds * 1e6 / float64(in)
-		r.TotalCPUPerEventUS = r.CPUPerEventUS + r.BrokerCPUPerEventUS
-		broker = fmt.Sprintf("%.1f µs", r.BrokerCPUPerEventUS)
+		r.BrokerNetCPUPerEventUS = (r.BrokerCPUSeconds - r.BrokerIdleCPU*r.BrokerSeconds) * 1e6 / float64(in)
+		r.TotalCPUPerEventUS = r.CPUPerEventUS + r.BrokerNetCPUPerEventUS
+		broker = fmt.Sprintf("%.1f µs (%.1f µs less its idle rate)", r.BrokerCPUPerEventUS, r.BrokerNetCPUPerEventUS)
 	}
 	b.progress("  %d events in %.1f s: %.0f events/s, %.1f µs CPU/event, broker CPU/event %s, max RSS %.0f MiB", in, r.Seconds, r.EventsPerSec, r.CPUPerEventUS, broker, r.MaxRSSMiB)
 	return r, nil
