@@ -401,18 +401,11 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		}
 		b.progress("  pre-loaded in %s; starting the packer", time.Since(t0).Round(time.Millisecond))
 	}
-	var cpu0 time.Duration
-	var idleBefore float64
-	if meter != nil {
-		if idleBefore, err = meter.idleRate(ctx, 2*time.Second); err == nil {
-			cpu0, err = meter.cpu()
-		}
-		if err != nil {
-			return r, fmt.Errorf("broker CPU: %w", err)
-		}
+	span, err := meter.begin(ctx)
+	if err != nil {
+		return r, err
 	}
 	began = time.Now()
-	started := began
 	proc, err := b.start(ctx, w, env)
 	if err != nil {
 		return r, err
@@ -438,39 +431,12 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 	if err := proc.stop(&r); err != nil {
 		return r, fmt.Errorf("packer process: %w", err)
 	}
-	var brokerCPU time.Duration
-	if meter != nil {
-		cpu1, err := meter.cpu()
-		if err != nil {
-			return r, fmt.Errorf("broker CPU: %w", err)
-		}
-		r.BrokerSeconds = time.Since(started).Seconds()
-		perPoll, err := meter.pollCost(ctx, lag, 10)
-		if err != nil {
-			return r, fmt.Errorf("broker CPU: %w", err)
-		}
-		idleAfter, err := meter.idleRate(ctx, 2*time.Second)
-		if err != nil {
-			return r, fmt.Errorf("broker CPU: %w", err)
-		}
-		r.BrokerIdleCPU = (idleBefore + idleAfter) / 2
-		r.Polls = int(polls.Load())
-		r.PollCPUSeconds = (perPoll * time.Duration(r.Polls)).Seconds()
-		brokerCPU = cpu1 - cpu0 - perPoll*time.Duration(r.Polls)
-		r.BrokerCPU, r.BrokerCPUSeconds = meter.how, brokerCPU.Seconds()
+	if err := span.end(ctx, &r, lag, int(polls.Load())); err != nil {
+		return r, err
 	}
 	if v.Live {
-		lat, err := packLatencies(ctx, kc, cfg.Topics)
-		if err != nil {
+		if err := packLatencyPercentiles(ctx, kc, cfg.Topics, &r); err != nil {
 			return r, err
-		}
-		r.LatencySamples = len(lat)
-		if len(lat) > 0 {
-			q := func(p float64) float64 {
-				i := int(p * float64(len(lat)-1))
-				return float64(lat[i].Microseconds()) / 1000
-			}
-			r.LatencyP50MS, r.LatencyP99MS, r.LatencyP999MS = q(0.50), q(0.99), q(0.999)
 		}
 	}
 	in, err := endOffsets(ctx, kc, cfg.Topics.Toys, cfg.Topics.Boxes)
@@ -485,21 +451,45 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 	if err != nil {
 		return r, err
 	}
-	r.InputEvents, r.OutputRecords = in, outN
 	r.Records = kindRecords(uses, before, after, in)
-	r.EventsPerSec = float64(in) / r.Seconds
-	r.OutputsPerSec = float64(outN) / r.Seconds
-	r.CPUPerEventUS = r.CPUSeconds * 1e6 / float64(in)
-	r.RSSBytesPerRecord = r.MaxRSSMiB * (1 << 20) / float64(in)
+	r.perEvent(in, outN)
 	broker := r.BrokerCPU
-	if meter != nil {
-		r.BrokerCPUPerEventUS = r.BrokerCPUSeconds * 1e6 / float64(in)
-		r.BrokerNetCPUPerEventUS = (r.BrokerCPUSeconds - r.BrokerIdleCPU*r.BrokerSeconds) * 1e6 / float64(in)
-		r.TotalCPUPerEventUS = r.CPUPerEventUS + r.BrokerNetCPUPerEventUS
+	if r.BrokerSeconds != 0 {
 		broker = fmt.Sprintf("%.1f µs (%.1f µs less its idle rate)", r.BrokerCPUPerEventUS, r.BrokerNetCPUPerEventUS)
 	}
 	b.progress("  %d events in %.1f s: %.0f events/s, %.1f µs CPU/event, broker CPU/event %s, max RSS %.0f MiB", in, r.Seconds, r.EventsPerSec, r.CPUPerEventUS, broker, r.MaxRSSMiB)
 	return r, nil
+}
+
+// perEvent completes r from its totals, in input events and output records.
+func (r *Result) perEvent(in, outN int64) {
+	r.InputEvents, r.OutputRecords = in, outN
+	r.EventsPerSec = float64(in) / r.Seconds
+	r.OutputsPerSec = float64(outN) / r.Seconds
+	r.CPUPerEventUS = r.CPUSeconds * 1e6 / float64(in)
+	r.RSSBytesPerRecord = r.MaxRSSMiB * (1 << 20) / float64(in)
+	if r.BrokerSeconds != 0 {
+		r.BrokerCPUPerEventUS = r.BrokerCPUSeconds * 1e6 / float64(in)
+		r.BrokerNetCPUPerEventUS = (r.BrokerCPUSeconds - r.BrokerIdleCPU*r.BrokerSeconds) * 1e6 / float64(in)
+		r.TotalCPUPerEventUS = r.CPUPerEventUS + r.BrokerNetCPUPerEventUS
+	}
+}
+
+// packLatencyPercentiles sets r's pack latency percentiles (packLatencies).
+func packLatencyPercentiles(ctx context.Context, kc kafkaconf.Config, t packer.Topics, r *Result) error {
+	lat, err := packLatencies(ctx, kc, t)
+	if err != nil {
+		return err
+	}
+	r.LatencySamples = len(lat)
+	if len(lat) > 0 {
+		q := func(p float64) float64 {
+			i := int(p * float64(len(lat)-1))
+			return float64(lat[i].Microseconds()) / 1000
+		}
+		r.LatencyP50MS, r.LatencyP99MS, r.LatencyP999MS = q(0.50), q(0.99), q(0.999)
+	}
+	return nil
 }
 
 // pipeline is variant v's run on topics named after name: clean elves (no

@@ -117,3 +117,55 @@ func (m *brokerMeter) idleRate(ctx context.Context, d time.Duration) (float64, e
 	}
 	return (c1 - c0).Seconds() / time.Since(t0).Seconds(), nil
 }
+
+// brokerSpan is a measurement of the broker's CPU over the packer's life.
+type brokerSpan struct {
+	m          *brokerMeter
+	idleBefore float64
+	cpu0       time.Duration
+	began      time.Time
+}
+
+// begin samples the broker's idle rate for two seconds, then starts the
+// measurement; call it just before the packer starts. A nil meter (not
+// measured) begins a nil span.
+func (m *brokerMeter) begin(ctx context.Context) (*brokerSpan, error) {
+	if m == nil {
+		return nil, nil
+	}
+	idle, err := m.idleRate(ctx, 2*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("broker CPU: %w", err)
+	}
+	cpu0, err := m.cpu()
+	if err != nil {
+		return nil, fmt.Errorf("broker CPU: %w", err)
+	}
+	return &brokerSpan{m: m, idleBefore: idle, cpu0: cpu0, began: time.Now()}, nil
+}
+
+// end, once the packer has exited, sets r's broker figures: the CPU since
+// begin less polls calls of lag (calibrated now: ten calls), and the idle
+// rate, the mean of begin's and two seconds' now.
+func (s *brokerSpan) end(ctx context.Context, r *Result, lag func(context.Context) (int64, error), polls int) error {
+	if s == nil {
+		return nil
+	}
+	cpu1, err := s.m.cpu()
+	if err != nil {
+		return fmt.Errorf("broker CPU: %w", err)
+	}
+	r.BrokerSeconds = time.Since(s.began).Seconds()
+	perPoll, err := s.m.pollCost(ctx, lag, 10)
+	if err != nil {
+		return fmt.Errorf("broker CPU: %w", err)
+	}
+	idleAfter, err := s.m.idleRate(ctx, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("broker CPU: %w", err)
+	}
+	r.BrokerIdleCPU = (s.idleBefore + idleAfter) / 2
+	r.Polls, r.PollCPUSeconds = polls, (perPoll * time.Duration(polls)).Seconds()
+	r.BrokerCPU, r.BrokerCPUSeconds = s.m.how, (cpu1 - s.cpu0 - perPoll*time.Duration(polls)).Seconds()
+	return nil
+}
