@@ -77,3 +77,35 @@ func TestBenchRunsItsVariants(t *testing.T) {
 	}
 	t.Logf("stderr:\n%s", stderr.String())
 }
+
+// TestPrintBench: the table has a column per kind of topic and the broker's
+// figures, "-" where the broker was not measured; the notes say how it was
+// measured, point a broker on another host to --broker-pid and print a
+// failed variant's error.
+func TestPrintBench(t *testing.T) {
+	rs := []bench.Result{
+		{Variant: bench.Variant{Name: "baseline", Partitions: 4}, InputEvents: 100, EventsPerSec: 50, CPUPerEventUS: 30,
+			BrokerCPU: "kfake: measured", BrokerSeconds: 2, BrokerCPUPerEventUS: 4.3, BrokerNetCPUPerEventUS: 4, TotalCPUPerEventUS: 34,
+			Records: []bench.KindRecords{{Kind: bench.KindInputs, WrittenPerEvent: 1, ReadPerEvent: 1}}},
+		{Variant: bench.Variant{Name: "real broker", Partitions: 4}, InputEvents: 100, BrokerCPU: bench.NotLocal + ")"},
+		{Variant: bench.Variant{Name: "disk", Partitions: 4}, Error: "boom"},
+	}
+	var b bytes.Buffer
+	printBenchTable(&b, rs)
+	printBrokerNotes(&b, rs)
+	out := b.String()
+	for _, want := range []string{
+		"broker µs/ev", "net µs/ev", "sum µs/ev", "RSS B/rec", "inputs w/r", "loops w/r", "events w/r", "tables w/r", "outputs w/r",
+		"4.3", "34.0", "1.00/1.00",
+		"broker CPU of baseline: kfake: measured",
+		"broker CPU of real broker: not measured (broker not on this host; use --broker-pid)",
+		"disk failed: boom",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if lines := strings.Split(out, "\n"); !strings.Contains(lines[2], "real broker") || strings.Count(lines[2], " - ") < 3 {
+		t.Errorf("the unmeasured broker's row should show - for broker, net and sum:\n%s", lines[2])
+	}
+}
