@@ -1,7 +1,7 @@
 // Package sqlengine runs the packing contract's shared SQL text
 // (risingwave/sql/contract) on PostgreSQL (through pgx) and on an embedded
-// SQLite (modernc.org/sqlite, pure Go), and reads the five result relations
-// of any engine that has them, RisingWave included.
+// SQLite (github.com/ncruces/go-sqlite3, no cgo), and reads the five result
+// relations of any engine that has them, RisingWave included.
 //
 // For the batch engines the wrapper is Go: Normalize turns each Kafka record
 // into one row of np_input, the loader writes the rows into a table, and every
