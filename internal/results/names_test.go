@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// TestReferenceRows: every row Compare reports is given as the JSON
-// of the row itself, in every set and on both sides.
-func TestReferenceRows(t *testing.T) {
+// TestCompareNamesRowsByTheirJSON: every row Compare reports is given as
+// the JSON of the row itself (the result topics' format), in every set and
+// on both sides; a dead row with its reason.
+func TestCompareNamesRowsByTheirJSON(t *testing.T) {
 	goka := Set{
 		Packed:   []Packed{{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}},
 		Unpacked: []Unpacked{{ToyID: "t2", Size: "S", WindowStart: "2026-12-24T10:00:00Z"}},
