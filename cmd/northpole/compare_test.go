@@ -319,7 +319,7 @@ func TestDemoWritesSQLFiles(t *testing.T) {
 	if !strings.Contains(out, "wrote "+dir+"/{input,goka,sql}/*.jsonl") {
 		t.Errorf("the demo did not say where it wrote its files:\n%s", out)
 	}
-	for _, set := range compare.SetNames {
+	for _, set := range results.SetNames {
 		for _, side := range []string{"goka", "sql"} {
 			if st, err := os.Stat(filepath.Join(dir, side, set+".jsonl")); err != nil || st.Size() == 0 && set == "packed" {
 				t.Errorf("%s/%s.jsonl: %v", side, set, err)

@@ -19,10 +19,6 @@ import (
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 )
 
-// SetNames are the five result sets in display order; dead rows have no
-// trusted size and are counted under "all".
-var SetNames = []string{"packed", "unpacked", "spare", "late", "dead"}
-
 // SetCounts are the rows of one set (of one size) on each side.
 type SetCounts struct {
 	Goka     int `json:"goka"`
@@ -75,40 +71,6 @@ type Comparison struct {
 	PartitionSpread []Spread `json:"partition_spread"`
 }
 
-// keyedRow is a result row with its comparison key (dead rows: the position
-// only, as the contract says) and its size.
-type keyedRow struct {
-	key, size string
-	row       any
-}
-
-func rowsOf(s results.Set, set string) []keyedRow {
-	var out []keyedRow
-	switch set {
-	case "packed":
-		for _, r := range s.Packed {
-			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
-		}
-	case "unpacked":
-		for _, r := range s.Unpacked {
-			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
-		}
-	case "spare":
-		for _, r := range s.Spare {
-			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
-		}
-	case "late":
-		for _, r := range s.Late {
-			out = append(out, keyedRow{fmt.Sprintf("%+v", r), r.Size, r})
-		}
-	case "dead":
-		for _, r := range s.Dead {
-			out = append(out, keyedRow{fmt.Sprintf("%s/%d@%d", r.Stream, r.Partition, r.Offset), "all", r})
-		}
-	}
-	return out
-}
-
 // Build compares Goka's sets with the SQL engine's, set by set (as
 // multisets: a row reported twice by one side and once by the other is a
 // difference), and explains every differing row with the input records behind
@@ -116,6 +78,7 @@ func rowsOf(s results.Set, set string) []keyedRow {
 // the SQL computes) made of each. Its Goka and SQL say nothing yet of where
 // the sides came from: Run fills them in.
 func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) Comparison {
+	goka, sqlSet = results.Matched(goka, sqlSet)
 	c := Comparison{
 		Equal: true, Window: p.Window.String(), Lateness: p.Lateness.String(), Inputs: len(inputs),
 		Counts: map[string]map[string]SetCounts{}, Differences: []Difference{},
@@ -123,11 +86,11 @@ func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) C
 	}
 	ref := contract.Compute(inputs, p, contract.ClosedOnly)
 	ex := newExplainer(inputs, goka, sqlSet, ref)
-	for _, set := range SetNames {
-		g, s := rowsOf(goka, set), rowsOf(sqlSet, set)
+	for _, set := range results.SetNames {
+		g, s := goka.Rows(set), sqlSet.Rows(set)
 		remaining := map[string]int{}
 		for _, r := range s {
-			remaining[r.key]++
+			remaining[r.Key]++
 		}
 		bump := func(size string, f func(*SetCounts)) {
 			if c.Counts[size] == nil {
@@ -138,26 +101,37 @@ func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) C
 			c.Counts[size][set] = sc
 		}
 		for _, r := range g {
-			bump(r.size, func(sc *SetCounts) { sc.Goka++ })
-			if remaining[r.key] > 0 {
-				remaining[r.key]--
-				bump(r.size, func(sc *SetCounts) { sc.Equal++ })
+			size := countedSize(r)
+			bump(size, func(sc *SetCounts) { sc.Goka++ })
+			if remaining[r.Key] > 0 {
+				remaining[r.Key]--
+				bump(size, func(sc *SetCounts) { sc.Equal++ })
 				continue
 			}
-			bump(r.size, func(sc *SetCounts) { sc.OnlyGoka++ })
-			c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "goka", Size: r.size, Row: r.row, Records: ex.explain(r.row)})
+			bump(size, func(sc *SetCounts) { sc.OnlyGoka++ })
+			c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "goka", Size: size, Row: r.Value, Records: ex.explain(r.Value)})
 		}
 		for _, r := range s {
-			bump(r.size, func(sc *SetCounts) { sc.SQL++ })
-			if remaining[r.key] > 0 {
-				remaining[r.key]--
-				bump(r.size, func(sc *SetCounts) { sc.OnlySQL++ })
-				c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "sql", Size: r.size, Row: r.row, Records: ex.explain(r.row)})
+			size := countedSize(r)
+			bump(size, func(sc *SetCounts) { sc.SQL++ })
+			if remaining[r.Key] > 0 {
+				remaining[r.Key]--
+				bump(size, func(sc *SetCounts) { sc.OnlySQL++ })
+				c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "sql", Size: size, Row: r.Value, Records: ex.explain(r.Value)})
 			}
 		}
 	}
 	c.Equal = len(c.Differences) == 0
 	return c
+}
+
+// countedSize is the size a row is counted under: dead rows, which have no
+// trusted size, under "all".
+func countedSize(r results.Row) string {
+	if r.Size == "" {
+		return "all"
+	}
+	return r.Size
 }
 
 // explainer finds the input records behind a result row and says what each

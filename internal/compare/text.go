@@ -38,7 +38,7 @@ func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tset\tgoka\tsql\tequal\tonly goka\tonly sql\t")
 	for _, size := range append(slices.Clone(record.Sizes), "all") {
-		for _, set := range SetNames {
+		for _, set := range results.SetNames {
 			sc, ok := c.Counts[size][set]
 			if (size == "all") != (set == "dead") {
 				continue

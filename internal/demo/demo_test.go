@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/demo"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -68,7 +68,7 @@ func TestRun(t *testing.T) {
 	if err := demo.WriteFiles(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, set := range compare.SetNames {
+	for _, set := range results.SetNames {
 		g, err := os.ReadFile(filepath.Join(dir, "goka", set+".jsonl"))
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,6 @@ package results
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"slices"
 )
 
@@ -132,30 +131,18 @@ type Diff struct {
 
 // Compare returns the differences between a and b; none means equal. An id
 // that one side had to cut (see Cut) equals the other side's whole id when
-// its length and digest match.
+// its length and digest match (Matched).
 func Compare(a, b Set) []Diff {
-	resolveCuts(a, &b)
-	resolveCuts(b, &a)
+	a, b = Matched(a, b)
 	var out []Diff
-	add := func(name string, x, y map[string]*named) {
-		oa, ob := minus(x, y), minus(y, x)
-		if len(oa)+len(ob) > 0 {
-			out = append(out, Diff{Set: name, OnlyA: oa, OnlyB: ob})
+	for _, set := range SetNames {
+		x, y := keys(a.Rows(set)), keys(b.Rows(set))
+		if oa, ob := minus(x, y), minus(y, x); len(oa)+len(ob) > 0 {
+			out = append(out, Diff{Set: set, OnlyA: oa, OnlyB: ob})
 		}
 	}
-	add("packed", keys(a.Packed, fmtAny[Packed]), keys(b.Packed, fmtAny[Packed]))
-	add("unpacked", keys(a.Unpacked, fmtAny[Unpacked]), keys(b.Unpacked, fmtAny[Unpacked]))
-	add("spare", keys(a.Spare, fmtAny[Spare]), keys(b.Spare, fmtAny[Spare]))
-	add("late", keys(a.Late, fmtAny[Late]), keys(b.Late, fmtAny[Late]))
-	add("dead", keys(a.Dead, deadKey), keys(b.Dead, deadKey))
 	return out
 }
-
-// Rows are matched on their Go values (%+v), which keep every byte; JSON
-// would make U+FFFD of bytes that are not UTF-8, so two ids could match.
-func fmtAny[T any](v T) string { return fmt.Sprintf("%+v", v) }
-
-func deadKey(d Dead) string { return fmt.Sprintf("%s/%d@%d", d.Stream, d.Partition, d.Offset) }
 
 // named is how often a row occurs on one side, and how it is shown.
 type named struct {
@@ -163,19 +150,18 @@ type named struct {
 	shown string
 }
 
-func keys[T any](rows []T, key func(T) string) map[string]*named {
+func keys(rows []Row) map[string]*named {
 	m := make(map[string]*named, len(rows))
 	for _, r := range rows {
-		k := key(r)
-		if e, ok := m[k]; ok {
+		if e, ok := m[r.Key]; ok {
 			e.n++
 			continue
 		}
-		b, err := json.Marshal(r)
+		b, err := json.Marshal(r.Value)
 		if err != nil {
-			b = []byte(k)
+			b = []byte(r.Key)
 		}
-		m[k] = &named{n: 1, shown: string(b)}
+		m[r.Key] = &named{n: 1, shown: string(b)}
 	}
 	return m
 }
