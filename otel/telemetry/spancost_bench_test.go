@@ -8,12 +8,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/otel/otlpwire"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
@@ -24,42 +26,60 @@ import (
 // no receiver shares the CPU). cpu-ns/op is the process's user+system CPU
 // per span, the batching goroutine included; run it with -cpu 1.
 //
-// It explains what tracing costs the packer (docs/PERFORMANCE.md): the
-// attributes and links of a span, not the span itself, are most of it.
+// It explains what tracing costs the packer (docs/PERFORMANCE.md), and
+// compares the two exporters: otlptrace's, which builds a message per
+// attribute, and otlpwire, which telemetry uses.
 func BenchmarkSpanCost(b *testing.B) {
-	for _, c := range []struct{ attrs, links int }{{0, 0}, {7, 0}, {14, 0}, {14, 1}, {14, 2}} {
-		b.Run(fmt.Sprintf("attrs=%d/links=%d", c.attrs, c.links), func(b *testing.B) {
-			exp, err := otlptrace.New(context.Background(), marshalClient{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Getenv: func(string) string { return "" }})
-			if err != nil {
-				b.Fatal(err)
-			}
-			tr := tel.TracerProvider("bench").Tracer("bench")
-			attrs := make([]attribute.KeyValue, c.attrs)
-			for i := range attrs {
-				attrs[i] = attribute.String(fmt.Sprintf("messaging.attribute.%d", i), "packer-dedupe")
-			}
-			ctx, parent := tr.Start(context.Background(), "parent")
-			links := make([]trace.Link, c.links)
-			for i := range links {
-				links[i] = trace.Link{SpanContext: parent.SpanContext()}
-			}
-			b.ResetTimer()
-			c0 := cpuNanos()
-			for b.Loop() {
-				_, s := tr.Start(ctx, "process toys", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...))
-				s.SetAttributes(attrs...)
-				s.End()
-			}
-			if err := tel.Shutdown(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(cpuNanos()-c0)/float64(b.N), "cpu-ns/op")
-		})
+	exporters := []struct {
+		name string
+		new  func(context.Context, otlptrace.Client) (sdktrace.SpanExporter, error)
+	}{
+		{"otlptrace", func(ctx context.Context, c otlptrace.Client) (sdktrace.SpanExporter, error) {
+			return otlptrace.New(ctx, c)
+		}},
+		{"otlpwire", func(ctx context.Context, c otlptrace.Client) (sdktrace.SpanExporter, error) {
+			return otlpwire.New(ctx, c)
+		}},
 	}
+	for _, e := range exporters {
+		for _, c := range []struct{ attrs, links int }{{0, 0}, {7, 0}, {14, 0}, {14, 1}, {14, 2}} {
+			b.Run(fmt.Sprintf("exporter=%s/attrs=%d/links=%d", e.name, c.attrs, c.links), func(b *testing.B) {
+				benchSpanCost(b, e.new, c.attrs, c.links)
+			})
+		}
+	}
+}
+
+func benchSpanCost(b *testing.B, newExporter func(context.Context, otlptrace.Client) (sdktrace.SpanExporter, error), nAttrs, nLinks int) {
+	exp, err := newExporter(context.Background(), marshalClient{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := tel.TracerProvider("bench").Tracer("bench")
+	attrs := make([]attribute.KeyValue, nAttrs)
+	for i := range attrs {
+		attrs[i] = attribute.String(fmt.Sprintf("messaging.attribute.%d", i), "packer-dedupe")
+	}
+	ctx, parent := tr.Start(context.Background(), "parent")
+	links := make([]trace.Link, nLinks)
+	for i := range links {
+		links[i] = trace.Link{SpanContext: parent.SpanContext()}
+	}
+	b.ResetTimer()
+	c0 := cpuNanos()
+	for b.Loop() {
+		_, s := tr.Start(ctx, "process toys", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...))
+		s.SetAttributes(attrs...)
+		s.End()
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(cpuNanos()-c0)/float64(b.N), "cpu-ns/op")
 }
 
 // marshalClient is an OTLP client that encodes each export request as the
