@@ -50,7 +50,8 @@ p50/p99/p999.
 Variants (--variants, comma-separated; the first is the baseline of the ratios):
   base        the default partitions (first of --partitions), tracing off, memory
   trace100    OTEL on in the packer, every trace sampled, OTLP/gRPC to a receiver
-              in the bench process (which counts spans and throws them away)
+              in the bench process (which counts spans and throws them away; it
+              says whether it got one per input record and one per output record)
   trace10     the same, 10 % sampled (parentbased_traceidratio 0.1)
               (OTEL_BSP_* in the bench's environment reach the packer: the
               batch span processor drops spans when its queue, 2048 by

@@ -86,6 +86,12 @@ type Result struct {
 	LatencyP99MS   float64       `json:"latency_p99_ms,omitempty"`
 	LatencyP999MS  float64       `json:"latency_p999_ms,omitempty"`
 	LatencySamples int           `json:"latency_samples,omitempty"`
+	// SpansReceived are the spans the bench's OTLP receiver got from the
+	// packer (tracing variants). At 100 % SpansExpected is one per input
+	// record (its "process" span) and one per output record (its "send"
+	// span); fewer received means spans were lost.
+	SpansReceived int64 `json:"spans_received,omitempty"`
+	SpansExpected int64 `json:"spans_expected,omitempty"`
 	// Ratios to the baseline (the first variant) of CPU per event and events/s.
 	CPURatio  float64 `json:"cpu_per_event_ratio,omitempty"`
 	RateRatio float64 `json:"events_per_s_ratio,omitempty"`
@@ -96,7 +102,8 @@ type Result struct {
 //
 //	base      the first of Partitions, tracing off, memory
 //	trace100  tracing on in the packer, every trace sampled, OTLP/gRPC to a
-//	          receiver in the bench's process that counts the spans
+//	          receiver in the bench's process that counts the spans against
+//	          one per input record and one per output record
 //	trace10   the same, 10 % sampled (parentbased_traceidratio 0.1)
 //	parts     one run per other value of Partitions
 //	disk      the tables in LevelDB (StorageDir) instead of memory
@@ -361,7 +368,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		defer cleanup()
 		w.Packer.StorageDir = dir + "/" + name
 	}
-	env, stopReceiver, err := b.workerEnv(v)
+	env, received, stopReceiver, err := b.workerEnv(v)
 	if err != nil {
 		return r, err
 	}
@@ -458,6 +465,11 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		broker = fmt.Sprintf("%.1f µs (%.1f µs less its idle rate)", r.BrokerCPUPerEventUS, r.BrokerNetCPUPerEventUS)
 	}
 	b.progress("  %d events in %.1f s: %.0f events/s, %.1f µs CPU/event, broker CPU/event %s, max RSS %.0f MiB", in, r.Seconds, r.EventsPerSec, r.CPUPerEventUS, broker, r.MaxRSSMiB)
+	if v.Tracing != "off" {
+		// The packer flushed its spans before it exited.
+		r.SpansReceived = received()
+		b.progress("  %s", r.spansLine())
+	}
 	return r, nil
 }
 
@@ -473,6 +485,19 @@ func (r *Result) perEvent(in, outN int64) {
 		r.BrokerNetCPUPerEventUS = (r.BrokerCPUSeconds - r.BrokerIdleCPU*r.BrokerSeconds) * 1e6 / float64(in)
 		r.TotalCPUPerEventUS = r.CPUPerEventUS + r.BrokerNetCPUPerEventUS
 	}
+}
+
+// spansLine says how many spans the receiver got and, at 100 %, whether
+// that is every span the packer made (SpansExpected is set here).
+func (r *Result) spansLine() string {
+	if r.Tracing != "100%" {
+		return fmt.Sprintf("the receiver got %d spans", r.SpansReceived)
+	}
+	r.SpansExpected = r.InputEvents + r.OutputRecords
+	if r.SpansReceived == r.SpansExpected {
+		return fmt.Sprintf("the receiver got all %d spans (%d input and %d output records)", r.SpansReceived, r.InputEvents, r.OutputRecords)
+	}
+	return fmt.Sprintf("the receiver got %d spans, %d fewer than the %d input and %d output records: spans were lost", r.SpansReceived, r.SpansExpected-r.SpansReceived, r.InputEvents, r.OutputRecords)
 }
 
 // packLatencyPercentiles sets r's pack latency percentiles (packLatencies).

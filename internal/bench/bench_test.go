@@ -114,3 +114,23 @@ func TestVMHWM(t *testing.T) {
 		t.Errorf("VmHWM of no process: %v, want 0", m)
 	}
 }
+
+// TestSpansLine: at 100 % the receiver's count is held against one span per
+// input record and one per output record, and a shortfall is called a loss.
+func TestSpansLine(t *testing.T) {
+	for _, c := range []struct {
+		tracing      string
+		received     int64
+		want         string
+		wantExpected int64
+	}{
+		{"100%", 150, "the receiver got all 150 spans (100 input and 50 output records)", 150},
+		{"100%", 140, "the receiver got 140 spans, 10 fewer than the 100 input and 50 output records: spans were lost", 150},
+		{"10%", 15, "the receiver got 15 spans", 0},
+	} {
+		r := Result{Variant: Variant{Tracing: c.tracing}, InputEvents: 100, OutputRecords: 50, SpansReceived: c.received}
+		if got := r.spansLine(); got != c.want || r.SpansExpected != c.wantExpected {
+			t.Errorf("%s, %d received: %q (expected %d), want %q (%d)", c.tracing, c.received, got, r.SpansExpected, c.want, c.wantExpected)
+		}
+	}
+}

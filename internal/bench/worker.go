@@ -62,20 +62,20 @@ func (p *process) stop(r *Result) error {
 
 // workerEnv is the worker's environment: the bench decides its tracing; only
 // the batch span processor's sizes (OTEL_BSP_*) may come from the bench's
-// environment. A traced variant exports to a receiver in this process, which
-// stop closes after saying how many spans it got.
-func (b *Bench) workerEnv(v Variant) (env []string, stop func(), err error) {
+// environment. A traced variant exports to a receiver in this process:
+// received counts its spans, stop closes it.
+func (b *Bench) workerEnv(v Variant) (env []string, received func() int64, stop func(), err error) {
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "OTEL_") || strings.HasPrefix(e, "OTEL_BSP_") {
 			env = append(env, e)
 		}
 	}
 	if v.Tracing == "off" {
-		return env, func() {}, nil
+		return env, func() int64 { return 0 }, func() {}, nil
 	}
 	rcv, err := servicemap.Listen(servicemap.NewBuilder(servicemap.Options{}), "127.0.0.1:0", "", slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+rcv.GRPCAddr(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_METRICS_EXPORTER=none")
 	if v.Tracing == "10%" {
@@ -83,11 +83,11 @@ func (b *Bench) workerEnv(v Variant) (env []string, stop func(), err error) {
 	} else {
 		env = append(env, "OTEL_TRACES_SAMPLER=always_on")
 	}
-	return env, func() {
+	received = func() int64 {
 		_, spans := rcv.Received()
-		b.progress("  the receiver got %d spans", spans)
-		rcv.Close()
-	}, nil
+		return spans
+	}
+	return env, received, func() { rcv.Close() }, nil
 }
 
 // storageDir is the disk variant's directory, and how to clean up after it.
