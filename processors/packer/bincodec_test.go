@@ -23,18 +23,21 @@ func TestBinCodecRoundTrip(t *testing.T) {
 	cases := []struct {
 		codec goka.Codec
 		v     any
+		// opaque: the value's last bytes are kept as they are (a clock
+		// value's state, which TestClockStateRoundTrip checks), so only
+		// the bytes before them are checked for truncation.
+		opaque int
 	}{
-		{binCodec[validRecord, *validRecord]{}, &obs},
-		{binCodec[validRecord, *validRecord]{}, &validRecord{}},
-		{binCodec[firstSeen, *firstSeen]{}, &firstSeen{First: 1, FirstPart: 3}},
-		{binCodec[firstSeen, *firstSeen]{}, &firstSeen{First: 1 << 40, FirstPart: -1}},
-		{binCodec[decision, *decision]{}, &ev},
-		{binCodec[sizeClock, *sizeClock]{}, &sizeClock{Toys: streamClock{Seen: true, Lasts: []partOffset{{Partition: 2, Offset: 4}, {Partition: 0, Offset: 9}}, Max: 1e12}, Boxes: streamClock{Max: -1},
-			Open: []openWindow{{Start: 1, Toys: 2, Boxes: 3}}, Ev: ev}},
-		{binCodec[sizeClock, *sizeClock]{}, &sizeClock{}},
-		{binCodec[slotMsg, *slotMsg]{}, &slotMsg{Stream: record.Toys, ID: "t", Close: true, Size: "S", Window: 42}},
-		{binCodec[slotMsg, *slotMsg]{}, &slotMsg{Stream: record.Boxes, ID: "b", Size: "S", Window: 42, Trace: traceRef{TraceID: someTrace.TraceID, SpanID: someTrace.SpanID}}},
-		{binCodec[slotState, *slotState]{}, &slotState{Size: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: someTrace, BoxTrace: traceRef{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}}}},
+		{binCodec[validRecord, *validRecord]{}, &obs, 0},
+		{binCodec[validRecord, *validRecord]{}, &validRecord{}, 0},
+		{binCodec[firstSeen, *firstSeen]{}, &firstSeen{First: 1, FirstPart: 3}, 0},
+		{binCodec[firstSeen, *firstSeen]{}, &firstSeen{First: 1 << 40, FirstPart: -1}, 0},
+		{binCodec[decision, *decision]{}, &ev, 0},
+		{binCodec[clockValue, *clockValue]{}, &clockValue{Ev: ev, State: []byte{1, 2, 3}}, 3},
+		{binCodec[clockValue, *clockValue]{}, &clockValue{State: []byte{}}, 0},
+		{binCodec[slotMsg, *slotMsg]{}, &slotMsg{Stream: record.Toys, ID: "t", Close: true, Size: "S", Window: 42}, 0},
+		{binCodec[slotMsg, *slotMsg]{}, &slotMsg{Stream: record.Boxes, ID: "b", Size: "S", Window: 42, Trace: traceRef{TraceID: someTrace.TraceID, SpanID: someTrace.SpanID}}, 0},
+		{binCodec[slotState, *slotState]{}, &slotState{Size: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: someTrace, BoxTrace: traceRef{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}}}, 0},
 	}
 	for _, c := range cases {
 		b, err := c.codec.Encode(c.v)
@@ -53,13 +56,46 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		if _, err := c.codec.Decode(other); err == nil {
 			t.Errorf("%T: a value of version %d decoded", c.v, binVersion-1)
 		}
-		for n := 0; n < len(b); n++ {
+		for n := 0; n < len(b)-c.opaque; n++ {
 			if _, err := c.codec.Decode(b[:n]); err == nil {
 				t.Errorf("%T: %d of %d bytes decoded without error", c.v, n, len(b))
 			}
 		}
+		if _, isClock := c.v.(*clockValue); isClock {
+			continue // trailing bytes are its state's to refuse
+		}
 		if _, err := c.codec.Decode(append(b, 0)); err == nil {
 			t.Errorf("%T: trailing byte accepted", c.v)
+		}
+	}
+}
+
+// TestClockStateRoundTrip: the clock's state, which its table value keeps
+// encoded, decodes to what was encoded and refuses every truncation and
+// trailing bytes.
+func TestClockStateRoundTrip(t *testing.T) {
+	for _, st := range []sizeClock{
+		{Toys: streamClock{Seen: true, Lasts: []partOffset{{Partition: 2, Offset: 4}, {Partition: 0, Offset: 9}}, Max: 1e12}, Boxes: streamClock{Max: -1},
+			Open: []openWindow{{Start: 1, Toys: 2, Boxes: 3}, {Start: 1_798_070_390_000_000, Toys: 0, Boxes: 1 << 40}}},
+		{},
+	} {
+		b := st.appendState(nil)
+		var got sizeClock
+		if err := got.decodeState(b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, st) {
+			t.Errorf("round trip\n got %+v\nwant %+v", got, st)
+		}
+		for n := 0; n < len(b); n++ {
+			var short sizeClock
+			if err := short.decodeState(b[:n]); err == nil {
+				t.Errorf("%d of %d bytes decoded without error", n, len(b))
+			}
+		}
+		var long sizeClock
+		if err := long.decodeState(append(b, 0)); err == nil {
+			t.Errorf("trailing byte accepted")
 		}
 	}
 }
@@ -68,9 +104,10 @@ func TestBinCodecRoundTrip(t *testing.T) {
 // to bytes that decode and encode to the same bytes again.
 func FuzzBinCodec(f *testing.F) {
 	codecs := []goka.Codec{binCodec[validRecord, *validRecord]{}, binCodec[firstSeen, *firstSeen]{},
-		binCodec[sizeClock, *sizeClock]{}, binCodec[slotMsg, *slotMsg]{}, binCodec[slotState, *slotState]{}}
-	st := sizeClock{Toys: streamClock{Seen: true, Lasts: []partOffset{{Partition: 1, Offset: 7}}, Max: 5},
-		Open: []openWindow{{Start: 1_798_070_390_000_000, Toys: 2}}, Ev: decision{Class: classItem, Closed: []closedWindow{{Start: 1, Toys: 1}}}}
+		binCodec[clockValue, *clockValue]{}, binCodec[slotMsg, *slotMsg]{}, binCodec[slotState, *slotState]{}}
+	clk := sizeClock{Toys: streamClock{Seen: true, Lasts: []partOffset{{Partition: 1, Offset: 7}}, Max: 5},
+		Open: []openWindow{{Start: 1_798_070_390_000_000, Toys: 2}}}
+	st := clockValue{Ev: decision{Class: classItem, Closed: []closedWindow{{Start: 1, Toys: 1}}}, State: clk.appendState(nil)}
 	for i, v := range []any{&validRecord{Stream: record.Toys, ID: "a", Raw: []byte("{}")}, &firstSeen{First: 1, FirstPart: 3},
 		&st, &slotMsg{ID: "x", Window: 9}, &slotState{Toy: "t", Box: "b", Closed: true}} {
 		b, err := codecs[i].Encode(v)
@@ -84,6 +121,13 @@ func FuzzBinCodec(f *testing.F) {
 		v, err := c.Decode(b)
 		if err != nil {
 			return
+		}
+		if cv, ok := v.(*clockValue); ok {
+			// The state inside, as the clock stage reads it.
+			var st sizeClock
+			if st.decodeState(cv.State) == nil && !bytes.Equal(st.appendState(nil), cv.State) {
+				t.Fatalf("clock state %q decodes and encodes to %q", cv.State, st.appendState(nil))
+			}
 		}
 		once, err := c.Encode(v)
 		if err != nil {

@@ -16,7 +16,7 @@ package packer
 //     same offset through tt.Consume. Redeliveries are simulated by consuming
 //     a crafted message into a stage's input: an *validRecord (with the offset of
 //     an earlier record) into "packer-dedupe-loop", an event (*validRecord) into
-//     "packer-dedupe-events", a *sizeClock into "packer-clock-table".
+//     "packer-dedupe-events", a *clockValue into "packer-clock-table".
 //   - No crash, rebalance or table recovery with partial state can be
 //     simulated; those are for the integration tests against a broker.
 //   - tt.Consume(topic, key, nil) delivers a null value, as Kafka does for a
@@ -104,6 +104,18 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 }
 
 // send consumes one raw record into toys or boxes; it returns its offset.
+// clock is the clock stage's state of size, with the decision of its last
+// event, read from its table.
+func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
+	t.Helper()
+	v := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), size).(*clockValue)
+	st := &sizeClock{Ev: v.Ev}
+	if err := st.decodeState(v.State); err != nil {
+		t.Fatalf("clock of %s: %v", size, err)
+	}
+	return st
+}
+
 func (p *testerPipeline) send(x record.Stream, key, value string) int64 {
 	topic := p.pk.topicOf(x)
 	off := p.tt.NewQueueTracker(topic).Hwm()
@@ -262,7 +274,7 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 		t.Errorf("dedupe state of a: %+v", st)
 	}
 	// The clock saw it as a duplicate: no rank.
-	clk := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), "M").(*sizeClock)
+	clk := p.clock(t, "M")
 	if clk.Ev.Class != classDuplicate || clk.Ev.Rank != 0 || clk.Ev.Rec.Offset != off {
 		t.Errorf("clock event of the duplicate: %+v", clk.Ev)
 	}
@@ -359,7 +371,7 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 		t.Errorf("spare %s => %+v, want M|b3 => %+v", s.key, s.val, want)
 	}
 	p.expectNone("closing", p.packed, p.late, p.dead)
-	clk := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), "M").(*sizeClock)
+	clk := p.clock(t, "M")
 	if len(clk.Open) != 0 || len(clk.Ev.Closed) != 2 {
 		t.Errorf("clock after closing: open %+v, closed %+v", clk.Open, clk.Ev.Closed)
 	}

@@ -2,6 +2,7 @@ package packer
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 
@@ -10,10 +11,11 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The clock stage: one value per size (sizeClock) applies the events of
+// The clock stage: one state per size (sizeClock) applies the events of
 // that size in offset order, decides lateness and ranks, and closes windows.
 // It writes only its table; the table's changelog is the slots stage's input,
-// so a decision and the state it came from are one Kafka record.
+// so a decision and the state it came from are one Kafka record (a
+// clockValue).
 
 // clock applies one event to the clock of its size (lateness, ranks, window
 // closing) and records the decision in its table.
@@ -21,7 +23,9 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 	obs := msg.(*validRecord)
 	st := &sizeClock{}
 	if v := ctx.Value(); v != nil {
-		st = v.(*sizeClock)
+		if err := st.decodeState(v.(*clockValue).State); err != nil {
+			ctx.Fail(fmt.Errorf("clock of size %q: %w", ctx.Key(), err))
+		}
 	}
 	if st.apply(p.params, *obs) {
 		if st.Ev.NewPartition {
@@ -30,9 +34,37 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 				"(see README) and do not change the partition count of the input topics",
 				"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
 		}
-		ctx.SetValue(st)
+		ctx.SetValue(&clockValue{Ev: st.Ev, State: st.appendState(make([]byte, 0, st.stateSizeHint()))})
 	}
 }
+
+// clockValue is the clock table's value for one size: the decision of the
+// last event applied, then the size's clock state, still encoded. The slots
+// stage reads the table's changelog for the decision alone; only the clock
+// stage decodes the state, which is mostly open windows, hundreds of them
+// while one input topic is consumed far ahead of the other. Decoding them in
+// both stages was half of what the packer's CPU per event grew by at
+// 10,000,000 records (docs/PERFORMANCE.md, "Growth with the run").
+type clockValue struct {
+	Ev decision
+	// State is sizeClock.appendState's bytes. Decoded, it aliases the
+	// bytes decoded from: goka hands every decode bytes of its own.
+	State []byte
+}
+
+func (v *clockValue) appendBin(b []byte) []byte {
+	return append(v.Ev.appendBin(b), v.State...)
+}
+
+func (v *clockValue) readBin(r *binReader) {
+	v.Ev.readBin(r)
+	if r.err == nil {
+		v.State = r.left()
+		r.off = len(r.b)
+	}
+}
+
+func (v *clockValue) sizeHint() int { return v.Ev.sizeHint() + len(v.State) }
 
 // class is what the contract made of a valid record.
 type class string
@@ -116,10 +148,11 @@ type openWindow struct {
 	Boxes int   `json:"b"`
 }
 
-// sizeClock is the clock stage's value for one size. Open holds only windows
+// sizeClock is the clock stage's state for one size. Open holds only windows
 // that have items and are not yet closed, sorted by start: in steady state
 // about (W+L)/W of them, more while one stream runs ahead of the other in
-// event time. Ev is the event of the last record applied (see firstSeen).
+// event time. Ev is the event of the last record applied, which goes into
+// the table value beside the state (clockValue), not into the state.
 type sizeClock struct {
 	Toys  streamClock  `json:"toys"`
 	Boxes streamClock  `json:"boxes"`
@@ -235,10 +268,13 @@ func (s *sizeClock) closeWindows(p paramsUS) []closedWindow {
 	return out
 }
 
-// sizeHint: a clock value is mostly its open windows (an 8-byte start
-// and two small counts each); on a backlog there can be dozens.
-func (s *sizeClock) sizeHint() int {
-	return 128 + len(s.Ev.Rec.ID) + len(s.Ev.Rec.Trace.TraceState) + 12*len(s.Open) + 12*len(s.Ev.Closed)
+// stateSizeHint: a clock state is mostly its open windows (an 8-byte start
+// and two small counts each); on a backlog there can be hundreds.
+func (s *sizeClock) stateSizeHint() int { return 64 + 12*len(s.Open) }
+
+// sizeHint: a decision is mostly its record and the windows it closed.
+func (e *decision) sizeHint() int {
+	return 64 + len(e.Rec.ID) + len(e.Rec.Raw) + len(e.Rec.Trace.TraceState) + 12*len(e.Closed)
 }
 
 func (e *decision) appendBin(b []byte) []byte {
@@ -293,7 +329,8 @@ func (c *streamClock) readBin(r *binReader) {
 	c.Max = r.varint()
 }
 
-func (s *sizeClock) appendBin(b []byte) []byte {
+// appendState appends the state: both streams' clocks and the open windows.
+func (s *sizeClock) appendState(b []byte) []byte {
 	b = s.Toys.appendBin(b)
 	b = s.Boxes.appendBin(b)
 	b = binary.AppendUvarint(b, uint64(len(s.Open)))
@@ -302,10 +339,23 @@ func (s *sizeClock) appendBin(b []byte) []byte {
 		b = binary.AppendVarint(b, int64(w.Toys))
 		b = binary.AppendVarint(b, int64(w.Boxes))
 	}
-	return s.Ev.appendBin(b)
+	return b
 }
 
-func (s *sizeClock) readBin(r *binReader) {
+// decodeState reads what appendState wrote, all of b.
+func (s *sizeClock) decodeState(b []byte) error {
+	r := binReader{b: b}
+	s.readState(&r)
+	if r.err == nil && r.off != len(r.b) {
+		r.err = fmt.Errorf("%d trailing bytes", len(r.b)-r.off)
+	}
+	if r.err != nil {
+		return fmt.Errorf("decode the clock state: %w", r.err)
+	}
+	return nil
+}
+
+func (s *sizeClock) readState(r *binReader) {
 	s.Toys.readBin(r)
 	s.Boxes.readBin(r)
 	n := r.uvarint()
@@ -319,5 +369,4 @@ func (s *sizeClock) readBin(r *binReader) {
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		s.Open = append(s.Open, openWindow{Start: r.fixed64(), Toys: int(r.varint()), Boxes: int(r.varint())})
 	}
-	s.Ev.readBin(r)
 }

@@ -71,10 +71,10 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 	)
 	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
 		goka.Input(goka.Stream(p.cfg.dedupeEvents()), binCodec[validRecord, *validRecord]{}, p.clock),
-		goka.Persist(binCodec[sizeClock, *sizeClock]{}),
+		goka.Persist(binCodec[clockValue, *clockValue]{}),
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
-		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[sizeClock, *sizeClock]{}, p.forwardToSlots),
+		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[clockValue, *clockValue]{}, p.forwardToSlots),
 		goka.Loop(binCodec[slotMsg, *slotMsg]{}, p.slot),
 		goka.Persist(binCodec[slotState, *slotState]{}),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),

@@ -19,7 +19,7 @@ import (
 // items to their (size, window, rank) slot, and window closings to the slots
 // that will stay half-empty. It is stateless, so a replay repeats it exactly.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
-	ev := msg.(*sizeClock).Ev
+	ev := msg.(*clockValue).Ev
 	r := ev.Rec
 	switch ev.Class {
 	case classLate:
