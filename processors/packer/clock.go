@@ -43,8 +43,9 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 // stage reads the table's changelog for the decision alone; only the clock
 // stage decodes the state, which is mostly open windows, hundreds of them
 // while one input topic is consumed far ahead of the other. Decoding them in
-// both stages was half of what the packer's CPU per event grew by at
-// 10,000,000 records (docs/PERFORMANCE.md, "Growth with the run").
+// the slots stage too was about a third of what the packer's CPU per event
+// grew by from 1,000,000 to 10,000,000 records (docs/PERFORMANCE.md, "Growth
+// with the run").
 type clockValue struct {
 	Ev decision
 	// State is sizeClock.appendState's bytes. Decoded, it aliases the
