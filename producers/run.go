@@ -33,11 +33,7 @@ func flushFor(ctx context.Context, kc kafkaconf.Config) time.Duration {
 	if ctx.Err() != nil {
 		return FlushTimeout
 	}
-	retry := kc.RetryFor
-	if retry == 0 {
-		retry = kafkaconf.DefaultRetryFor
-	}
-	return max(FlushTimeout, retry+5*time.Second)
+	return max(FlushTimeout, kc.RetryWindow()+5*time.Second)
 }
 
 // ProgressEvery is the interval of progress reports.

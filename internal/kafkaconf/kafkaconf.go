@@ -150,11 +150,15 @@ func (c Config) clientID() string {
 	return c.ClientID
 }
 
+// RetryWindow is RetryFor or, when it is 0, DefaultRetryFor.
+func (c Config) RetryWindow() time.Duration {
+	if c.RetryFor == 0 {
+		return DefaultRetryFor
+	}
+	return c.RetryFor
+}
+
 // retries is RetryFor in retries of retryBackoff (at least one).
 func (c Config) retries() int {
-	d := c.RetryFor
-	if d == 0 {
-		d = DefaultRetryFor
-	}
-	return max(1, int((d+retryBackoff-1)/retryBackoff))
+	return max(1, int((c.RetryWindow()+retryBackoff-1)/retryBackoff))
 }

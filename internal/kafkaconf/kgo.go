@@ -29,10 +29,7 @@ func (c Config) Kgo() []kgo.Opt {
 	if linger == 0 {
 		linger = DefaultFlushFrequency
 	}
-	retryFor := c.RetryFor
-	if retryFor == 0 {
-		retryFor = DefaultRetryFor
-	}
+	retryFor := c.RetryWindow()
 	opts := []kgo.Opt{
 		kgo.ClientID(c.clientID()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),

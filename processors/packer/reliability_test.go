@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,7 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
@@ -330,6 +337,86 @@ func TestReplicatedClusterNodeLoss(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("packer did not survive losing a broker: %v", err)
 	}
+	pl.check(t, ctx, s)
+	pl.checkRawPacked(t, ctx)
+}
+
+// TestStagesStartAgainAfterBrokerError: a partition leader that moves while
+// a stage sets up its table (seen in CI when a cluster broker stopped) makes
+// goka stop that processor. The packer starts its three stages again and
+// loses nothing. kfake answers the first two offset requests for each
+// partition of the dedupe table with NOT_LEADER_OR_FOLLOWER: sarama retries
+// once, so every first setup of that table fails.
+func TestStagesStartAgainAfterBrokerError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	kc := kafkaconf.Config{Brokers: cluster.ListenAddrs()}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := scenario{seed: 601, toys: 600, boxes: 600, elves: 2, partitions: 4,
+		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
+		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+	pl := newPipeline(t, kc, s)
+	table := string(goka.GroupTable(goka.Group(pl.cfg.Groups()[0])))
+	var mu sync.Mutex
+	refused := map[int32]int{}
+	cluster.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		lo := req.(*kmsg.ListOffsetsRequest)
+		resp := lo.ResponseKind().(*kmsg.ListOffsetsResponse)
+		resp.Version = lo.Version
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rt := range lo.Topics {
+			if rt.Topic != table {
+				return nil, nil, false
+			}
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				if refused[rp.Partition] >= 2 {
+					return nil, nil, false
+				}
+				refused[rp.Partition]++
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotLeaderForPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, len(resp.Topics) > 0
+	})
+
+	c := harness.DefaultConfig()
+	c.Kafka, c.Packer = kc, pl.cfg
+	h, err := harness.New(c, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.StartPacker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.produce(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitQuiet(ctx, 250*time.Millisecond); err != nil {
+		t.Fatalf("the packer did not come through the broker errors: %v", err)
+	}
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if refused[0] < 2 {
+		t.Errorf("the broker refused %v offset requests per partition of %s, want 2 for partition 0: the test did not make a setup fail", refused, table)
+	}
+	mu.Unlock()
 	pl.check(t, ctx, s)
 	pl.checkRawPacked(t, ctx)
 }

@@ -124,7 +124,11 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 }
 
 // Run creates the topics and runs the three groups until ctx ends or one of
-// them fails. A cancelled ctx is a clean stop and returns nil.
+// them fails for good. A cancelled ctx is a clean stop and returns nil. When a
+// group stops on a broker's passing state (a leader or coordinator moved, a
+// broker restarting), all three start again from their committed offsets
+// (gokakit.Supervise), until such failures go on for longer than the Kafka
+// retry window without the groups getting to run.
 func (p *Packer) Run(ctx context.Context) error {
 	if err := p.EnsureTopics(ctx); err != nil {
 		// Stopped before it started: the same clean stop as below.
@@ -134,20 +138,34 @@ func (p *Packer) Run(ctx context.Context) error {
 	if err != nil {
 		return unlessStopped(ctx, err)
 	}
-	p.lim, p.seqs = lim, nil
+	p.lim = lim
+	signalled := false // p.ready was called
+	return gokakit.Supervise(ctx, p.log, p.cfg.Kafka.RetryWindow(), func(ctx context.Context) (bool, error) {
+		ran, err := p.runStages(ctx, !signalled)
+		signalled = signalled || ran
+		return ran, err
+	})
+}
+
+// runStages runs the three groups once, until ctx ends or one fails: ran
+// says whether all three got to run (and, with signal, p.ready was called).
+func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
+	p.seqs = nil
 	graphs := p.Graphs()
 	// The slots stage does not need the size hasher: slot logic does not depend
 	// on order, so its keys spread over all partitions.
 	hashed := []bool{true, true, false}
-	g, gctx := errgroup.WithContext(ctx)
-	var procs []*goka.Processor
+	procs := make([]*goka.Processor, len(graphs))
 	for i, gg := range graphs {
-		group := string(gg.Group())
-		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(group, hashed[i])...)
+		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(string(gg.Group()), hashed[i])...)
 		if err != nil {
-			return fmt.Errorf("create goka processor %s: %w", group, err)
+			return false, fmt.Errorf("create goka processor %s: %w", gg.Group(), err)
 		}
-		procs = append(procs, proc)
+		procs[i] = proc
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, proc := range procs {
+		group := graphs[i].Group()
 		g.Go(func() error {
 			p.log.Info("packer stage starting", "group", group)
 			if err := proc.Run(gctx); err != nil {
@@ -156,21 +174,28 @@ func (p *Packer) Run(ctx context.Context) error {
 			return nil
 		})
 	}
-	if p.ready != nil {
-		go signalReady(gctx, procs, p.ready)
-	}
-	if err = unlessStopped(ctx, g.Wait()); err == nil {
-		return nil
+	running := make(chan bool, 1)
+	go func() {
+		all := allRunning(gctx, procs)
+		if all && signal && p.ready != nil {
+			p.ready()
+		}
+		running <- all
+	}()
+	err = unlessStopped(ctx, g.Wait())
+	ran = <-running // Wait has cancelled gctx, so this does not wait long
+	if err == nil {
+		return ran, nil
 	}
 	// goka reports every message that could not commit after a failed
 	// write; the first failure is the one that matters.
 	for _, s := range p.seqs {
 		if f := s.firstFailure(); f != nil {
-			return fmt.Errorf("a write failed, so the packer stopped before committing the record it was for "+
-				"(it is processed again when the packer restarts): %w", f)
+			return ran, fmt.Errorf("a write failed, so the packer stopped before committing the record it was for "+
+				"(it is processed again when the packer starts again): %w", f)
 		}
 	}
-	return err
+	return ran, err
 }
 
 // WithReady calls ready once in each Run, when all three groups have joined
@@ -179,17 +204,15 @@ func WithReady(ready func()) Option {
 	return func(p *Packer) { p.ready = ready }
 }
 
-// signalReady calls ready once every processor runs, unless ctx ends first
-// (goka's wait also returns for a processor that stopped).
-func signalReady(ctx context.Context, procs []*goka.Processor, ready func()) {
+// allRunning reports whether every processor came to run, recovered, before
+// ctx ended (goka's wait also returns for a processor that stopped).
+func allRunning(ctx context.Context, procs []*goka.Processor) bool {
 	for _, proc := range procs {
 		if err := proc.WaitForReadyContext(ctx); err != nil || !proc.Recovered() {
-			return
+			return false
 		}
 	}
-	if ctx.Err() == nil {
-		ready()
-	}
+	return ctx.Err() == nil
 }
 
 // unlessStopped is err, or nil once ctx is done: a stop asked for is clean,

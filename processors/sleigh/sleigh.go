@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +95,7 @@ type Sleigh struct {
 	conflicts atomic.Int64  // keys re-sent with a different pair: a packer bug
 	malformed atomic.Int64  // records that are not a packed pair
 	ready     chan struct{} // closed once Run's processor and view run
+	readyOnce sync.Once
 }
 
 // New validates cfg; it does not touch Kafka. A nil log discards the
@@ -203,17 +205,26 @@ func (s *Sleigh) storage(name string) storage.Builder {
 }
 
 // Run creates the topics and runs the processor and the manifest's view
-// until ctx ends (nil) or one of them fails.
+// until ctx ends (nil) or one of them fails for good. When one stops on a
+// broker's passing state (a leader or coordinator moved, a broker
+// restarting), both start again (gokakit.Supervise), until such failures go
+// on for longer than the Kafka retry window without both running.
 func (s *Sleigh) Run(ctx context.Context) error {
 	if err := s.EnsureTopics(ctx); err != nil {
 		return unlessStopped(ctx, err) // stopped before it started: as clean as a later stop
 	}
+	return gokakit.Supervise(ctx, s.log, s.cfg.Kafka.RetryWindow(), s.runOnce)
+}
+
+// runOnce runs a new processor and view until ctx ends or one fails; ran
+// says whether both got to run.
+func (s *Sleigh) runOnce(ctx context.Context) (ran bool, err error) {
 	kc, group := s.cfg.Kafka, s.cfg.Group
 	tm := gokakit.TopicConfig(s.cfg.Replication)
 	proc, err := goka.NewProcessor(kc.Brokers, s.Graph(),
 		append(gokakit.Options(kc, group, tm, s.log), goka.WithStorageBuilder(s.storage("processor")))...)
 	if err != nil {
-		return fmt.Errorf("sleigh: create goka processor: %w", err)
+		return false, fmt.Errorf("sleigh: create goka processor: %w", err)
 	}
 	view, err := goka.NewView(kc.Brokers, goka.Table(s.cfg.table()), packedCodec{},
 		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(gokakit.Sarama(kc, group))),
@@ -222,11 +233,12 @@ func (s *Sleigh) Run(ctx context.Context) error {
 		goka.WithViewLogger(gokakit.Logger(s.log)),
 	)
 	if err != nil {
-		return fmt.Errorf("sleigh: create goka view: %w", err)
+		return false, fmt.Errorf("sleigh: create goka view: %w", err)
 	}
 	s.view.Store(view)
 	g, gctx := errgroup.WithContext(ctx)
-	go s.signalReady(gctx, proc, view)
+	running := make(chan bool, 1)
+	go func() { running <- s.signalReady(gctx, proc, view) }()
 	g.Go(func() error {
 		if err := proc.Run(gctx); err != nil {
 			return fmt.Errorf("sleigh processor: %w", err)
@@ -239,7 +251,8 @@ func (s *Sleigh) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	return unlessStopped(ctx, g.Wait())
+	err = unlessStopped(ctx, g.Wait())
+	return <-running, err // Wait has cancelled gctx, so this does not wait long
 }
 
 // Ready is closed once Run's processor has joined its group and recovered
@@ -247,20 +260,23 @@ func (s *Sleigh) Run(ctx context.Context) error {
 // answering. It stays open when Run fails or stops first.
 func (s *Sleigh) Ready() <-chan struct{} { return s.ready }
 
-// signalReady closes s.ready once proc and view run, unless ctx ends first
-// (Run failed or stopped: goka's wait also returns for a stopped processor).
-func (s *Sleigh) signalReady(ctx context.Context, proc *goka.Processor, view *goka.View) {
+// signalReady reports whether proc and view came to run before ctx ended
+// (Run failed or stopped: goka's wait also returns for a stopped processor),
+// and closes s.ready the first time they did.
+func (s *Sleigh) signalReady(ctx context.Context, proc *goka.Processor, view *goka.View) bool {
 	if err := proc.WaitForReadyContext(ctx); err != nil || !proc.Recovered() {
-		return
+		return false
 	}
 	select {
 	case <-view.WaitRunning():
 	case <-ctx.Done():
-		return
+		return false
 	}
-	if ctx.Err() == nil {
-		close(s.ready)
+	if ctx.Err() != nil {
+		return false
 	}
+	s.readyOnce.Do(func() { close(s.ready) })
+	return true
 }
 
 // unlessStopped is err, or nil once ctx is done: a stop asked for is clean.
