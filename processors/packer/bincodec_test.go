@@ -2,6 +2,8 @@ package packer
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math"
 	"reflect"
 	"testing"
 
@@ -77,6 +79,9 @@ func TestClockStateRoundTrip(t *testing.T) {
 	for _, st := range []sizeClock{
 		{Toys: streamClock{Seen: true, Lasts: []partOffset{{Partition: 2, Offset: 4}, {Partition: 0, Offset: 9}}, Max: 1e12}, Boxes: streamClock{Max: -1},
 			Open: []openWindow{{Start: 1, Toys: 2, Boxes: 3}, {Start: 1_798_070_390_000_000, Toys: 0, Boxes: 1 << 40}}},
+		{Open: []openWindow{{Start: -62_167_219_200_000_000, Toys: 1}, {Start: -20_000_000, Boxes: 4}, {Start: 0}, {Start: 253_402_300_790_000_000, Toys: 3}}},
+		{Open: []openWindow{{Start: math.MinInt64}, {Start: math.MaxInt64}}},
+		{Open: []openWindow{{Start: 7, Toys: 1}}},
 		{},
 	} {
 		b := st.appendState(nil)
@@ -96,6 +101,41 @@ func TestClockStateRoundTrip(t *testing.T) {
 		var long sizeClock
 		if err := long.decodeState(append(b, 0)); err == nil {
 			t.Errorf("trailing byte accepted")
+		}
+	}
+}
+
+// TestClockStateIsCompact: open windows W apart take about three bytes each
+// (a step of 1 and two counts), whatever W and the year; steps that would
+// not keep the windows sorted and distinct, or overflow, are refused.
+func TestClockStateIsCompact(t *testing.T) {
+	const n = 1000
+	for _, w := range []int64{1, 10_000_000, 86_400_000_000} {
+		st := sizeClock{Toys: streamClock{Seen: true, Max: 1}}
+		for i := range int64(n) {
+			st.Open = append(st.Open, openWindow{Start: 1_798_070_400_000_000/w*w + i*w, Toys: int(i % 50), Boxes: 1})
+		}
+		if b := st.appendState(nil); len(b) > 3*n+32 {
+			t.Errorf("W=%d µs: %d open windows take %d bytes, want at most %d", w, n, len(b), 3*n+32)
+		}
+	}
+	var empty sizeClock
+	head := empty.Toys.appendBin(empty.Boxes.appendBin(nil))
+	for _, tc := range []struct {
+		name string
+		tail []uint64 // after the clocks: count, unit, first start (zigzag), its counts, then step and counts
+	}{
+		{"a unit of 0", []uint64{2, 0, 0, 0, 0, 1, 0, 0}},
+		{"a step of 0", []uint64{2, 1, 0, 0, 0, 0, 0, 0}},
+		{"past the last µs", []uint64{2, 1 << 62, 0, 0, 0, 2, 0, 0}},
+	} {
+		b := head
+		for _, u := range tc.tail {
+			b = binary.AppendUvarint(b, u)
+		}
+		var st sizeClock
+		if err := st.decodeState(b); err == nil {
+			t.Errorf("%s: decoded to %+v", tc.name, st.Open)
 		}
 	}
 }
@@ -124,9 +164,13 @@ func FuzzBinCodec(f *testing.F) {
 		}
 		if cv, ok := v.(*clockValue); ok {
 			// The state inside, as the clock stage reads it.
-			var st sizeClock
-			if st.decodeState(cv.State) == nil && !bytes.Equal(st.appendState(nil), cv.State) {
-				t.Fatalf("clock state %q decodes and encodes to %q", cv.State, st.appendState(nil))
+			// Varints may be overlong, so compare a second round trip.
+			var st, again sizeClock
+			if st.decodeState(cv.State) == nil {
+				enc := st.appendState(nil)
+				if err := again.decodeState(enc); err != nil || !bytes.Equal(again.appendState(nil), enc) {
+					t.Fatalf("clock state %q decodes and encodes to %q, which does not round-trip (%v)", cv.State, enc, err)
+				}
 			}
 		}
 		once, err := c.Encode(v)
@@ -142,4 +186,30 @@ func FuzzBinCodec(f *testing.F) {
 			t.Fatalf("%T: encoding not stable:\n%q\n%q", v, once, twice)
 		}
 	})
+}
+
+// TestClockCache: a cached state is taken only for its own bytes, and only
+// once; any other bytes are decoded.
+func TestClockCache(t *testing.T) {
+	a := &sizeClock{Toys: streamClock{Seen: true, Max: 5}, Open: []openWindow{{Start: 0, Toys: 1}, {Start: 10, Boxes: 2}}}
+	b := &sizeClock{Boxes: streamClock{Seen: true, Max: 9}}
+	encA, encB := a.appendState(nil), b.appendState(nil)
+	c := newClockCache()
+	c.put("M", encA, a)
+	if got, err := c.take("M", encB); err != nil || got == a || !reflect.DeepEqual(got, b) {
+		t.Errorf("take with other bytes = %+v, %v; want them decoded", got, err)
+	}
+	c.put("M", encA, a)
+	if got, err := c.take("S", encA); err != nil || got == a || !reflect.DeepEqual(got, a) {
+		t.Errorf("take for another size = %p, %v; want a decoded copy, not the cached %p", got, err, a)
+	}
+	if got, err := c.take("M", bytes.Clone(encA)); err != nil || got != a {
+		t.Errorf("take with the cached bytes = %p, %v; want the cached %p", got, err, a)
+	}
+	if got, err := c.take("M", encA); err != nil || got == a || !reflect.DeepEqual(got, a) {
+		t.Errorf("second take = %p, %v; want a decoded copy: a take removes the entry", got, err)
+	}
+	if _, err := c.take("M", encA[:len(encA)-1]); err == nil {
+		t.Error("truncated bytes decoded")
+	}
 }

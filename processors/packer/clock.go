@@ -1,10 +1,14 @@
 package packer
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/lovoo/goka"
 
@@ -23,7 +27,8 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 	obs := msg.(*validRecord)
 	st := &sizeClock{}
 	if v := ctx.Value(); v != nil {
-		if err := st.decodeState(v.(*clockValue).State); err != nil {
+		var err error
+		if st, err = p.clocks.take(ctx.Key(), v.(*clockValue).State); err != nil {
 			ctx.Fail(fmt.Errorf("clock of size %q: %w", ctx.Key(), err))
 		}
 	}
@@ -34,8 +39,51 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 				"(see README) and do not change the partition count of the input topics",
 				"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
 		}
-		ctx.SetValue(&clockValue{Ev: st.Ev, State: st.appendState(make([]byte, 0, st.stateSizeHint()))})
+		enc := st.appendState(make([]byte, 0, st.stateSizeHint()))
+		ctx.SetValue(&clockValue{Ev: st.Ev, State: enc})
+		p.clocks.put(ctx.Key(), enc, st)
 	}
+}
+
+// clockCache holds, per size, the clock state this process last wrote,
+// decoded, beside its bytes: decoding thousands of open windows on every
+// event was most of what the clock stage's cost grew by on a large backlog.
+// A state is taken from it only when the table's bytes are those bytes, so
+// it decodes exactly what the table holds, whoever wrote it; and taking
+// removes it, so that a state changed by an event whose write then fails
+// is never taken again. A size's key lives in one partition, so one
+// goroutine at a time uses an entry; the lock is for the map.
+type clockCache struct {
+	mu sync.Mutex
+	m  map[string]cachedClock
+}
+
+type cachedClock struct {
+	enc []byte
+	st  *sizeClock
+}
+
+func newClockCache() *clockCache { return &clockCache{m: map[string]cachedClock{}} }
+
+// take returns the state encoded in enc: the cached one when its bytes are
+// enc, else a decoded one.
+func (c *clockCache) take(key string, enc []byte) (*sizeClock, error) {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	delete(c.m, key)
+	c.mu.Unlock()
+	if ok && bytes.Equal(e.enc, enc) {
+		return e.st, nil
+	}
+	st := &sizeClock{}
+	return st, st.decodeState(enc)
+}
+
+// put caches st as the state that enc encodes.
+func (c *clockCache) put(key string, enc []byte, st *sizeClock) {
+	c.mu.Lock()
+	c.m[key] = cachedClock{enc: enc, st: st}
+	c.mu.Unlock()
 }
 
 // clockValue is the clock table's value for one size: the decision of the
@@ -269,9 +317,9 @@ func (s *sizeClock) closeWindows(p paramsUS) []closedWindow {
 	return out
 }
 
-// stateSizeHint: a clock state is mostly its open windows (an 8-byte start
-// and two small counts each); on a backlog there can be hundreds.
-func (s *sizeClock) stateSizeHint() int { return 64 + 12*len(s.Open) }
+// stateSizeHint: a clock state is mostly its open windows (a step and two
+// small counts each, appendState); on a backlog there can be thousands.
+func (s *sizeClock) stateSizeHint() int { return 64 + 6*len(s.Open) }
 
 // sizeHint: a decision is mostly its record and the windows it closed.
 func (e *decision) sizeHint() int {
@@ -331,16 +379,47 @@ func (c *streamClock) readBin(r *binReader) {
 }
 
 // appendState appends the state: both streams' clocks and the open windows.
+// A window's start is written as its distance from the previous one in
+// units of the greatest common divisor of those distances (W, or a multiple
+// of it, as every start is a multiple of W), so that a window takes about
+// three bytes, not eleven: while one input is consumed far ahead of the
+// other, a size has thousands of open windows, and every event of that size
+// writes them all (docs/PERFORMANCE.md, "Growth with the run").
 func (s *sizeClock) appendState(b []byte) []byte {
 	b = s.Toys.appendBin(b)
 	b = s.Boxes.appendBin(b)
 	b = binary.AppendUvarint(b, uint64(len(s.Open)))
-	for _, w := range s.Open {
-		b = binary.LittleEndian.AppendUint64(b, uint64(w.Start))
+	if len(s.Open) == 0 {
+		return b
+	}
+	var unit uint64
+	for i := 1; i < len(s.Open); i++ {
+		if d := uint64(s.Open[i].Start) - uint64(s.Open[i-1].Start); d != unit { // most are W: no division
+			unit = gcd(unit, d)
+		}
+	}
+	unit = max(unit, 1)
+	b = binary.AppendUvarint(b, unit)
+	b = binary.AppendVarint(b, s.Open[0].Start)
+	for i, w := range s.Open {
+		if i > 0 {
+			step := uint64(1)
+			if d := uint64(w.Start) - uint64(s.Open[i-1].Start); d != unit {
+				step = d / unit
+			}
+			b = binary.AppendUvarint(b, step)
+		}
 		b = binary.AppendVarint(b, int64(w.Toys))
 		b = binary.AppendVarint(b, int64(w.Boxes))
 	}
 	return b
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // decodeState reads what appendState wrote, all of b.
@@ -360,14 +439,31 @@ func (s *sizeClock) readState(r *binReader) {
 	s.Toys.readBin(r)
 	s.Boxes.readBin(r)
 	n := r.uvarint()
+	if n == 0 || r.err != nil {
+		return
+	}
 	if n > uint64(len(r.b)-r.off) {
 		r.err = errShort
 		return
 	}
-	if n > 0 {
-		s.Open = make([]openWindow, 0, n)
+	unit := r.uvarint()
+	start := r.varint()
+	if r.err == nil && unit == 0 {
+		r.err = errors.New("open windows in units of 0 µs")
 	}
+	s.Open = make([]openWindow, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		s.Open = append(s.Open, openWindow{Start: r.fixed64(), Toys: int(r.varint()), Boxes: int(r.varint())})
+		if i > 0 {
+			d := r.uvarint()
+			// The headroom to MaxInt64 is in uint64 arithmetic so that a
+			// negative start cannot overflow it.
+			hi, dist := bits.Mul64(d, unit)
+			if d == 0 || hi != 0 || dist > uint64(math.MaxInt64)-uint64(start) {
+				r.err = fmt.Errorf("open window %d is %d units of %d µs after one at %d", i, d, unit, start)
+				return
+			}
+			start += int64(dist)
+		}
+		s.Open = append(s.Open, openWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())})
 	}
 }

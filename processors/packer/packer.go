@@ -30,6 +30,7 @@ type Packer struct {
 	params paramsUS
 	lim    limits       // what every record written must fit in (fit.go)
 	seqs   []*sequencer // one per group (inorder.go)
+	clocks *clockCache  // the clock stage's last states (clock.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
 	ready  func()       // WithReady
@@ -44,7 +45,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache()}
 	for _, o := range opts {
 		o(p)
 	}

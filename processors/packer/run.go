@@ -150,7 +150,7 @@ func (p *Packer) Run(ctx context.Context) error {
 // runStages runs the three groups once, until ctx ends or one fails: ran
 // says whether all three got to run (and, with signal, p.ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
-	p.seqs = nil
+	p.seqs, p.clocks = nil, newClockCache()
 	graphs := p.Graphs()
 	// The slots stage does not need the size hasher: slot logic does not depend
 	// on order, so its keys spread over all partitions.
