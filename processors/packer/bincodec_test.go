@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -84,14 +85,16 @@ func TestClockStateRoundTrip(t *testing.T) {
 		{Open: []openWindow{{Start: 7, Toys: 1}}},
 		{},
 	} {
-		b := st.appendState(nil)
-		var got sizeClock
-		if err := got.decodeState(b); err != nil {
-			t.Fatal(err)
+		for _, w := range []int64{1, 7, 10_000_000} {
+			var got sizeClock
+			if err := got.decodeState(st.appendState(nil, w)); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, st) {
+				t.Errorf("round trip with W=%d µs\n got %+v\nwant %+v", w, got, st)
+			}
 		}
-		if !reflect.DeepEqual(got, st) {
-			t.Errorf("round trip\n got %+v\nwant %+v", got, st)
-		}
+		b := st.appendState(nil, 10_000_000)
 		for n := 0; n < len(b); n++ {
 			var short sizeClock
 			if err := short.decodeState(b[:n]); err == nil {
@@ -115,7 +118,7 @@ func TestClockStateIsCompact(t *testing.T) {
 		for i := range int64(n) {
 			st.Open = append(st.Open, openWindow{Start: 1_798_070_400_000_000/w*w + i*w, Toys: int(i % 50), Boxes: 1})
 		}
-		if b := st.appendState(nil); len(b) > 3*n+32 {
+		if b := st.appendState(nil, w); len(b) > 3*n+32 {
 			t.Errorf("W=%d µs: %d open windows take %d bytes, want at most %d", w, n, len(b), 3*n+32)
 		}
 	}
@@ -147,7 +150,7 @@ func FuzzBinCodec(f *testing.F) {
 		binCodec[clockValue, *clockValue]{}, binCodec[slotMsg, *slotMsg]{}, binCodec[slotState, *slotState]{}}
 	clk := sizeClock{Toys: streamClock{Seen: true, Lasts: []partOffset{{Partition: 1, Offset: 7}}, Max: 5},
 		Open: []openWindow{{Start: 1_798_070_390_000_000, Toys: 2}}}
-	st := clockValue{Ev: decision{Class: classItem, Closed: []closedWindow{{Start: 1, Toys: 1}}}, State: clk.appendState(nil)}
+	st := clockValue{Ev: decision{Class: classItem, Closed: []closedWindow{{Start: 1, Toys: 1}}}, State: clk.appendState(nil, 10_000_000)}
 	for i, v := range []any{&validRecord{Stream: record.Toys, ID: "a", Raw: []byte("{}")}, &firstSeen{First: 1, FirstPart: 3},
 		&st, &slotMsg{ID: "x", Window: 9}, &slotState{Toy: "t", Box: "b", Closed: true}} {
 		b, err := codecs[i].Encode(v)
@@ -167,8 +170,8 @@ func FuzzBinCodec(f *testing.F) {
 			// Varints may be overlong, so compare a second round trip.
 			var st, again sizeClock
 			if st.decodeState(cv.State) == nil {
-				enc := st.appendState(nil)
-				if err := again.decodeState(enc); err != nil || !bytes.Equal(again.appendState(nil), enc) {
+				enc := st.appendState(nil, 10_000_000)
+				if err := again.decodeState(enc); err != nil || !bytes.Equal(again.appendState(nil, 10_000_000), enc) {
 					t.Fatalf("clock state %q decodes and encodes to %q, which does not round-trip (%v)", cv.State, enc, err)
 				}
 			}
@@ -193,7 +196,7 @@ func FuzzBinCodec(f *testing.F) {
 func TestClockCache(t *testing.T) {
 	a := &sizeClock{Toys: streamClock{Seen: true, Max: 5}, Open: []openWindow{{Start: 0, Toys: 1}, {Start: 10, Boxes: 2}}}
 	b := &sizeClock{Boxes: streamClock{Seen: true, Max: 9}}
-	encA, encB := a.appendState(nil), b.appendState(nil)
+	encA, encB := a.appendState(nil, 10), b.appendState(nil, 10)
 	c := newClockCache()
 	c.put("M", encA, a)
 	if got, err := c.take("M", encB); err != nil || got == a || !reflect.DeepEqual(got, b) {
@@ -211,5 +214,61 @@ func TestClockCache(t *testing.T) {
 	}
 	if _, err := c.take("M", encA[:len(encA)-1]); err == nil {
 		t.Error("truncated bytes decoded")
+	}
+}
+
+// TestClockStateAfterApply: the clock stage encodes a state from the one
+// before it (appendStateAfter, which copies the windows an event left as
+// they were); the bytes must be appendState's, after every kind of event:
+// items into the newest, oldest, a middle or a new window, windows closed
+// (the counted one among them or not, all of them), heartbeats, late items,
+// duplicates, redeliveries and gaps of many windows.
+func TestClockStateAfterApply(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		p := paramsUS{WindowUS: []int64{1, 3, 10_000_000}[seed%3], LatenessUS: int64(rng.IntN(4)) * 1_000}
+		if p.WindowUS == 10_000_000 {
+			p.LatenessUS *= 10_000
+		}
+		st, prev := &sizeClock{}, []byte(nil)
+		var toyT, boxT, off int64 = 1_798_070_400_000_000, 1_798_070_400_000_000, 0
+		for step := range 400 {
+			rec := validRecord{Stream: record.Toys, Size: "M", Partition: 0, ID: "x"}
+			clock := &toyT
+			if rng.IntN(2) == 0 {
+				rec.Stream, clock = record.Boxes, &boxT
+			}
+			// Mostly forward in small steps, sometimes a gap, sometimes back.
+			switch r := rng.IntN(20); {
+			case r == 0:
+				*clock += int64(rng.IntN(50)) * p.WindowUS
+			case r < 4:
+				*clock -= int64(rng.IntN(5)) * p.WindowUS
+			default:
+				*clock += int64(rng.IntN(3)) * p.WindowUS / 2
+			}
+			rec.MadeUS = *clock
+			rec.Heartbeat, rec.Dup = rng.IntN(10) == 0, rng.IntN(15) == 0
+			if rng.IntN(40) == 0 {
+				// Both streams' heartbeats jump ahead: every window closes.
+				*clock = max(toyT, boxT) + int64(1+rng.IntN(3))*p.WindowUS + p.LatenessUS
+				toyT, boxT = *clock, *clock
+				rec.MadeUS, rec.Heartbeat = *clock, true
+			}
+			off++
+			rec.Offset = off
+			if rng.IntN(12) == 0 {
+				rec.Offset = off - 1 // a redelivery: not applied
+			}
+			if !st.apply(p, rec) {
+				continue
+			}
+			got := st.appendStateAfter(nil, prev, p.WindowUS)
+			want := st.appendState(nil, p.WindowUS)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("seed %d step %d (%+v, %d open): appendStateAfter\n%x\nwant appendState\n%x", seed, step, st.edit, len(st.Open), got, want)
+			}
+			prev = got
+		}
 	}
 }

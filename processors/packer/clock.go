@@ -26,9 +26,11 @@ import (
 func (p *Packer) clock(ctx goka.Context, msg any) {
 	obs := msg.(*validRecord)
 	st := &sizeClock{}
+	var prev []byte
 	if v := ctx.Value(); v != nil {
 		var err error
-		if st, err = p.clocks.take(ctx.Key(), v.(*clockValue).State); err != nil {
+		prev = v.(*clockValue).State
+		if st, err = p.clocks.take(ctx.Key(), prev); err != nil {
 			ctx.Fail(fmt.Errorf("clock of size %q: %w", ctx.Key(), err))
 		}
 	}
@@ -39,7 +41,7 @@ func (p *Packer) clock(ctx goka.Context, msg any) {
 				"(see README) and do not change the partition count of the input topics",
 				"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
 		}
-		enc := st.appendState(make([]byte, 0, st.stateSizeHint()))
+		enc := st.appendStateAfter(make([]byte, 0, len(prev)+64), prev, p.params.WindowUS)
 		ctx.SetValue(&clockValue{Ev: st.Ev, State: enc})
 		p.clocks.put(ctx.Key(), enc, st)
 	}
@@ -207,6 +209,17 @@ type sizeClock struct {
 	Boxes streamClock  `json:"boxes"`
 	Open  []openWindow `json:"open,omitempty"`
 	Ev    decision     `json:"ev"`
+	edit  openEdit     // what the last apply did to Open
+}
+
+// openEdit is what one apply did to the open windows, so that
+// appendStateAfter re-encodes only those it changed: the index of the window
+// it counted an item into (before it closed any; -1: none), whether that
+// window was new, and how many windows it closed (the first ones).
+type openEdit struct {
+	at       int
+	inserted bool
+	closed   int
 }
 
 func (s *sizeClock) clock(x record.Stream) *streamClock {
@@ -252,6 +265,7 @@ func (s *sizeClock) apply(p paramsUS, rec validRecord) bool {
 	if c.applied(rec.Partition, rec.Offset) {
 		return false
 	}
+	s.edit = openEdit{at: -1}
 	ev := decision{Rec: rec, Window: p.windowStart(rec.MadeUS)}
 	switch {
 	case rec.Heartbeat:
@@ -288,6 +302,7 @@ func (s *sizeClock) rank(x record.Stream, start int64) int {
 	if !found {
 		s.Open = slices.Insert(s.Open, i, openWindow{Start: start})
 	}
+	s.edit.at, s.edit.inserted = i, !found
 	w := &s.Open[i]
 	if x == record.Boxes {
 		w.Boxes++
@@ -314,12 +329,9 @@ func (s *sizeClock) closeWindows(p paramsUS) []closedWindow {
 		out[i] = closedWindow(w)
 	}
 	s.Open = slices.Delete(s.Open, 0, n)
+	s.edit.closed = n
 	return out
 }
-
-// stateSizeHint: a clock state is mostly its open windows (a step and two
-// small counts each, appendState); on a backlog there can be thousands.
-func (s *sizeClock) stateSizeHint() int { return 64 + 6*len(s.Open) }
 
 // sizeHint: a decision is mostly its record and the windows it closed.
 func (e *decision) sizeHint() int {
@@ -379,47 +391,119 @@ func (c *streamClock) readBin(r *binReader) {
 }
 
 // appendState appends the state: both streams' clocks and the open windows.
-// A window's start is written as its distance from the previous one in
-// units of the greatest common divisor of those distances (W, or a multiple
-// of it, as every start is a multiple of W), so that a window takes about
-// three bytes, not eleven: while one input is consumed far ahead of the
-// other, a size has thousands of open windows, and every event of that size
-// writes them all (docs/PERFORMANCE.md, "Growth with the run").
-func (s *sizeClock) appendState(b []byte) []byte {
+// Each window after the first is written as its step from the one before, in
+// units of W (of which every start is a multiple; 1 if one were not), and its
+// two counts: about three bytes, not the eleven of a start and two counts.
+// While one input is consumed far ahead of the other, a size has thousands of
+// open windows, and every event of that size writes them all
+// (docs/PERFORMANCE.md, "Growth with the run").
+func (s *sizeClock) appendState(b []byte, w int64) []byte {
+	unit := uint64(max(w, 1))
+	for i := 1; i < len(s.Open) && unit > 1; i++ {
+		if d := uint64(s.Open[i].Start) - uint64(s.Open[i-1].Start); d != unit && d%unit != 0 {
+			unit = 1
+		}
+	}
+	b = s.appendHead(b, unit)
+	for i := 1; i < len(s.Open); i++ {
+		b = s.appendWindow(b, i, unit)
+	}
+	return b
+}
+
+// appendHead appends the clocks, the number of open windows and, if there
+// are any, the unit of the steps and the first window.
+func (s *sizeClock) appendHead(b []byte, unit uint64) []byte {
 	b = s.Toys.appendBin(b)
 	b = s.Boxes.appendBin(b)
 	b = binary.AppendUvarint(b, uint64(len(s.Open)))
 	if len(s.Open) == 0 {
 		return b
 	}
-	var unit uint64
-	for i := 1; i < len(s.Open); i++ {
-		if d := uint64(s.Open[i].Start) - uint64(s.Open[i-1].Start); d != unit { // most are W: no division
-			unit = gcd(unit, d)
-		}
-	}
-	unit = max(unit, 1)
 	b = binary.AppendUvarint(b, unit)
 	b = binary.AppendVarint(b, s.Open[0].Start)
-	for i, w := range s.Open {
-		if i > 0 {
-			step := uint64(1)
-			if d := uint64(w.Start) - uint64(s.Open[i-1].Start); d != unit {
-				step = d / unit
-			}
-			b = binary.AppendUvarint(b, step)
-		}
-		b = binary.AppendVarint(b, int64(w.Toys))
-		b = binary.AppendVarint(b, int64(w.Boxes))
-	}
-	return b
+	return binary.AppendVarint(binary.AppendVarint(b, int64(s.Open[0].Toys)), int64(s.Open[0].Boxes))
 }
 
-func gcd(a, b uint64) uint64 {
-	for b != 0 {
-		a, b = b, a%b
+// appendWindow appends open window i > 0: its step and its counts.
+func (s *sizeClock) appendWindow(b []byte, i int, unit uint64) []byte {
+	b = binary.AppendUvarint(b, (uint64(s.Open[i].Start)-uint64(s.Open[i-1].Start))/unit)
+	return binary.AppendVarint(binary.AppendVarint(b, int64(s.Open[i].Toys)), int64(s.Open[i].Boxes))
+}
+
+// appendStateAfter appends what appendState(b, w) appends, given prev, the
+// encoding of the state before the last apply: the windows that apply left as
+// they were, and after the same window, are copied from prev, not encoded
+// again. That is all but one or two of them, so an event no longer costs a
+// full encoding of its size's open windows.
+func (s *sizeClock) appendStateAfter(b, prev []byte, w int64) []byte {
+	n, e := len(s.Open), s.edit
+	ins := 0
+	if e.inserted {
+		ins = 1
 	}
-	return a
+	// Windows by their index before closing (p = j + closed for window j;
+	// window 0 is in the head): [lo, a) are copied as old windows [lo, a),
+	// [a, bStart) are encoded (the counted window, and the one after it if
+	// the counted one is new), [bStart, hi) are copied as old windows
+	// [bStart-ins, hi-ins). With no window counted into (at = -1) all are
+	// copied.
+	lo, hi := e.closed+1, n+e.closed
+	a, bStart := min(max(e.at, lo), hi), min(max(e.at+1+ins, lo), hi)
+	if n == 0 {
+		return s.appendState(b, w)
+	}
+	offs, unit, ok := oldWindowOffsets(prev, n+e.closed-ins, [3]int{lo, a, bStart - ins})
+	if !ok || unit != uint64(max(w, 1)) {
+		return s.appendState(b, w)
+	}
+	for p := a; p < bStart; p++ {
+		if j := p - e.closed; j > 0 && (uint64(s.Open[j].Start)-uint64(s.Open[j-1].Start))%unit != 0 {
+			return s.appendState(b, w)
+		}
+	}
+	b = s.appendHead(b, unit)
+	b = append(b, prev[offs[0]:offs[1]]...)
+	for p := a; p < bStart; p++ {
+		b = s.appendWindow(b, p-e.closed, unit)
+	}
+	return append(b, prev[offs[2]:]...)
+}
+
+// oldWindowOffsets reads the head of prev, a state of n open windows, and
+// returns the unit of its steps and the byte offsets in it of the windows at
+// the indexes in at, each in [1, n] (n: the end); ok is false when prev is
+// not such a state or an index is not in that range.
+func oldWindowOffsets(prev []byte, n int, at [3]int) (offs [3]int, unit uint64, ok bool) {
+	for _, x := range at {
+		if x < 1 || x > n {
+			return offs, 0, false
+		}
+	}
+	r := binReader{b: prev}
+	var c streamClock
+	c.readBin(&r)
+	c.readBin(&r)
+	if r.uvarint() != uint64(n) || r.err != nil {
+		return offs, 0, false
+	}
+	unit = r.uvarint()
+	r.varint()
+	r.varint()
+	r.varint()
+	for k := 1; k <= n && r.err == nil; k++ {
+		for i, x := range at {
+			if x == k {
+				offs[i] = r.off
+			}
+		}
+		if k < n {
+			r.uvarint()
+			r.varint()
+			r.varint()
+		}
+	}
+	return offs, unit, r.err == nil && r.off == len(prev)
 }
 
 // decodeState reads what appendState wrote, all of b.

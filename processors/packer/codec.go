@@ -125,19 +125,6 @@ func (r *binReader) varint() int64 {
 	return v
 }
 
-func (r *binReader) fixed64() int64 {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b)-r.off < 8 {
-		r.err = errShort
-		return 0
-	}
-	v := int64(binary.LittleEndian.Uint64(r.b[r.off:]))
-	r.off += 8
-	return v
-}
-
 func (r *binReader) uvarint() uint64 {
 	if r.err != nil {
 		return 0
