@@ -470,10 +470,13 @@ func (s *sizeClock) appendStateAfter(b, prev []byte, w int64) []byte {
 	return append(b, prev[offs[2]:]...)
 }
 
-// oldWindowOffsets reads the head of prev, a state of n open windows, and
+// oldWindowOffsets reads the head of prev, a state of n open windows that
+// decodes (the clock cache's bytes, or the table's that it decoded), and
 // returns the unit of its steps and the byte offsets in it of the windows at
 // the indexes in at, each in [1, n] (n: the end); ok is false when prev is
-// not such a state or an index is not in that range.
+// not such a state or an index is not in that range. It counts varints by
+// their last bytes, from the nearer end: the window an item is counted into
+// is mostly the newest or the oldest.
 func oldWindowOffsets(prev []byte, n int, at [3]int) (offs [3]int, unit uint64, ok bool) {
 	for _, x := range at {
 		if x < 1 || x > n {
@@ -481,29 +484,65 @@ func oldWindowOffsets(prev []byte, n int, at [3]int) (offs [3]int, unit uint64, 
 		}
 	}
 	r := binReader{b: prev}
-	var c streamClock
-	c.readBin(&r)
-	c.readBin(&r)
+	for range 2 { // the clocks: a flag, partition offsets, the maximum
+		r.byte1()
+		lasts := r.uvarint()
+		if r.err != nil || lasts > uint64(len(prev)) {
+			return offs, 0, false
+		}
+		r.off, ok = skipVarints(prev, r.off, 2*int(lasts)+1)
+		if !ok {
+			return offs, 0, false
+		}
+	}
 	if r.uvarint() != uint64(n) || r.err != nil {
 		return offs, 0, false
 	}
 	unit = r.uvarint()
-	r.varint()
-	r.varint()
-	r.varint()
-	for k := 1; k <= n && r.err == nil; k++ {
-		for i, x := range at {
-			if x == k {
-				offs[i] = r.off
-			}
+	first, ok := skipVarints(prev, r.off, 3) // window 0: its start and counts
+	if r.err != nil || !ok {
+		return offs, 0, false
+	}
+	for i, k := range at { // window k >= 1 starts after 3(k-1) varints, before 3(n-k)
+		if k-1 <= n-k {
+			offs[i], ok = skipVarints(prev, first, 3*(k-1))
+		} else {
+			offs[i], ok = backVarints(prev, first, 3*(n-k))
 		}
-		if k < n {
-			r.uvarint()
-			r.varint()
-			r.varint()
+		if !ok {
+			return offs, 0, false
 		}
 	}
-	return offs, unit, r.err == nil && r.off == len(prev)
+	return offs, unit, true
+}
+
+// skipVarints returns the offset after the m varints from off.
+func skipVarints(b []byte, off, m int) (int, bool) {
+	for ; m > 0; off++ {
+		if off >= len(b) {
+			return 0, false
+		}
+		if b[off] < 0x80 {
+			m--
+		}
+	}
+	return off, true
+}
+
+// backVarints returns the offset of the first of the last m varints of b,
+// which start at or after floor.
+func backVarints(b []byte, floor, m int) (int, bool) {
+	off := len(b)
+	for ; m > 0; m-- {
+		off-- // the varint's last byte
+		if off < floor || b[off] >= 0x80 {
+			return 0, false
+		}
+		for off > floor && b[off-1] >= 0x80 {
+			off--
+		}
+	}
+	return off, true
 }
 
 // decodeState reads what appendState wrote, all of b.
