@@ -28,7 +28,7 @@ type kafkaOptions struct {
 
 func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
 	fs.StringVar(&o.brokers, "brokers", "", brokersHelp)
-	fs.DurationVar(&o.retryFor, "kafka-retry-for", 0, "how long to keep retrying writes while a broker is unreachable before giving up (default "+
+	fs.DurationVar(&o.retryFor, "kafka-retry-for", 0, "how long to keep retrying writes, and starting goka processors a broker error stopped again, while a broker is unreachable before giving up (default "+
 		kafkaconf.DefaultRetryFor.String()+"; $NORTHPOLE_KAFKA_RETRY_FOR)")
 	fs.DurationVar(&o.flush, "kafka-flush", 0, "how long a written record may wait in the client's buffer to be batched with others: lower is less latency per hop, higher is less CPU at low rates (default "+
 		kafkaconf.DefaultFlushFrequency.String()+")")

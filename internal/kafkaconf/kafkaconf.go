@@ -34,8 +34,10 @@ type Config struct {
 	FlushFrequency time.Duration
 	// RetryFor is how long a long-lived client keeps retrying a produce or a
 	// metadata request while a broker is unreachable (a restart, a leader
-	// election) before it reports the record as not written. 0 means
-	// DefaultRetryFor. Start-up checks do not wait this long.
+	// election) before it reports the record as not written, and how long
+	// goka processors stopped by broker errors are started again
+	// (gokakit.Supervise). 0 means DefaultRetryFor. Start-up checks do not
+	// wait this long.
 	RetryFor time.Duration
 	// Security: TLS and SASL. Run Security.Resolve once before use.
 	Security Security
