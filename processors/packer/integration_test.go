@@ -116,6 +116,14 @@ func (pl pipeline) produceAt(ctx context.Context, s scenario, rate float64) erro
 // startPacker runs a packer until the returned stop is called.
 func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (pk *packer.Packer, stop func() error) {
 	t.Helper()
+	r := pl.startRunning(t, ctx)
+	return r.Packer(), r.Stop
+}
+
+// startRunning runs a packer until its Stop; its WaitQuiet fails as soon as
+// the packer stops by itself.
+func (pl pipeline) startRunning(t *testing.T, ctx context.Context) *harness.RunningPacker {
+	t.Helper()
 	c := harness.DefaultConfig()
 	c.Kafka, c.Packer = pl.kc, pl.cfg
 	h, err := harness.New(c, slog.Default())
@@ -126,7 +134,7 @@ func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (pk *packer.Pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Packer(), r.Stop
+	return r
 }
 
 func waitQuiet(t *testing.T, ctx context.Context, pk *packer.Packer) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
@@ -393,16 +391,7 @@ func TestStagesStartAgainAfterBrokerError(t *testing.T) {
 		return resp, nil, len(resp.Topics) > 0
 	})
 
-	c := harness.DefaultConfig()
-	c.Kafka, c.Packer = kc, pl.cfg
-	h, err := harness.New(c, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := h.StartPacker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := pl.startRunning(t, ctx)
 	if err := pl.produce(ctx, s); err != nil {
 		t.Fatal(err)
 	}
