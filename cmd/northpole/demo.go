@@ -195,7 +195,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	fmt.Fprintf(stderr, "northpole demo on %s: %s, %s, %s, W=%v L=%v, seed %d\n",
 		d.Where(), english.Count(o.toys, "toy"), english.Count(o.boxes, "box"), english.Count(o.packer.Partitions, "partition"), o.packer.Window, o.packer.Lateness, o.seed)
 	if o.topicPrefix != "" {
-		fmt.Fprintf(stderr, "topics %s-{toys,boxes,packed,unpacked,spare,late,dead}, groups %s-{dedupe,clock,slots,sleigh}\n", o.topicPrefix, o.packer.Group)
+		fmt.Fprintf(stderr, "topics %s-{toys,boxes,packed,unpacked,spare,late,dead}, groups %s-{clock,slots,sleigh}\n", o.topicPrefix, o.packer.Group)
 	}
 	r, err := d.Run(ctx)
 	if err != nil {

@@ -37,7 +37,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.StringVar(&t.Spare, "spare-topic", t.Spare, "output: boxes left without a toy when their window closed")
 	fs.StringVar(&t.Late, "late-topic", t.Late, "output: late toys and boxes")
 	fs.StringVar(&t.Dead, "dead-topic", t.Dead, "output: dead letters and duplicates, with the raw record and the reason")
-	fs.StringVar(&cfg.Group, "group", cfg.Group, "prefix of the goka groups (<group>-dedupe, -clock, -slots) and their topics")
+	fs.StringVar(&cfg.Group, "group", cfg.Group, "prefix of the goka groups (<group>-clock, -slots) and their topics")
 	fs.Int32Var(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of every topic; existing input topics must match")
 	fs.Int16Var(&cfg.Replication, "replication", cfg.Replication, "replication factor of the topics the packer creates")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W (whole microseconds, > 0)")
@@ -69,11 +69,11 @@ func newPackerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "packer",
 		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
-		Long: `Runs the three goka groups of the packer (dedupe, clock, slots) until
+		Long: `Runs the two goka groups of the packer (clock, slots) until
 interrupted. Topics are created if missing; an input topic whose partition
 count differs from --partitions is refused. Several instances with the same
 --group share the partitions. It prints "packer ready: ..." on stderr once
-all three groups have joined, recovered their tables and consume. See
+both groups have joined, recovered their tables and consume. See
 docs/ARCHITECTURE.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

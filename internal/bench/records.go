@@ -35,16 +35,20 @@ type topicUse struct {
 // topicUses derives every topic of graphs, its kind and its readers from the
 // graphs themselves: a group reads its input streams and its loop
 // continuously, and its joined and looked-up tables too (goka keeps them up
-// to date); a group table that no group reads that way is read only when a
+// to date; a table written as an output and joined is a table); a group table that no group reads that way is read only when a
 // partition is recovered, which normal running does not do, so it counts no
 // reader. Topics read outside the groups (outputs by their consumers) count
 // none either.
 func topicUses(graphs []*goka.GroupGraph) []topicUse {
 	readers := map[string]int{}
 	written := map[string]string{} // topic -> kind, for the topics a group writes
+	tables := map[string]bool{}    // joined or looked up
 	for _, g := range graphs {
 		for _, e := range slices.Concat(g.InputStreams(), g.JointTables(), g.LookupTables()) {
 			readers[e.Topic()]++
+		}
+		for _, e := range slices.Concat(g.JointTables(), g.LookupTables()) {
+			tables[e.Topic()] = true
 		}
 		if l := g.LoopStream(); l != nil {
 			readers[l.Topic()]++
@@ -59,7 +63,12 @@ func topicUses(graphs []*goka.GroupGraph) []topicUse {
 	}
 	var out []topicUse
 	for topic, kind := range written {
-		if kind == KindOutputs && readers[topic] > 0 {
+		switch {
+		case kind == KindOutputs && tables[topic]:
+			// A table that a group writes itself rather than by SetValue
+			// (the packer's dedupe entries).
+			kind = KindTables
+		case kind == KindOutputs && readers[topic] > 0:
 			kind = KindEvents
 		}
 		out = append(out, topicUse{topic, kind, readers[topic]})

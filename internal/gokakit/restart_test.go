@@ -20,7 +20,7 @@ func TestBrokerTrouble(t *testing.T) {
 	// goka formats these two with %v: only the text of the cause is left.
 	setup := func(cause error) error {
 		inner := fmt.Errorf("Error getting oldest offset for topic/partition t-table/0: %s", cause.Error())
-		return fmt.Errorf("goka processor g-dedupe: %w", multierror.Append(nil,
+		return fmt.Errorf("goka processor g-clock: %w", multierror.Append(nil,
 			fmt.Errorf("error consuming from group consumer: %w",
 				fmt.Errorf("Setup failed. Cannot start processor for partition 0: %s", inner.Error()))))
 	}

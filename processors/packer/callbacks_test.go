@@ -1,6 +1,6 @@
 package packer
 
-// These tests run the three goka groups in goka's tester
+// These tests run the two goka groups in goka's tester
 // (github.com/lovoo/goka/tester). What the tester does, as found by reading
 // it and by these tests:
 //
@@ -9,14 +9,18 @@ package packer
 //     declares that topic as an input stream consumes it. Loopbacks go to
 //     "<group>-loop", which the group consumes. tt.Consume returns only when
 //     every group has consumed every queued message, so after one Consume the
-//     whole pipeline (observe -> dedupe -> clock -> slots) has run.
+//     whole pipeline (observe, dedupe and clock, then slots) has run.
 //   - Every topic has one partition (partition 0), and each topic's offsets
 //     are assigned by the tester, 0, 1, 2, ... in Consume order. The hasher is
 //     therefore not exercised, and a record cannot be delivered twice at the
 //     same offset through tt.Consume. Redeliveries are simulated by consuming
-//     a crafted message into a stage's input: an *validRecord (with the offset of
-//     an earlier record) into "packer-dedupe-loop", an event (*validRecord) into
-//     "packer-dedupe-events", a *clockValue into "packer-clock-table".
+//     a crafted message into a stage's input: a *validRecord (with the offset
+//     of an earlier record) into "packer-clock-loop", where the clock group
+//     takes a record it was handed by another partition, and a *clockValue
+//     into "packer-clock-table".
+//   - Output and Join of one topic (the dedupe table) work: an Emit is queued,
+//     and the joined table's storage (the tester's, shared by topic) is the
+//     one the clock group writes directly.
 //   - No crash, rebalance or table recovery with partial state can be
 //     simulated; those are for the integration tests against a broker.
 //   - tt.Consume(topic, key, nil) delivers a null value, as Kafka does for a
@@ -53,9 +57,8 @@ type testerPipeline struct {
 	pk  *Packer
 	cfg Config
 	// trackers of every topic the tests look at
-	dead, packed, unpacked, spare, late       *tester.QueueTracker
-	dedupeLoop, dedupeTable, events, clockTab *tester.QueueTracker
-	slotsLoop                                 *tester.QueueTracker
+	dead, packed, unpacked, spare, late         *tester.QueueTracker
+	clockLoop, dedupeTable, clockTab, slotsLoop *tester.QueueTracker
 }
 
 func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
@@ -68,12 +71,15 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 	}
 	tt := tester.New(t)
 	quiet := gokakit.Logger(slog.New(slog.DiscardHandler))
-	hashed := []bool{true, true, false} // as in Run
+	hashed := []bool{true, false} // as in Run
 	for i, gg := range pk.Graphs() {
 		// The processors get Run's own options (hasher, and whatever else Run
 		// sets), then the tester, which replaces every builder that would
-		// reach Kafka (WithTester must come last), and a quiet logger.
-		opts := append(pk.options(string(gg.Group()), hashed[i]), goka.WithTester(tt), goka.WithLogger(quiet))
+		// reach Kafka, and a quiet logger. The tester's storage is wrapped as
+		// Run wraps its own.
+		group := string(gg.Group())
+		opts := append(pk.options(group, hashed[i]), goka.WithTester(tt), goka.WithLogger(quiet),
+			goka.WithStorageBuilder(pk.storageBuilder(group, tt.StorageBuilder())))
 		proc, err := goka.NewProcessor(nil, gg, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -95,9 +101,8 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 	p.unpacked = tt.NewQueueTracker(tp.Unpacked)
 	p.spare = tt.NewQueueTracker(tp.Spare)
 	p.late = tt.NewQueueTracker(tp.Late)
-	p.dedupeLoop = tt.NewQueueTracker(cfg.dedupeGroup() + "-loop")
-	p.dedupeTable = tt.NewQueueTracker(string(goka.GroupTable(goka.Group(cfg.dedupeGroup()))))
-	p.events = tt.NewQueueTracker(cfg.dedupeEvents())
+	p.clockLoop = tt.NewQueueTracker(cfg.clockGroup() + "-loop")
+	p.dedupeTable = tt.NewQueueTracker(cfg.dedupeTable())
 	p.clockTab = tt.NewQueueTracker(string(goka.GroupTable(goka.Group(cfg.clockGroup()))))
 	p.slotsLoop = tt.NewQueueTracker(cfg.slotsGroup() + "-loop")
 	return p
@@ -227,7 +232,7 @@ func TestCallbackInvalidRecordsAreDeadLetters(t *testing.T) {
 		} else if dl.Value == nil || *dl.Value != c.value || dl.ValueBase64 != nil {
 			t.Errorf("case %d: dead letter value %v, want %q", i, dl.Value, c.value)
 		}
-		p.expectNone(fmt.Sprintf("case %d", i), p.dedupeLoop, p.dedupeTable, p.events, p.clockTab, p.packed, p.late)
+		p.expectNone(fmt.Sprintf("case %d", i), p.clockLoop, p.dedupeTable, p.clockTab, p.packed, p.late)
 	}
 }
 
@@ -236,7 +241,7 @@ func TestCallbackInvalidRecordsAreDeadLetters(t *testing.T) {
 // holding one JSON object", so the contract makes it a dead letter, and
 // internal/contract reports it as "malformed json". goka's default nil
 // handling, NilIgnore, would drop such a message before the input callback
-// runs; the dedupe group therefore sets goka.WithNilHandling(NilProcess).
+// runs; the clock group therefore sets goka.WithNilHandling(NilProcess).
 func TestCallbackNullValueIsDeadLetter(t *testing.T) {
 	in := record.Input{Stream: record.Boxes, Topic: "boxes", Partition: 0, Offset: 0, Key: []byte("M"), Value: nil}
 	ref := contract.Compute([]record.Input{in}, contract.DefaultParams(), contract.Literal)
@@ -269,9 +274,10 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 		dl.Value == nil || *dl.Value != dupValue || !strings.Contains(dl.Detail, `"a"`) {
 		t.Errorf("duplicate dead letter %+v", dl)
 	}
-	st := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.dedupeGroup())), "M|toys|i|a").(*firstSeen)
-	if st.First != 0 || st.FirstPart != 0 {
-		t.Errorf("dedupe state of a: %+v", st)
+	b, _ := p.tt.TableValue(goka.Table(p.cfg.dedupeTable()), "M|toys|i|a").([]byte)
+	st, err := firstSeenCodec.Decode(b)
+	if err != nil || st.(*firstSeen).First != 0 || st.(*firstSeen).FirstPart != 0 {
+		t.Errorf("dedupe state of a: %+v (%v)", st, err)
 	}
 	// The clock saw it as a duplicate: no rank.
 	clk := p.clock(t, "M")
@@ -439,72 +445,59 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	offT := p.send(record.Toys, "M", toyValue)
 	p.box("b1", "M", at("00:00:02"))
 	first := p.expectOne("packed", p.packed)
-	loops := drain(p.dedupeLoop)
-	if len(loops) != 2 {
-		t.Fatalf("dedupe loop %s", show(loops))
+	if entries := drain(p.dedupeTable); len(entries) != 2 || entries[0].key != "M|toys|i|t1" {
+		t.Fatalf("dedupe entries %s, want the toy's first", show(entries))
 	}
-	observed := loops[0].val.(*validRecord)
-	wantObs := &validRecord{Stream: record.Toys, Partition: 0, Offset: offT, Size: "M", ID: "t1",
+	lastClock := drain(p.clockTab)
+	drain(p.slotsLoop)
+	// The tester cannot deliver toys offset offT again, so the redelivery
+	// comes through the clock group's loop, which hands a record to the same
+	// decisions as the input callback (the way a stray record reaches them).
+	observed := &validRecord{Stream: record.Toys, Partition: 0, Offset: offT, Size: "M", ID: "t1",
 		MadeUS: time.Date(2026, 12, 24, 0, 0, 1, 0, time.UTC).UnixMicro(), MadeAt: at("00:00:01"),
 		Raw: []byte(toyValue), Key: []byte("M")}
-	if loops[0].key != "M|toys|i|t1" || !reflect.DeepEqual(observed, wantObs) {
-		t.Fatalf("observed %s, want %+v", show(loops[:1]), wantObs)
-	}
-	drain(p.dedupeTable)
-	lastClock := drain(p.clockTab)
-	events := drain(p.events)
-	drain(p.slotsLoop)
-	wantEv := *wantObs
-	wantEv.Raw, wantEv.Key = nil, nil
-	if len(events) != 2 || events[0].key != "M" || !reflect.DeepEqual(events[0].val, &wantEv) {
-		t.Fatalf("dedupe events %s, want the toy's first: %+v", show(events), wantEv)
+	redeliver := func(obs *validRecord) {
+		t.Helper()
+		p.tt.Consume(p.cfg.clockGroup()+"-loop", "M", obs)
+		drain(p.clockLoop) // the crafted message itself
 	}
 
-	// 1. The input callback ran again for toys offset 0 (the group restarted
-	// before committing it): the dedupe stage recognises the offset, writes no
-	// state, and sends the same event again (the first one may have been lost
-	// in the crash), which the clock skips.
-	p.tt.Consume(p.cfg.dedupeGroup()+"-loop", "M|toys|i|t1", observed)
-	drain(p.dedupeLoop) // the crafted message itself
-	if again := drain(p.events); len(again) != 1 || again[0].key != "M" || !reflect.DeepEqual(again[0].val, &wantEv) {
-		t.Errorf("event of the redelivered observation: %s, want %+v", show(again), wantEv)
-	}
-	p.expectNone("redelivered observation", p.dedupeTable, p.clockTab, p.slotsLoop, p.dead, p.packed)
+	// 1. toys offset offT is delivered again (the group restarted before
+	// committing it): its dedupe entry says it is the first with its id, so
+	// no entry is written, and the clock skips an offset it has applied.
+	redeliver(observed)
+	p.expectNone("redelivered record", p.dedupeTable, p.clockTab, p.slotsLoop, p.dead, p.packed)
 
-	// 2. The event is consumed again by the clock stage: skipped.
-	p.tt.Consume(p.cfg.dedupeEvents(), "M", &wantEv)
-	drain(p.events) // the crafted message itself
-	p.expectNone("redelivered dedupe event", p.clockTab, p.slotsLoop, p.dead, p.packed)
-
-	// 3. The clock table event that packed t1 is consumed again by the slots
+	// 2. The clock table event that packed t1 is consumed again by the slots
 	// stage: the same packed row again, same key, same value.
 	p.tt.Consume(string(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), "M", lastClock[len(lastClock)-1].val)
+	drain(p.clockTab) // the crafted message itself
 	again := p.expectOne("replayed packed", p.packed)
 	if again.key != first.key || !reflect.DeepEqual(again.val, first.val) {
 		t.Errorf("replay produced %s => %+v, first %s => %+v", again.key, again.val, first.key, first.val)
 	}
 	drain(p.slotsLoop)
 
-	// 4. A duplicate, then its observation replayed: the same dead letter again
+	// 3. A duplicate, then its redelivery: the same dead letter again
 	// (consumers deduplicate by key), and no state change.
 	offDup := p.toy("t1", "M", at("00:00:03"))
 	dup := p.expectOne("duplicate", p.dead)
-	dupObs := drain(p.dedupeLoop)[0].val.(*validRecord)
-	drain(p.dedupeTable)
-	drain(p.clockTab)
-	drain(p.events)
-	p.tt.Consume(p.cfg.dedupeGroup()+"-loop", "M|toys|i|t1", dupObs)
-	if ev := drain(p.events); len(ev) != 1 || !ev[0].val.(*validRecord).Dup {
-		t.Errorf("event of the replayed duplicate: %s", show(ev))
+	p.expectNone("duplicate", p.dedupeTable)
+	if c := drain(p.clockTab); len(c) != 1 || c[0].val.(*clockValue).Ev.Class != classDuplicate {
+		t.Fatalf("clock of the duplicate: %s", show(c))
 	}
-	p.expectNone("duplicate replayed", p.clockTab)
-	dup2 := p.expectOne("duplicate replayed", p.dead)
+	dupObs := *observed
+	dupObs.Offset, dupObs.MadeUS, dupObs.MadeAt = offDup, time.Date(2026, 12, 24, 0, 0, 3, 0, time.UTC).UnixMicro(), at("00:00:03")
+	dupObs.Raw = []byte(*dup.val.(*DeadLetter).Value)
+	redeliver(&dupObs)
+	p.expectNone("duplicate redelivered", p.clockTab, p.dedupeTable)
+	dup2 := p.expectOne("duplicate redelivered", p.dead)
 	if dup2.key != dup.key || dup.key != fmt.Sprintf("toys/0/%d", offDup) || !reflect.DeepEqual(dup2.val, dup.val) {
-		t.Errorf("replayed duplicate %s, first %s", show([]kv{dup2}), show([]kv{dup}))
+		t.Errorf("redelivered duplicate %s, first %s", show([]kv{dup2}), show([]kv{dup}))
 	}
-	// The original's observation replayed after the duplicate: nothing.
-	p.tt.Consume(p.cfg.dedupeGroup()+"-loop", "M|toys|i|t1", observed)
-	p.expectNone("old observation replayed", p.dead, p.dedupeTable, p.clockTab)
+	// The original redelivered after the duplicate: nothing.
+	redeliver(observed)
+	p.expectNone("old record redelivered", p.dead, p.dedupeTable, p.clockTab)
 
 	// 5. Had t1 been counted twice, the next box (rank 2) would pack with it.
 	p.box("b2", "M", at("00:00:04"))
@@ -519,7 +512,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 }
 
 // TestCallbackPipelineMatchesContract feeds random records (valid, invalid,
-// duplicates, late, heartbeats, four sizes) through the three groups and
+// duplicates, late, heartbeats, four sizes) through the two groups and
 // compares the outputs, deduplicated by key as a consumer would, with the
 // batch reference implementation.
 func TestCallbackPipelineMatchesContract(t *testing.T) {

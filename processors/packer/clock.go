@@ -15,16 +15,16 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The clock stage: one state per size (sizeClock) applies the events of
+// The clock stage: one state per size (sizeClock) applies the records of
 // that size in offset order, decides lateness and ranks, and closes windows.
 // It writes only its table; the table's changelog is the slots stage's input,
 // so a decision and the state it came from are one Kafka record (a
 // clockValue).
 
-// clock applies one event to the clock of its size (lateness, ranks, window
-// closing) and records the decision in its table.
-func (p *Packer) clock(ctx goka.Context, msg any) {
-	obs := msg.(*validRecord)
+// clock applies one record, its duplicate decided, to the clock of its size
+// (lateness, ranks, window closing), the key of ctx, and records the decision
+// in its table.
+func (p *Packer) clock(ctx goka.Context, obs *validRecord) {
 	st := &sizeClock{}
 	var prev []byte
 	if v := ctx.Value(); v != nil {

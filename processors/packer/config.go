@@ -27,8 +27,8 @@ func DefaultTopics() Topics {
 type Config struct {
 	Kafka  kafkaconf.Config
 	Topics Topics
-	// Group prefixes the three goka groups (<group>-dedupe, -clock, -slots) and
-	// so their loop and table topics.
+	// Group prefixes the two goka groups (<group>-clock, -slots) and so their
+	// loop and table topics.
 	Group string
 	// Partitions of every topic the packer creates. Existing input topics must
 	// have exactly this many: co-partitioning is what makes the join correct.
@@ -113,13 +113,13 @@ func (c Config) params() paramsUS {
 	return paramsUS{WindowUS: c.Window.Microseconds(), LatenessUS: c.Lateness.Microseconds()}
 }
 
-func (c Config) dedupeGroup() string { return c.Group + "-dedupe" }
-func (c Config) clockGroup() string  { return c.Group + "-clock" }
-func (c Config) slotsGroup() string  { return c.Group + "-slots" }
+func (c Config) clockGroup() string { return c.Group + "-clock" }
+func (c Config) slotsGroup() string { return c.Group + "-slots" }
 
-// dedupeEvents is the topic on which the dedupe stage sends each record's
-// event, keyed by size: the clock stage's input.
-func (c Config) dedupeEvents() string { return c.dedupeGroup() + "-events" }
+// dedupeTable is the changelog of the dedupe entries (where each id was
+// first seen). The clock group writes it and joins it, so goka recovers it
+// with the clock table, partition by partition (dedupe.go).
+func (c Config) dedupeTable() string { return c.Group + "-dedupe-table" }
 
 type internalKind int
 
@@ -133,18 +133,17 @@ type internalTopic struct {
 	kind internalKind
 }
 
-// internalTopics are the topics only the packer reads and writes: the loops,
-// the dedupe stage's events and the group tables.
+// internalTopics are the topics only the packer reads and writes: the loops
+// and the tables.
 func (c Config) internalTopics() []internalTopic {
 	table := func(g string) internalTopic { return internalTopic{g + "-table", tableTopic} }
 	return []internalTopic{
-		{c.dedupeGroup() + "-loop", loopTopic}, table(c.dedupeGroup()), {c.dedupeEvents(), loopTopic},
-		table(c.clockGroup()),
+		{c.clockGroup() + "-loop", loopTopic}, {c.dedupeTable(), tableTopic}, table(c.clockGroup()),
 		{c.slotsGroup() + "-loop", loopTopic}, table(c.slotsGroup()),
 	}
 }
 
 // Groups are the goka groups of the packer, in pipeline order.
 func (c Config) Groups() []string {
-	return []string{c.dedupeGroup(), c.clockGroup(), c.slotsGroup()}
+	return []string{c.clockGroup(), c.slotsGroup()}
 }

@@ -91,7 +91,7 @@ func TestConfigParamsAndGroups(t *testing.T) {
 		t.Errorf("params = %+v", p)
 	}
 	c.Group = "g"
-	if got := c.Groups(); strings.Join(got, ",") != "g-dedupe,g-clock,g-slots" {
+	if got := c.Groups(); strings.Join(got, ",") != "g-clock,g-slots" {
 		t.Errorf("Groups = %v", got)
 	}
 	pk, err := New(c, nil)
@@ -106,12 +106,12 @@ func TestConfigParamsAndGroups(t *testing.T) {
 }
 
 // TestConfigValidateInternalTopicCollision: a role topic that is also one of
-// the packer's own topics (<group>-dedupe-loop, -dedupe-table,
-// -dedupe-events, -clock-table, -slots-loop, -slots-table) cannot work: with
-// late = "packer-dedupe-events", late rows would be decoded by the clock stage
-// as dedupe events. Validate must refuse such configurations.
+// the packer's own topics (<group>-clock-loop, -dedupe-table, -clock-table,
+// -slots-loop, -slots-table) cannot work: with late = "packer-clock-table",
+// late rows would be decoded by the slots stage as the clock's decisions.
+// Validate must refuse such configurations.
 func TestConfigValidateInternalTopicCollision(t *testing.T) {
-	internal := []string{"packer-dedupe-loop", "packer-dedupe-table", "packer-dedupe-events",
+	internal := []string{"packer-clock-loop", "packer-dedupe-table",
 		"packer-clock-table", "packer-slots-loop", "packer-slots-table"}
 	for _, name := range internal {
 		c := validConfig()
@@ -120,10 +120,10 @@ func TestConfigValidateInternalTopicCollision(t *testing.T) {
 			t.Errorf("late topic %q: Validate = %v, want an error naming it", name, err)
 		}
 	}
-	// The clock stage has no loop: the name is free.
+	// There is no dedupe group any more: its old loop's name is free.
 	c := validConfig()
-	c.Topics.Late = "packer-clock-loop"
+	c.Topics.Late = "packer-dedupe-loop"
 	if err := c.Validate(); err != nil {
-		t.Errorf("late topic packer-clock-loop: %v", err)
+		t.Errorf("late topic packer-dedupe-loop: %v", err)
 	}
 }

@@ -3,23 +3,28 @@ package packer
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
 
-// The dedupe stage: the input callback (observe) decides validity and sends
-// each valid record to its (size, stream, id) key; the dedupe callback keeps,
-// per key, where the first record with that id was, and sends every record's
-// event, a duplicate or not, to the clock stage, keyed by size.
+// The first half of the clock group: the input callback (observe) decides
+// validity, and dedupe decides, from the dedupe entry of the record's
+// (size, stream, id), whether an earlier record had its id. Then the clock
+// (clock.go) applies the record to the clock of its size.
 
 // observe validates an input record. Invalid records become dead letters
 // right here: the decision depends on the record alone, so a replay repeats
-// it exactly. Valid records go to their dedupe key.
+// it exactly. A valid record is counted by the clock of its size, whose key
+// lives in the partition its size hashes to; a record that a producer put in
+// another partition is looped there first (stray).
 func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 	return func(ctx goka.Context, msg any) {
 		raw, _ := msg.([]byte)
@@ -40,16 +45,43 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			Trace: traceRefOf(trace.SpanContextFromContext(ctx.Context())),
 		}
 		if !r.Heartbeat {
-			// Only the dedupe stage may need them, to report a duplicate;
-			// the loop record must fit beside the id.
+			// Kept only to report the record as a duplicate.
 			obs.Raw, obs.Key = raw, []byte(key)
-			if room := p.lim.room() - 2*len(obs.ID) - len(key) - 512; len(raw) > room {
-				obs.RawCut = results.CutOf(raw)
-				obs.Raw = prefixUTF8(raw, room)
-			}
 		}
-		ctx.Loopback(dedupeKey(obs), obs)
+		if ctx.Partition() == sizePartition(r.Size, p.cfg.Partitions) {
+			p.admit(ctx, ctx, obs)
+			return
+		}
+		// Record.Parse checked that the key is the size, so the loop record
+		// reaches the size's partition. It must fit beside the id.
+		if room := p.lim.room() - 2*len(obs.ID) - len(key) - 512; len(obs.Raw) > room {
+			obs.RawCut = results.CutOf(raw)
+			obs.Raw = prefixUTF8(raw, room)
+		}
+		ctx.Loopback(r.Size, obs)
 	}
+}
+
+// stray is a valid record that arrived in a partition other than its
+// size's, now in its size's partition. Its dead letter, if it is a
+// duplicate, continues the trace of its input record.
+func (p *Packer) stray(ctx goka.Context, msg any) {
+	obs := msg.(*validRecord)
+	p.admit(ctx, resume(p.trace.clock, ctx, obs.Trace), obs)
+}
+
+// admit decides whether obs is a duplicate and applies it to the clock of
+// its size, the key of ctx. A duplicate's dead letter is sent through dead:
+// ctx itself in the input callback, whose span is the record's.
+func (p *Packer) admit(ctx, dead goka.Context, obs *validRecord) {
+	if !obs.Heartbeat {
+		obs.Dup = p.dedupe(ctx, obs)
+		if obs.Dup {
+			p.emitDup(dead, obs)
+		}
+	}
+	obs.Raw, obs.Key, obs.RawCut = nil, nil, results.Cut{}
+	p.clock(ctx, obs)
 }
 
 func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason, detail string) {
@@ -60,48 +92,102 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), key, dl)
 }
 
-// dedupe keeps, per (size, stream, id), the offset of the first record with
-// that id, and sends each record's event to the clock stage, keyed by size.
-// That offset is written once and never changes, so whether a record is a
-// duplicate is decided the same way on every delivery: the event and the dead
-// letter are re-sent, identical, on a redelivery. That is what makes two
-// records (the state and the event) safe here: a crash that kept the state
-// and lost the event is repaired by the redelivery, which goka guarantees
-// because the input's offset is committed only once both are written. The
-// clock stage skips events it has applied.
-func (p *Packer) dedupe(ctx goka.Context, msg any) {
-	obs := msg.(*validRecord)
-	var st *firstSeen
-	if !obs.Heartbeat {
-		if v := ctx.Value(); v != nil {
-			st = v.(*firstSeen)
-		}
+// dedupe reports whether an earlier record had obs's id. The dedupe entry of
+// (size, stream, id) is where the first record with that id is: written once,
+// by that record, and never changed, so the decision is the same on every
+// delivery, and a redelivered record makes it again with the same result.
+//
+// That is what lets the entry be a record of its own, beside the clock's: a
+// crash may keep one and lose the other. goka commits an input offset only
+// once every write of that record and of all before it is acknowledged
+// (inorder.go), so after a crash the entries of all committed records are in
+// the table, and the records after the last commit are delivered again, in
+// offset order: each writes its entry again if it is missing, and the clock
+// skips those it has applied (clock.go).
+func (p *Packer) dedupe(ctx goka.Context, obs *validRecord) (dup bool) {
+	st, err := p.firsts.of(ctx.Partition())
+	if err != nil {
+		ctx.Fail(err)
 	}
-	next, ev := dedupeStep(st, obs)
-	if ev.Dup {
-		p.emitDup(resume(p.trace.dedupe, ctx, obs.Trace), obs)
+	key := dedupeKey(obs)
+	var first *firstSeen
+	b, err := st.Get(key)
+	if err == nil && b != nil {
+		var v any
+		v, err = firstSeenCodec.Decode(b)
+		first, _ = v.(*firstSeen)
 	}
+	if err != nil {
+		ctx.Fail(fmt.Errorf("dedupe entry %q in partition %d of %s: %w", key, ctx.Partition(), p.cfg.dedupeTable(), err))
+	}
+	next, dup := dedupeStep(first, obs)
 	if next != nil {
-		ctx.SetValue(next)
+		enc, err := firstSeenCodec.Encode(next)
+		if err == nil {
+			err = st.Set(key, enc)
+		}
+		if err != nil {
+			ctx.Fail(fmt.Errorf("dedupe entry %q in partition %d of %s: %w", key, ctx.Partition(), p.cfg.dedupeTable(), err))
+		}
+		ctx.Emit(goka.Stream(p.cfg.dedupeTable()), key, enc)
 	}
-	ctx.Emit(goka.Stream(p.cfg.dedupeEvents()), ev.Size, &ev)
+	return dup
 }
 
-// dedupeStep is the dedupe decision for one record: the state to write (nil
-// unless the record is the first with its id and no state exists yet) and
-// the event for the clock stage, which says whether the record is a
-// duplicate. Heartbeats have no state and are never duplicates.
-func dedupeStep(st *firstSeen, obs *validRecord) (next *firstSeen, ev validRecord) {
-	ev = *obs
-	ev.Raw, ev.Key = nil, nil
-	switch {
-	case obs.Heartbeat:
-	case st == nil:
-		next = &firstSeen{First: obs.Offset, FirstPart: obs.Partition}
-	default:
-		ev.Dup = !st.isFirst(obs)
+// dedupeStep is the dedupe decision for one record that is not a heartbeat:
+// the entry to write (nil unless none exists yet: obs is the first record
+// with its id) and whether obs is a duplicate.
+func dedupeStep(first *firstSeen, obs *validRecord) (next *firstSeen, dup bool) {
+	if first == nil {
+		return &firstSeen{First: obs.Offset, FirstPart: obs.Partition}, false
 	}
-	return next, ev
+	return nil, !first.isFirst(obs)
+}
+
+// firstSeenCodec encodes the dedupe entries, which the clock group reads and
+// writes in storage itself (dedupeStores), not through goka's codecs.
+var firstSeenCodec binCodec[firstSeen, *firstSeen]
+
+// dedupeStores are the clock group's storages of the dedupe table, one per
+// partition it holds. goka recovers a joined table before the partition's
+// callbacks run and then applies its changelog as it grows, but a callback
+// reads a joined table only at the current key (the size), and would see
+// its own writes only once they come back from Kafka. So the clock group
+// reads and writes the entries in the partition's storage itself, and
+// writes each new entry to the changelog too, which goka's catching up then
+// sets again with the same bytes (an entry never changes).
+type dedupeStores struct {
+	topic string
+	mu    sync.Mutex
+	m     map[int32]storage.Storage
+}
+
+func newDedupeStores(topic string) *dedupeStores {
+	return &dedupeStores{topic: topic, m: map[int32]storage.Storage{}}
+}
+
+// builder remembers every storage that inner builds for the dedupe table.
+// goka builds one whenever it is assigned a partition, before recovering it.
+func (s *dedupeStores) builder(inner storage.Builder) storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		st, err := inner(topic, partition)
+		if err == nil && topic == s.topic {
+			s.mu.Lock()
+			s.m[partition] = st
+			s.mu.Unlock()
+		}
+		return st, err
+	}
+}
+
+func (s *dedupeStores) of(partition int32) (storage.Storage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.m[partition]
+	if !ok {
+		return nil, fmt.Errorf("no storage of partition %d of %s: goka did not build one", partition, s.topic)
+	}
+	return st, nil
 }
 
 func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {
@@ -111,9 +197,8 @@ func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {
 	p.emitDead(ctx, dl, record.ReasonDuplicate, "an earlier record of this stream and size has id "+strconv.Quote(prefixUTF8(id, detailMax)))
 }
 
-// validRecord is one valid record on its way through the pipeline. It leaves the
-// input callback towards its dedupe key, and (without Raw and Key, with Dup
-// decided) is the event that the dedupe stage sends to the clock stage.
+// validRecord is one valid record as the clock stage applies it; it is the
+// loop record of a stray (see observe), and the clock's decision holds it.
 type validRecord struct {
 	Stream    record.Stream `json:"x"`
 	Partition int32         `json:"p"`
@@ -124,9 +209,10 @@ type validRecord struct {
 	MadeUS    int64         `json:"t"`  // made_at in µs, floor
 	MadeAt    string        `json:"ts"` // made_at as record.FormatTime, for late rows
 	Dup       bool          `json:"dup,omitempty"`
-	// Raw value and key travel only to the dedupe stage, which may have to
-	// report the record as a duplicate dead letter. A raw value too long for
-	// the loop record is cut, and RawCut describes the whole one (fit.go).
+	// Raw value and key are kept only until the dedupe decision, which may
+	// have to report the record as a duplicate dead letter; the clock's
+	// decision holds neither. A raw value too long for a stray's loop record
+	// is cut, and RawCut describes the whole one (fit.go).
 	Raw    []byte      `json:"raw,omitempty"`
 	Key    []byte      `json:"key,omitempty"`
 	RawCut results.Cut `json:"raw_cut,omitzero"`
@@ -135,12 +221,10 @@ type validRecord struct {
 	Trace traceRef `json:"-"`
 }
 
-// firstSeen is the dedupe stage's value for one (size, stream, id) key:
-// where the first record with that id is. It is written once, by that
-// record, and never changes; heartbeats keep none. So the stage's decision
-// (a duplicate or not) is a function of the record and this value, the same
-// on every delivery, and the event it sends to the clock stage can always be
-// sent again.
+// firstSeen is the dedupe entry of one (size, stream, id) key: where the
+// first record with that id is. It is written once, by that record, and
+// never changes; heartbeats keep none. So the decision (a duplicate or not)
+// is a function of the record and this value, the same on every delivery.
 type firstSeen struct {
 	First     int64 `json:"first"`      // offset of the first record with this id
 	FirstPart int32 `json:"first_part"` // and its partition
@@ -151,8 +235,8 @@ func (d *firstSeen) isFirst(obs *validRecord) bool {
 	return obs.Offset == d.First && obs.Partition == d.FirstPart
 }
 
-// sizeHint: an observation holds the raw record on its way to the dedupe
-// stage, and a trace reference when tracing is on.
+// sizeHint: a stray's loop record holds the raw record, and a trace
+// reference when tracing is on.
 func (o *validRecord) sizeHint() int {
 	return 96 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
 }

@@ -583,7 +583,7 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the packer went on after a write failed")
 	}
-	if c := committed(t, ctx, kc, pl.cfg.Group+"-dedupe", pl.cfg.Topics.Toys); c > bad.offset {
+	if c := committed(t, ctx, kc, pl.cfg.Group+"-clock", pl.cfg.Topics.Toys); c > bad.offset {
 		t.Fatalf("toys committed up to offset %d, past the record at %d whose dead letter failed", c, bad.offset)
 	}
 

@@ -8,13 +8,14 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The dedupe and clock stages key their state by strings that start with the
-// size class and a '|'. sizeHasher hashes only that prefix, with the same
-// FNV-1a that sarama and goka use for the input topics' keys, so every key of
-// size s lives in the partition of the input records of size s. That keeps one
-// size's pipeline in one partition, where Kafka's per-partition order carries
-// the input's offset order from stage to stage: ranks are assigned in offset
-// order without any reordering buffer.
+// The clock group keys its state by the size class (a clock) or by strings
+// that start with it and a '|' (a dedupe entry). sizeHasher hashes only the
+// size, with the same FNV-1a that sarama and goka use for the input topics'
+// keys, so every key of size s lives in the partition of the input records
+// of size s. That keeps one size's records, its clock and its dedupe
+// entries in one partition, where Kafka's per-partition order is the
+// input's offset order: ranks are assigned in offset order without any
+// reordering buffer.
 func sizeHasher() hash.Hash32 { return &prefixHash{Hash32: fnv.New32a()} }
 
 type prefixHash struct {
@@ -37,6 +38,18 @@ func (h *prefixHash) Write(p []byte) (int, error) {
 }
 
 func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
+
+// sizePartition is the partition of n that size's keys hash to: sarama's
+// hash partitioner (and goka's producer, gokakit.Builder) on sizeHasher.
+func sizePartition(size string, n int32) int32 {
+	h := sizeHasher()
+	h.Write([]byte(size))
+	part := int32(h.Sum32()) % n
+	if part < 0 {
+		part = -part
+	}
+	return part
+}
 
 // Keys that hold an id hold it whole when it is short and its digest
 // otherwise (keyID), behind a different separator: an id can never pose as

@@ -19,7 +19,7 @@ func partitionOf(h interface{ Sum32() uint32 }, n int32) int32 {
 	return p
 }
 
-// stageKeys are keys of every shape the dedupe and clock stages use for size s.
+// stageKeys are keys of every shape the clock group uses for size s.
 func stageKeys(s string) []string {
 	return []string{
 		s,
@@ -42,6 +42,10 @@ func TestHasherSamePartitionAsSize(t *testing.T) {
 		ref.Write([]byte(s))
 		for n := int32(1); n <= 12; n++ {
 			want := partitionOf(ref, n)
+			// Where observe expects the records of size s.
+			if got := sizePartition(s, n); got != want {
+				t.Errorf("sizePartition(%s, %d) = %d, want %d", s, n, got, want)
+			}
 			for _, k := range stageKeys(s) {
 				h := sizeHasher()
 				h.Write([]byte(k))

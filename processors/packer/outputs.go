@@ -109,9 +109,8 @@ func (p *Packer) lagAdmin(ctx context.Context) (*kadm.Client, error) {
 func (p *Packer) groupLags(ctx context.Context, admin *kadm.Client) ([]int64, error) {
 	c := p.cfg
 	inputs := map[string][]string{
-		c.dedupeGroup(): {c.Topics.Toys, c.Topics.Boxes, c.dedupeGroup() + "-loop"},
-		c.clockGroup():  {c.dedupeEvents()},
-		c.slotsGroup():  {c.clockGroup() + "-table", c.slotsGroup() + "-loop"},
+		c.clockGroup(): {c.Topics.Toys, c.Topics.Boxes, c.clockGroup() + "-loop"},
+		c.slotsGroup(): {c.clockGroup() + "-table", c.slotsGroup() + "-loop"},
 	}
 	var lags []int64
 	for _, group := range c.Groups() {

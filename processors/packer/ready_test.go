@@ -12,7 +12,7 @@ import (
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
-// TestWithReady: the ready callback runs once, when the three groups run,
+// TestWithReady: the ready callback runs once, when the two groups run,
 // and not at all for a packer that never reached Kafka.
 func TestWithReady(t *testing.T) {
 	if testing.Short() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
@@ -80,7 +81,8 @@ func (e *PartitionsError) Error() string {
 const loopRetention = 7 * 24 * time.Hour
 
 // options are the goka options of one group: the common ones (gokakit) with
-// our topic settings, and what only the packer needs: its storage directory,
+// our topic settings, and what only the packer needs: its storage (a
+// directory, and the clock group's access to its dedupe entries),
 // writes in order (a sequencer around the producer, inorder.go), static
 // membership, the size hasher and tombstones delivered.
 func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
@@ -102,9 +104,11 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 		}),
 		goka.WithContextWrapper(seq.barrier),
 	)
+	store := gokastore.Memory()
 	if p.cfg.StorageDir != "" {
-		opts = append(opts, goka.WithStorageBuilder(gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))))
+		store = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
 	}
+	opts = append(opts, goka.WithStorageBuilder(p.storageBuilder(group, store)))
 	if p.cfg.InstanceID != "" {
 		// Static membership is the consumer group's alone.
 		sc := gokakit.Sarama(kc, group)
@@ -114,7 +118,7 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	if hasher {
 		opts = append(opts, goka.WithHasher(sizeHasher))
 	}
-	if group == p.cfg.dedupeGroup() {
+	if group == p.cfg.clockGroup() {
 		// A null value (a tombstone) is a dead letter by the contract; goka's
 		// default drops it before any callback runs. Only the input stage gets
 		// nil messages: the later stages always write values.
@@ -123,10 +127,20 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	return opts
 }
 
-// Run creates the topics and runs the three groups until ctx ends or one of
+// storageBuilder is inner, through which the clock group also finds the
+// storages of its dedupe entries (dedupe.go). Tests that replace the
+// storage (goka's tester) wrap theirs with it too.
+func (p *Packer) storageBuilder(group string, inner storage.Builder) storage.Builder {
+	if group != p.cfg.clockGroup() {
+		return inner
+	}
+	return p.firsts.builder(inner)
+}
+
+// Run creates the topics and runs the two groups until ctx ends or one of
 // them fails for good. A cancelled ctx is a clean stop and returns nil. When a
 // group stops on a broker's passing state (a leader or coordinator moved, a
-// broker restarting), all three start again from their committed offsets
+// broker restarting), both start again from their committed offsets
 // (gokakit.Supervise), until such failures go on for longer than the Kafka
 // retry window without the groups getting to run.
 func (p *Packer) Run(ctx context.Context) error {
@@ -147,14 +161,14 @@ func (p *Packer) Run(ctx context.Context) error {
 	})
 }
 
-// runStages runs the three groups once, until ctx ends or one fails: ran
-// says whether all three got to run (and, with signal, p.ready was called).
+// runStages runs the two groups once, until ctx ends or one fails: ran
+// says whether both got to run (and, with signal, p.ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
-	p.seqs, p.clocks = nil, newClockCache()
+	p.seqs, p.clocks, p.firsts = nil, newClockCache(), newDedupeStores(p.cfg.dedupeTable())
 	graphs := p.Graphs()
 	// The slots stage does not need the size hasher: slot logic does not depend
 	// on order, so its keys spread over all partitions.
-	hashed := []bool{true, true, false}
+	hashed := []bool{true, false}
 	procs := make([]*goka.Processor, len(graphs))
 	for i, gg := range graphs {
 		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(string(gg.Group()), hashed[i])...)
@@ -198,7 +212,7 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 	return ran, err
 }
 
-// WithReady calls ready once in each Run, when all three groups have joined
+// WithReady calls ready once in each Run, when both groups have joined
 // and recovered their tables and consume: not when Run fails or stops first.
 func WithReady(ready func()) Option {
 	return func(p *Packer) { p.ready = ready }

@@ -18,8 +18,8 @@ type Option func(*Packer)
 // WithTracerProvider traces the packer with tp (nil or a no-op provider:
 // off, at no cost). Each input record gets a CONSUMER span "process toys" or
 // "process boxes", child of the elves' "send" span found in its headers. Its
-// context then travels inside the values of the loop topics, the dedupe
-// events and the clock's changelog (traceref.go), and the slot of its rank
+// context then travels inside the values of the clock's changelog and the
+// loop topics (traceref.go), and the slot of its rank
 // remembers it, so that every output gets a PRODUCER span "send <topic>",
 // child of the record being processed: a packed pair's span (the record that
 // completed the pair) links to the records that brought the toy and the box,
@@ -38,14 +38,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 		c := p.cfg
 		g := func(group string) *kafkatrace.Goka {
 			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: gokakit.ClientID(group), Brokers: c.Kafka.Brokers,
-				OnSend: onSend, Internal: []string{c.dedupeEvents()}})
+				OnSend: onSend, Internal: []string{c.dedupeTable()}})
 		}
-		p.trace = stageTracing{dedupe: g(c.dedupeGroup()), clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
+		p.trace = stageTracing{clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
 	}
 }
 
-// stageTracing instruments the three groups; nil members do nothing.
-type stageTracing struct{ dedupe, clock, slots *kafkatrace.Goka }
+// stageTracing instruments the two groups; nil members do nothing.
+type stageTracing struct{ clock, slots *kafkatrace.Goka }
 
 // Attributes of the packer's own spans.
 const (

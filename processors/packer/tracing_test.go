@@ -121,8 +121,8 @@ func TestTracingPairSpans(t *testing.T) {
 		for k, want := range map[string]string{
 			"messaging.system": "kafka", "messaging.operation.type": "process", "messaging.operation.name": "process",
 			"messaging.destination.partition.id": "0", "messaging.kafka.offset": "0",
-			"messaging.consumer.group.name": "packer-dedupe", "messaging.kafka.consumer.group": "packer-dedupe",
-			"messaging.client.id": "northpole-packer-dedupe", "messaging.client_id": "northpole-packer-dedupe",
+			"messaging.consumer.group.name": "packer-clock", "messaging.kafka.consumer.group": "packer-clock",
+			"messaging.client.id": "northpole-packer-clock", "messaging.client_id": "northpole-packer-clock",
 			"messaging.kafka.message.key": "M",
 			"server.address":              "unused", "server.port": "9092", // the first of the config's brokers
 		} {
