@@ -36,8 +36,14 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 }
 
 // slot pairs the k-th toy and the k-th box of a window. Its fields are written
-// once, and its outputs are a function of its state, so any redelivery
-// produces the same rows again (consumers deduplicate by key).
+// once, and its outputs are a function of its state and the message, so any
+// redelivery produces the same rows again (consumers deduplicate by key).
+//
+// The item that completes a pair is not written: after it the slot gets
+// nothing but redeliveries of its two items, since a window's closing goes
+// only to the slots it left with one item (forwardToSlots), and either
+// redelivery recomputes the same packed row from the first item's state and
+// the message. That saves a table write for every pair.
 func (p *Packer) slot(ctx goka.Context, msg any) {
 	m := msg.(*slotMsg)
 	st := &slotState{Size: m.Size, Window: m.Window}
@@ -62,7 +68,7 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 			st.ToyTrace = m.Trace
 		}
 	}
-	if changed {
+	if changed && (st.Toy == "" || st.Box == "") {
 		ctx.SetValue(st)
 	}
 	ws := record.FormatMicros(st.Window)
