@@ -14,8 +14,8 @@ import (
 // TestTopicUsesOfThePacker: the kinds and readers derived from the packer's
 // graphs are its design (docs/ARCHITECTURE.md): the inputs and every loop
 // read once, the clock table read as a stream by the slots stage, the
-// dedupe table read back by the clock group that joins it (goka keeps a
-// joined table up to date), the slots table by none.
+// dedupe and slot tables read back by the groups that join them (goka keeps
+// a joined table up to date).
 func TestTopicUsesOfThePacker(t *testing.T) {
 	c := packer.DefaultConfig()
 	c.Kafka = kafkaconf.Config{Brokers: []string{"k:9092"}}
@@ -29,8 +29,8 @@ func TestTopicUsesOfThePacker(t *testing.T) {
 	}
 	want := []string{
 		"inputs boxes 1", "inputs toys 1",
-		"loops packer-clock-loop 1", "loops packer-slots-loop 1",
-		"tables packer-clock-table 1", "tables packer-dedupe-table 1", "tables packer-slots-table 0",
+		"loops packer-clock-loop 1",
+		"tables packer-clock-table 1", "tables packer-dedupe-table 1", "tables packer-slot-table 1",
 		"outputs dead-letters 0", "outputs late 0", "outputs packed 0", "outputs spare 0", "outputs unpacked 0",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -7,6 +7,7 @@ package gokakit
 
 import (
 	"fmt"
+	"hash"
 	"log/slog"
 
 	"github.com/IBM/sarama"
@@ -65,7 +66,13 @@ func TopicManager(kc kafkaconf.Config, group string, tm *goka.TopicManagerConfig
 // Producer is Builder for group: kc's franz-go options with the group's
 // client id, and the client's warnings and errors in log (nil: discarded).
 func Producer(kc kafkaconf.Config, group string, log *slog.Logger) goka.ProducerBuilder {
-	return Builder(append(withClientID(kc, group).Kgo(), kafkaconf.KgoLogger(orDiscard(log))))
+	return ProducerByTopic(kc, group, log, nil)
+}
+
+// ProducerByTopic is Producer, with each topic's records partitioned by the
+// hasher hasherFor gives it (Builder).
+func ProducerByTopic(kc kafkaconf.Config, group string, log *slog.Logger, hasherFor func(topic string) func() hash.Hash32) goka.ProducerBuilder {
+	return Builder(append(withClientID(kc, group).Kgo(), kafkaconf.KgoLogger(orDiscard(log))), hasherFor)
 }
 
 // ClientID is the client id of group's Kafka clients: a broker's logs and

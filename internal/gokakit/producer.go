@@ -18,8 +18,11 @@ const closeWait = 60 * time.Second
 
 // Builder returns a goka.ProducerBuilder whose producers are kgo clients made
 // with opts (see kafkaconf.Config.Kgo) and goka's brokers. Records are
-// partitioned by goka's hasher exactly as sarama's hash partitioner does, so
-// keys land where goka's consumers and co-partitioning expect them.
+// partitioned exactly as sarama's hash partitioner does, so keys land where
+// goka's consumers and co-partitioning expect them, by hasherFor(topic), or by
+// goka's hasher when hasherFor is nil or returns nil: goka has one hasher per
+// processor, and a processor may keep its own topics partitioned otherwise
+// than the ones others read.
 //
 // goka's own producer is sarama's AsyncProducer, in which every record passes
 // through about five goroutines and their channels (input, dispatcher, topic,
@@ -28,16 +31,11 @@ const closeWait = 60 * time.Second
 // so that machinery was the largest item in its profile. kgo appends a record
 // to its partition's batch under a lock and finishes it from one goroutine per
 // partition. goka consumes with sarama as before; only producing changes.
-func Builder(opts []kgo.Opt) goka.ProducerBuilder {
+func Builder(opts []kgo.Opt, hasherFor func(topic string) func() hash.Hash32) goka.ProducerBuilder {
 	return func(brokers []string, _ string, hasher func() hash.Hash32) (goka.Producer, error) {
-		sum := func(key []byte) uint32 {
-			h := hasher()
-			h.Write(key)
-			return h.Sum32()
-		}
 		all := append(slices.Clone(opts),
 			kgo.SeedBrokers(brokers...),
-			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(sum))),
+			kgo.RecordPartitioner(topicPartitioner{byDefault: hasher, hasherFor: hasherFor}),
 		)
 		cl, err := kgo.NewClient(all...)
 		if err != nil {
@@ -45,6 +43,27 @@ func Builder(opts []kgo.Opt) goka.ProducerBuilder {
 		}
 		return &producer{cl: cl}, nil
 	}
+}
+
+// topicPartitioner is sarama's hash partitioner with the hasher of each topic.
+type topicPartitioner struct {
+	byDefault func() hash.Hash32
+	hasherFor func(topic string) func() hash.Hash32
+}
+
+func (p topicPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	hasher := p.byDefault
+	if p.hasherFor != nil {
+		if h := p.hasherFor(topic); h != nil {
+			hasher = h
+		}
+	}
+	sum := func(key []byte) uint32 {
+		h := hasher()
+		h.Write(key)
+		return h.Sum32()
+	}
+	return kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(sum)).ForTopic(topic)
 }
 
 type producer struct{ cl *kgo.Client }

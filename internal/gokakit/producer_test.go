@@ -21,8 +21,8 @@ import (
 )
 
 // TestProducerAgainstBroker writes keys through the producer into topics of
-// 1, 3, 4 and 8 partitions, with sarama's default hasher (FNV-1a) and another
-// one (CRC-32; that sarama's partitioner puts the packer's size-hashed keys
+// 1, 3, 4 and 8 partitions, with sarama's default hasher (FNV-1a, as goka's)
+// and another one chosen for the topic (CRC-32; that sarama's partitioner puts the packer's size-hashed keys
 // with their size is TestHasherSamePartitionAsSize in processors/packer),
 // and checks that every record lands in the partition sarama's hash
 // partitioner (goka's) picks, that the promise reports the record's real
@@ -42,7 +42,17 @@ func TestProducerAgainstBroker(t *testing.T) {
 				if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: parts}); err != nil {
 					t.Fatal(err)
 				}
-				p, err := Builder(kc.Kgo())(kc.Brokers, "test", hasher)
+				// goka's hasher is FNV-1a; the other one is the topic's own.
+				var hasherFor func(string) func() hash.Hash32
+				if name != "fnv-1a" {
+					hasherFor = func(t string) func() hash.Hash32 {
+						if t == topic {
+							return hasher
+						}
+						return nil
+					}
+				}
+				p, err := Builder(kc.Kgo(), hasherFor)(kc.Brokers, "test", fnv.New32a)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,7 +123,7 @@ func TestProducerAgainstBroker(t *testing.T) {
 func TestProducerReportsFailure(t *testing.T) {
 	kc := testkafka.Config(t)
 	kc.RetryFor = 3 * time.Second
-	p, err := Builder(kc.Kgo())(kc.Brokers, "test", fnv.New32a)
+	p, err := Builder(kc.Kgo(), nil)(kc.Brokers, "test", fnv.New32a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,6 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		{binCodec[decision, *decision]{}, &ev, 0},
 		{binCodec[clockValue, *clockValue]{}, &clockValue{Ev: ev, State: []byte{1, 2, 3}}, 3},
 		{binCodec[clockValue, *clockValue]{}, &clockValue{State: []byte{}}, 0},
-		{binCodec[slotMsg, *slotMsg]{}, &slotMsg{Stream: record.Toys, ID: "t", Close: true, Size: "S", Window: 42}, 0},
-		{binCodec[slotMsg, *slotMsg]{}, &slotMsg{Stream: record.Boxes, ID: "b", Size: "S", Window: 42, Trace: traceRef{TraceID: someTrace.TraceID, SpanID: someTrace.SpanID}}, 0},
 		{binCodec[slotState, *slotState]{}, &slotState{Size: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: someTrace, BoxTrace: traceRef{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}}}, 0},
 	}
 	for _, c := range cases {
@@ -147,12 +145,12 @@ func TestClockStateIsCompact(t *testing.T) {
 // to bytes that decode and encode to the same bytes again.
 func FuzzBinCodec(f *testing.F) {
 	codecs := []goka.Codec{binCodec[validRecord, *validRecord]{}, binCodec[firstSeen, *firstSeen]{},
-		binCodec[clockValue, *clockValue]{}, binCodec[slotMsg, *slotMsg]{}, binCodec[slotState, *slotState]{}}
+		binCodec[clockValue, *clockValue]{}, binCodec[slotState, *slotState]{}}
 	clk := sizeClock{Toys: streamClock{Seen: true, Lasts: []partOffset{{Partition: 1, Offset: 7}}, Max: 5},
 		Open: []openWindow{{Start: 1_798_070_390_000_000, Toys: 2}}}
 	st := clockValue{Ev: decision{Class: classItem, Closed: []closedWindow{{Start: 1, Toys: 1}}}, State: clk.appendState(nil, 10_000_000)}
 	for i, v := range []any{&validRecord{Stream: record.Toys, ID: "a", Raw: []byte("{}")}, &firstSeen{First: 1, FirstPart: 3},
-		&st, &slotMsg{ID: "x", Window: 9}, &slotState{Toy: "t", Box: "b", Closed: true}} {
+		&st, &slotState{Toy: "t", Box: "b", Closed: true}} {
 		b, err := codecs[i].Encode(v)
 		if err != nil {
 			f.Fatal(err)

@@ -58,7 +58,7 @@ type testerPipeline struct {
 	cfg Config
 	// trackers of every topic the tests look at
 	dead, packed, unpacked, spare, late         *tester.QueueTracker
-	clockLoop, dedupeTable, clockTab, slotsLoop *tester.QueueTracker
+	clockLoop, dedupeTable, clockTab, slotTable *tester.QueueTracker
 }
 
 func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
@@ -71,15 +71,14 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 	}
 	tt := tester.New(t)
 	quiet := gokakit.Logger(slog.New(slog.DiscardHandler))
-	hashed := []bool{true, false} // as in Run
-	for i, gg := range pk.Graphs() {
+	for _, gg := range pk.Graphs() {
 		// The processors get Run's own options (hasher, and whatever else Run
 		// sets), then the tester, which replaces every builder that would
 		// reach Kafka, and a quiet logger. The tester's storage is wrapped as
 		// Run wraps its own.
 		group := string(gg.Group())
-		opts := append(pk.options(group, hashed[i]), goka.WithTester(tt), goka.WithLogger(quiet),
-			goka.WithStorageBuilder(pk.storageBuilder(group, tt.StorageBuilder())))
+		opts := append(pk.options(group), goka.WithTester(tt), goka.WithLogger(quiet),
+			goka.WithStorageBuilder(pk.storageBuilder(tt.StorageBuilder())))
 		proc, err := goka.NewProcessor(nil, gg, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +103,7 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 	p.clockLoop = tt.NewQueueTracker(cfg.clockGroup() + "-loop")
 	p.dedupeTable = tt.NewQueueTracker(cfg.dedupeTable())
 	p.clockTab = tt.NewQueueTracker(string(goka.GroupTable(goka.Group(cfg.clockGroup()))))
-	p.slotsLoop = tt.NewQueueTracker(cfg.slotsGroup() + "-loop")
+	p.slotTable = tt.NewQueueTracker(cfg.slotTable())
 	return p
 }
 
@@ -119,6 +118,17 @@ func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
 		t.Fatalf("clock of %s: %v", size, err)
 	}
 	return st
+}
+
+// slot is the slot table's value at key.
+func (p *testerPipeline) slot(t *testing.T, key string) *slotState {
+	t.Helper()
+	b, _ := p.tt.TableValue(goka.Table(p.cfg.slotTable()), key).([]byte)
+	v, err := slotStateCodec.Decode(b)
+	if err != nil {
+		t.Fatalf("slot %s: %v", key, err)
+	}
+	return v.(*slotState)
 }
 
 func (p *testerPipeline) send(x record.Stream, key, value string) int64 {
@@ -339,8 +349,8 @@ func TestCallbackPackedRow(t *testing.T) {
 	}
 	// The slot of (M, window 0, rank 1) holds its first item only: the one
 	// that completed the pair is not written (slot).
-	slot := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.slotsGroup())), slotKey("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1))
-	if s, ok := slot.(*slotState); !ok || s.Toy != "t1" || s.Box != "" || s.Closed {
+	slot := p.slot(t, slotKey("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1))
+	if s := slot; s.Toy != "t1" || s.Box != "" || s.Closed {
 		t.Errorf("slot state %+v, want toy t1 alone", slot)
 	}
 }
@@ -390,10 +400,10 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 		t.Errorf("late key %q", l.key)
 	}
 	// More heartbeats close nothing again.
-	drain(p.slotsLoop)
+	drain(p.slotTable)
 	p.heartbeat(record.Toys, "M", at("00:01:00"))
 	p.heartbeat(record.Boxes, "M", at("00:01:00"))
-	p.expectNone("heartbeats after closing", p.unpacked, p.spare, p.packed, p.slotsLoop)
+	p.expectNone("heartbeats after closing", p.unpacked, p.spare, p.packed, p.slotTable)
 }
 
 func TestCallbackLateRow(t *testing.T) {
@@ -450,7 +460,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 		t.Fatalf("dedupe entries %s, want the toy's first", show(entries))
 	}
 	lastClock := drain(p.clockTab)
-	drain(p.slotsLoop)
+	drain(p.slotTable)
 	// The tester cannot deliver toys offset offT again, so the redelivery
 	// comes through the clock group's loop, which hands a record to the same
 	// decisions as the input callback (the way a stray record reaches them).
@@ -467,7 +477,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	// committing it): its dedupe entry says it is the first with its id, so
 	// no entry is written, and the clock skips an offset it has applied.
 	redeliver(observed)
-	p.expectNone("redelivered record", p.dedupeTable, p.clockTab, p.slotsLoop, p.dead, p.packed)
+	p.expectNone("redelivered record", p.dedupeTable, p.clockTab, p.slotTable, p.dead, p.packed)
 
 	// 2. The clock table event that packed t1 is consumed again by the slots
 	// stage: the same packed row again, same key, same value.
@@ -477,7 +487,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	if again.key != first.key || !reflect.DeepEqual(again.val, first.val) {
 		t.Errorf("replay produced %s => %+v, first %s => %+v", again.key, again.val, first.key, first.val)
 	}
-	drain(p.slotsLoop)
+	drain(p.slotTable)
 
 	// 3. A duplicate, then its redelivery: the same dead letter again
 	// (consumers deduplicate by key), and no state change.

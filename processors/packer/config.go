@@ -121,6 +121,11 @@ func (c Config) slotsGroup() string { return c.Group + "-slots" }
 // with the clock table, partition by partition (dedupe.go).
 func (c Config) dedupeTable() string { return c.Group + "-dedupe-table" }
 
+// slotTable is the changelog of the slots, which the slots group writes and
+// joins (slots.go). goka allows no other edge on "<group>-slots-table", the
+// name of the group's own table, which it does not have.
+func (c Config) slotTable() string { return c.Group + "-slot-table" }
+
 type internalKind int
 
 const (
@@ -139,7 +144,7 @@ func (c Config) internalTopics() []internalTopic {
 	table := func(g string) internalTopic { return internalTopic{g + "-table", tableTopic} }
 	return []internalTopic{
 		{c.clockGroup() + "-loop", loopTopic}, {c.dedupeTable(), tableTopic}, table(c.clockGroup()),
-		{c.slotsGroup() + "-loop", loopTopic}, table(c.slotsGroup()),
+		{c.slotTable(), tableTopic},
 	}
 }
 

@@ -107,12 +107,11 @@ func TestConfigParamsAndGroups(t *testing.T) {
 
 // TestConfigValidateInternalTopicCollision: a role topic that is also one of
 // the packer's own topics (<group>-clock-loop, -dedupe-table, -clock-table,
-// -slots-loop, -slots-table) cannot work: with late = "packer-clock-table",
+// -slot-table) cannot work: with late = "packer-clock-table",
 // late rows would be decoded by the slots stage as the clock's decisions.
 // Validate must refuse such configurations.
 func TestConfigValidateInternalTopicCollision(t *testing.T) {
-	internal := []string{"packer-clock-loop", "packer-dedupe-table",
-		"packer-clock-table", "packer-slots-loop", "packer-slots-table"}
+	internal := []string{"packer-clock-loop", "packer-dedupe-table", "packer-clock-table", "packer-slot-table"}
 	for _, name := range internal {
 		c := validConfig()
 		c.Topics.Late = name

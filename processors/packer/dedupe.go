@@ -3,12 +3,9 @@ package packer
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/storage"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -105,31 +102,10 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 // offset order: each writes its entry again if it is missing, and the clock
 // skips those it has applied (clock.go).
 func (p *Packer) dedupe(ctx goka.Context, obs *validRecord) (dup bool) {
-	st, err := p.firsts.of(ctx.Partition())
-	if err != nil {
-		ctx.Fail(err)
-	}
-	key := dedupeKey(obs)
-	var first *firstSeen
-	b, err := st.Get(key)
-	if err == nil && b != nil {
-		var v any
-		v, err = firstSeenCodec.Decode(b)
-		first, _ = v.(*firstSeen)
-	}
-	if err != nil {
-		ctx.Fail(fmt.Errorf("dedupe entry %q in partition %d of %s: %w", key, ctx.Partition(), p.cfg.dedupeTable(), err))
-	}
-	next, dup := dedupeStep(first, obs)
+	st, topic, key := p.firsts.of(ctx), p.cfg.dedupeTable(), dedupeKey(obs)
+	next, dup := dedupeStep(get(ctx, st, topic, key, firstSeenCodec), obs)
 	if next != nil {
-		enc, err := firstSeenCodec.Encode(next)
-		if err == nil {
-			err = st.Set(key, enc)
-		}
-		if err != nil {
-			ctx.Fail(fmt.Errorf("dedupe entry %q in partition %d of %s: %w", key, ctx.Partition(), p.cfg.dedupeTable(), err))
-		}
-		ctx.Emit(goka.Stream(p.cfg.dedupeTable()), key, enc)
+		set(ctx, st, topic, key, firstSeenCodec, next)
 	}
 	return dup
 }
@@ -145,50 +121,8 @@ func dedupeStep(first *firstSeen, obs *validRecord) (next *firstSeen, dup bool) 
 }
 
 // firstSeenCodec encodes the dedupe entries, which the clock group reads and
-// writes in storage itself (dedupeStores), not through goka's codecs.
+// writes in storage itself (joinedStores), not through goka's codecs.
 var firstSeenCodec binCodec[firstSeen, *firstSeen]
-
-// dedupeStores are the clock group's storages of the dedupe table, one per
-// partition it holds. goka recovers a joined table before the partition's
-// callbacks run and then applies its changelog as it grows, but a callback
-// reads a joined table only at the current key (the size), and would see
-// its own writes only once they come back from Kafka. So the clock group
-// reads and writes the entries in the partition's storage itself, and
-// writes each new entry to the changelog too, which goka's catching up then
-// sets again with the same bytes (an entry never changes).
-type dedupeStores struct {
-	topic string
-	mu    sync.Mutex
-	m     map[int32]storage.Storage
-}
-
-func newDedupeStores(topic string) *dedupeStores {
-	return &dedupeStores{topic: topic, m: map[int32]storage.Storage{}}
-}
-
-// builder remembers every storage that inner builds for the dedupe table.
-// goka builds one whenever it is assigned a partition, before recovering it.
-func (s *dedupeStores) builder(inner storage.Builder) storage.Builder {
-	return func(topic string, partition int32) (storage.Storage, error) {
-		st, err := inner(topic, partition)
-		if err == nil && topic == s.topic {
-			s.mu.Lock()
-			s.m[partition] = st
-			s.mu.Unlock()
-		}
-		return st, err
-	}
-}
-
-func (s *dedupeStores) of(partition int32) (storage.Storage, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.m[partition]
-	if !ok {
-		return nil, fmt.Errorf("no storage of partition %d of %s: goka did not build one", partition, s.topic)
-	}
-	return st, nil
-}
 
 func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {
 	dl := newDeadLetter(obs.Stream, p.topicOf(obs.Stream), obs.Partition, obs.Offset, obs.Key, obs.Raw)

@@ -29,6 +29,8 @@ func stageKeys(s string) []string {
 		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, ID: "b|2|"}),
 		dedupeKey(&validRecord{Stream: record.Toys, Size: s, Heartbeat: true, ID: "ignored"}),
 		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, Heartbeat: true}),
+		slotKey(s, 1_798_070_400_000_000, 3),
+		slotKey(s, -10_000_000, 1),
 		s + "|",
 		s + "||",
 	}

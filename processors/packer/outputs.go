@@ -110,7 +110,7 @@ func (p *Packer) groupLags(ctx context.Context, admin *kadm.Client) ([]int64, er
 	c := p.cfg
 	inputs := map[string][]string{
 		c.clockGroup(): {c.Topics.Toys, c.Topics.Boxes, c.clockGroup() + "-loop"},
-		c.slotsGroup(): {c.clockGroup() + "-table", c.slotsGroup() + "-loop"},
+		c.slotsGroup(): {c.clockGroup() + "-table"},
 	}
 	var lags []int64
 	for _, group := range c.Groups() {

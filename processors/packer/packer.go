@@ -33,7 +33,8 @@ type Packer struct {
 	lim    limits        // what every record written must fit in (fit.go)
 	seqs   []*sequencer  // one per group (inorder.go)
 	clocks *clockCache   // the clock stage's last states (clock.go)
-	firsts *dedupeStores // the clock group's dedupe entries (dedupe.go)
+	firsts *joinedStores // the clock group's dedupe entries (dedupe.go)
+	slots  *joinedStores // the slots group's slots (slots.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
 	ready  func()       // WithReady
@@ -48,7 +49,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache(), firsts: newDedupeStores(cfg.dedupeTable())}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache(), firsts: newJoinedStores(cfg.dedupeTable()), slots: newJoinedStores(cfg.slotTable())}
 	for _, o := range opts {
 		o(p)
 	}
@@ -75,10 +76,11 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 		goka.Persist(binCodec[clockValue, *clockValue]{}),
 		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
+	slotTable := p.cfg.slotTable()
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
 		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[clockValue, *clockValue]{}, p.forwardToSlots),
-		goka.Loop(binCodec[slotMsg, *slotMsg]{}, p.slot),
-		goka.Persist(binCodec[slotState, *slotState]{}),
+		goka.Join(goka.Table(slotTable), new(codec.Bytes)),
+		goka.Output(goka.Stream(slotTable), new(codec.Bytes)),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),
 		goka.Output(goka.Stream(t.Spare), jsonCodec[results.Spare]{}),

@@ -82,10 +82,11 @@ const loopRetention = 7 * 24 * time.Hour
 
 // options are the goka options of one group: the common ones (gokakit) with
 // our topic settings, and what only the packer needs: its storage (a
-// directory, and the clock group's access to its dedupe entries),
-// writes in order (a sequencer around the producer, inorder.go), static
-// membership, the size hasher and tombstones delivered.
-func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
+// directory, and the groups' access to the tables they join), writes in
+// order (a sequencer around the producer, inorder.go), its own topics
+// partitioned by size (hasherFor), static membership and tombstones
+// delivered.
+func (p *Packer) options(group string) []goka.ProcessorOption {
 	kc := p.cfg.Kafka
 	log := p.log.With("group", group)
 	tm := gokakit.TopicConfig(p.cfg.Replication)
@@ -93,7 +94,7 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	tm.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
 	seq := newSequencer()
 	p.seqs = append(p.seqs, seq)
-	producer := gokakit.Producer(kc, group, log)
+	producer := gokakit.ProducerByTopic(kc, group, log, p.hasherFor)
 	opts := append(gokakit.Options(kc, group, tm, log),
 		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
 			inner, err := producer(brokers, clientID, hasher)
@@ -108,15 +109,12 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	if p.cfg.StorageDir != "" {
 		store = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
 	}
-	opts = append(opts, goka.WithStorageBuilder(p.storageBuilder(group, store)))
+	opts = append(opts, goka.WithStorageBuilder(p.storageBuilder(store)))
 	if p.cfg.InstanceID != "" {
 		// Static membership is the consumer group's alone.
 		sc := gokakit.Sarama(kc, group)
 		sc.Consumer.Group.InstanceId = p.cfg.InstanceID
 		opts = append(opts, goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(sc)))
-	}
-	if hasher {
-		opts = append(opts, goka.WithHasher(sizeHasher))
 	}
 	if group == p.cfg.clockGroup() {
 		// A null value (a tombstone) is a dead letter by the contract; goka's
@@ -127,14 +125,25 @@ func (p *Packer) options(group string, hasher bool) []goka.ProcessorOption {
 	return opts
 }
 
-// storageBuilder is inner, through which the clock group also finds the
-// storages of its dedupe entries (dedupe.go). Tests that replace the
-// storage (goka's tester) wrap theirs with it too.
-func (p *Packer) storageBuilder(group string, inner storage.Builder) storage.Builder {
-	if group != p.cfg.clockGroup() {
-		return inner
+// storageBuilder is inner, through which the groups also find the storages
+// of the tables they write themselves and join (joined.go). Tests that
+// replace the storage (goka's tester) wrap theirs with it too.
+func (p *Packer) storageBuilder(inner storage.Builder) storage.Builder {
+	return p.slots.builder(p.firsts.builder(inner))
+}
+
+// hasherFor partitions the packer's own topics (loop, tables) by size
+// (sizeHasher), so that a size's records, clock, dedupe entries and slots
+// are in the partition of its input records, and every other topic (the
+// outputs, which other processors read) as any Kafka client does, by the
+// whole key (nil: goka's default hasher).
+func (p *Packer) hasherFor(topic string) func() hash.Hash32 {
+	for _, it := range p.cfg.internalTopics() {
+		if it.name == topic {
+			return sizeHasher
+		}
 	}
-	return p.firsts.builder(inner)
+	return nil
 }
 
 // Run creates the topics and runs the two groups until ctx ends or one of
@@ -164,14 +173,12 @@ func (p *Packer) Run(ctx context.Context) error {
 // runStages runs the two groups once, until ctx ends or one fails: ran
 // says whether both got to run (and, with signal, p.ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
-	p.seqs, p.clocks, p.firsts = nil, newClockCache(), newDedupeStores(p.cfg.dedupeTable())
+	p.seqs, p.clocks = nil, newClockCache()
+	p.firsts, p.slots = newJoinedStores(p.cfg.dedupeTable()), newJoinedStores(p.cfg.slotTable())
 	graphs := p.Graphs()
-	// The slots stage does not need the size hasher: slot logic does not depend
-	// on order, so its keys spread over all partitions.
-	hashed := []bool{true, false}
 	procs := make([]*goka.Processor, len(graphs))
 	for i, gg := range graphs {
-		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(string(gg.Group()), hashed[i])...)
+		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(string(gg.Group()))...)
 		if err != nil {
 			return false, fmt.Errorf("create goka processor %s: %w", gg.Group(), err)
 		}

@@ -13,11 +13,13 @@ import (
 // changelog) is joined with the slot table, keyed by (size, window, rank).
 // The k-th toy and the k-th box of a window meet in slot k; a window's
 // closing tells the slots that will stay half-empty to report their item as
-// unpacked or spare.
+// unpacked or spare. A size's slots live in the partition of its clock
+// (Packer.hasherFor), so the group reads and writes them itself, in the
+// partition's storage (joinedStores), without a hop to the slot's key.
 
 // forwardToSlots turns the clock's decisions into results: late rows now,
-// items to their (size, window, rank) slot, and window closings to the slots
-// that will stay half-empty. It is stateless, so a replay repeats it exactly.
+// items into their (size, window, rank) slot, and window closings into the
+// slots that will stay half-empty.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	ev := msg.(*clockValue).Ev
 	r := ev.Rec
@@ -26,11 +28,11 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 		key := lateKey(r.Stream, r.Size, r.ID)
 		resume(p.trace.slots, ctx, r.Trace).Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
 	case classItem:
-		ctx.Loopback(slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
+		p.slot(ctx, slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
-			ctx.Loopback(slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
+			p.slot(ctx, slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
 		}
 	}
 }
@@ -44,11 +46,11 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 // only to the slots it left with one item (forwardToSlots), and either
 // redelivery recomputes the same packed row from the first item's state and
 // the message. That saves a table write for every pair.
-func (p *Packer) slot(ctx goka.Context, msg any) {
-	m := msg.(*slotMsg)
-	st := &slotState{Size: m.Size, Window: m.Window}
-	if v := ctx.Value(); v != nil {
-		st = v.(*slotState)
+func (p *Packer) slot(ctx goka.Context, key string, m *slotMsg) {
+	store, topic := p.slots.of(ctx), p.cfg.slotTable()
+	st := get(ctx, store, topic, key, slotStateCodec)
+	if st == nil {
+		st = &slotState{Size: m.Size, Window: m.Window}
 	}
 	changed := false
 	switch {
@@ -69,7 +71,7 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 		}
 	}
 	if changed && (st.Toy == "" || st.Box == "") {
-		ctx.SetValue(st)
+		set(ctx, store, topic, key, slotStateCodec, st)
 	}
 	ws := record.FormatMicros(st.Window)
 	t := p.cfg.Topics
@@ -85,15 +87,20 @@ func (p *Packer) slot(ctx goka.Context, msg any) {
 	}
 }
 
-// slotMsg goes to the slot (size, window, rank): an item that took that rank,
-// or the news that the window closed and the slot will never be completed.
+// slotStateCodec encodes the slots, which the slots group reads and writes in
+// storage itself (joinedStores).
+var slotStateCodec binCodec[slotState, *slotState]
+
+// slotMsg is what a decision brings to the slot (size, window, rank): an item
+// that took that rank, or the news that the window closed and the slot will
+// never be completed.
 type slotMsg struct {
-	Stream record.Stream `json:"x,omitempty"`
-	ID     string        `json:"id,omitempty"`
-	Close  bool          `json:"close,omitempty"`
-	Size   string        `json:"s"`
-	Window int64         `json:"w"`
-	Trace  traceRef      `json:"-"` // of the record that brought the item, or that closed the window
+	Stream record.Stream
+	ID     string
+	Close  bool
+	Size   string
+	Window int64
+	Trace  traceRef // of the record that brought the item, or that closed the window
 }
 
 // slotState is where the k-th toy meets the k-th box. Every field is written
@@ -112,28 +119,8 @@ type slotState struct {
 	BoxTrace traceRef `json:"-"`
 }
 
-func (m *slotMsg) sizeHint() int { return 64 + len(m.ID) + len(m.Trace.TraceState) }
-
 func (s *slotState) sizeHint() int {
 	return 96 + len(s.Toy) + len(s.Box) + len(s.ToyTrace.TraceState) + len(s.BoxTrace.TraceState)
-}
-
-func (m *slotMsg) appendBin(b []byte) []byte {
-	b = appendStr(b, string(m.Stream))
-	b = appendStr(b, m.ID)
-	b = append(b, flag(m.Close, 1))
-	b = appendStr(b, m.Size)
-	b = binary.AppendVarint(b, m.Window)
-	return m.Trace.appendBin(b)
-}
-
-func (m *slotMsg) readBin(r *binReader) {
-	m.Stream = record.Stream(r.str())
-	m.ID = r.str()
-	m.Close = r.byte1()&1 != 0
-	m.Size = r.str()
-	m.Window = r.varint()
-	m.Trace.readBin(r)
 }
 
 func (s *slotState) appendBin(b []byte) []byte {
