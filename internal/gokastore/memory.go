@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,11 @@ import (
 //     its CPU marking its tables. Memory copies keys and values into large byte
 //     slabs and indexes them with a map whose keys and values hold no pointers,
 //     so a collection marks a few dozen slabs instead of millions of objects.
+//   - bytes on the Go heap count towards the collector's goal, which lets the
+//     heap grow to twice what is live (GOGC=100) before it collects, so tables
+//     on the heap cost up to twice their size in memory. The slabs are mapped
+//     outside the heap (slab_unix.go) and unmapped when they are compacted
+//     away or the storage is no longer reachable.
 //
 // Get returns a copy: a value's bytes may be overwritten in place by the next
 // Set of its key. Iterators see a snapshot, and the offset lives outside the key
@@ -52,7 +58,7 @@ type memory struct {
 	clash   map[string]int32
 	entries []memEntry // no pointers either
 	free    []int32    // deleted entries, to reuse
-	slabs   [][]byte
+	slabs   *slabList
 	live    int // bytes of slabs that entries use
 	garbage int // bytes of slabs that no entry uses any more
 	// compactAt is compactAt, smaller in tests.
@@ -73,12 +79,39 @@ func (e memEntry) size() int { return int(e.klen + e.vcap) }
 
 func newMemory() *memory {
 	seed := maphash.MakeSeed()
-	return &memory{
+	m := &memory{
 		hash:      func(k string) uint64 { return maphash.String(seed, k) },
 		index:     map[uint64]int32{},
 		clash:     map[string]int32{},
+		slabs:     &slabList{},
 		compactAt: compactAt,
 	}
+	// goka may close a storage while a callback still holds it (the packer's
+	// joined tables), so the slabs go only once nothing can reach them.
+	runtime.AddCleanup(m, (*slabList).free, m.slabs)
+	return m
+}
+
+// slabList is a memory's slabs, apart from it, so that a cleanup can unmap
+// them once the memory is unreachable.
+type slabList struct {
+	s      [][]byte
+	mapped []bool // s[i] is outside the Go heap
+}
+
+func (l *slabList) add(n int) {
+	b, mapped := newSlab(n)
+	l.s = append(l.s, b)
+	l.mapped = append(l.mapped, mapped)
+}
+
+func (l *slabList) free() {
+	for i, b := range l.s {
+		if l.mapped[i] {
+			freeSlab(b)
+		}
+	}
+	l.s, l.mapped = nil, nil
 }
 
 func (m *memory) Open() error          { return nil }
@@ -86,12 +119,12 @@ func (m *memory) Close() error         { return nil }
 func (m *memory) MarkRecovered() error { return nil }
 
 func (m *memory) keyOf(e memEntry) []byte {
-	return m.slabs[e.slab][e.off : e.off+e.klen]
+	return m.slabs.s[e.slab][e.off : e.off+e.klen]
 }
 
 func (m *memory) valueOf(e memEntry) []byte {
 	start := e.off + e.klen
-	return m.slabs[e.slab][start : start+e.vlen]
+	return m.slabs.s[e.slab][start : start+e.vlen]
 }
 
 // lookup returns key's entry and hash; ok is false when key is absent.
@@ -110,16 +143,18 @@ func (m *memory) lookup(key string) (i int32, h uint64, ok bool) {
 // alloc returns room for n bytes in the last slab, starting a new slab when it
 // is full; a value larger than a slab gets a slab of its own.
 func (m *memory) alloc(n int) (slab int32, off uint32) {
-	last := len(m.slabs) - 1
-	if last < 0 || cap(m.slabs[last])-len(m.slabs[last]) < n {
+	slabs := m.slabs.s
+	last := len(slabs) - 1
+	if last < 0 || cap(slabs[last])-len(slabs[last]) < n {
 		if last >= 0 {
-			m.garbage += cap(m.slabs[last]) - len(m.slabs[last]) // the tail no one will use
+			m.garbage += cap(slabs[last]) - len(slabs[last]) // the tail no one will use
 		}
-		m.slabs = append(m.slabs, make([]byte, 0, max(n, slabSize)))
+		m.slabs.add(max(n, slabSize))
+		slabs = m.slabs.s
 		last++
 	}
-	s := m.slabs[last]
-	m.slabs[last] = s[:len(s)+n]
+	s := slabs[last]
+	slabs[last] = s[:len(s)+n]
 	m.live += n
 	return int32(last), uint32(len(s))
 }
@@ -127,7 +162,7 @@ func (m *memory) alloc(n int) (slab int32, off uint32) {
 // place writes key and value into fresh room with vcap bytes for the value.
 func (m *memory) place(key string, value []byte, vcap int) memEntry {
 	slab, off := m.alloc(len(key) + vcap)
-	dst := m.slabs[slab][off:]
+	dst := m.slabs.s[slab][off:]
 	copy(dst, key)
 	copy(dst[len(key):], value)
 	return memEntry{slab: slab, off: off, klen: uint32(len(key)), vlen: uint32(len(value)), vcap: uint32(vcap)}
@@ -166,7 +201,7 @@ func (m *memory) Set(key string, value []byte) error {
 		e := &m.entries[i]
 		if len(value) <= int(e.vcap) {
 			start := e.off + e.klen
-			copy(m.slabs[e.slab][start:], value)
+			copy(m.slabs.s[e.slab][start:], value)
 			e.vlen = uint32(len(value))
 			return nil
 		}
@@ -220,17 +255,19 @@ func (m *memory) maybeCompact() {
 	if m.garbage < m.compactAt || m.garbage < m.live {
 		return
 	}
-	old := m.slabs
-	m.slabs, m.live, m.garbage = nil, 0, 0
+	old := *m.slabs
+	*m.slabs, m.live, m.garbage = slabList{}, 0, 0
 	for i, e := range m.entries {
 		if e.slab < 0 {
 			continue
 		}
-		src := old[e.slab][e.off:]
+		src := old.s[e.slab][e.off:]
 		slab, off := m.alloc(e.size())
-		copy(m.slabs[slab][off:], src[:e.klen+e.vlen])
+		copy(m.slabs.s[slab][off:], src[:e.klen+e.vlen])
 		m.entries[i].slab, m.entries[i].off = slab, off
 	}
+	// Every read copies out under the lock, so nothing points into them.
+	old.free()
 }
 
 func (m *memory) SetOffset(offset int64) error {
