@@ -237,7 +237,7 @@ func TestMemorySlabsOffHeap(t *testing.T) {
 	m := newMemory()
 	m.compactAt = 1 << 20
 	value := func(size, i int) []byte { return fmt.Appendf(bytes.Repeat([]byte{'v'}, size), "%d", i) }
-	const n = 64 << 10 // keys of 1,000-byte values: 64 MiB
+	const n = 64 << 10     // keys of 1,000-byte values: 64 MiB
 	for round := range 3 { // rewrites that outgrow their room leave garbage: compactions
 		for i := range n {
 			if err := m.Set(fmt.Sprintf("k%d", i), value(1000+round*600, i)); err != nil {
