@@ -49,7 +49,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			p.admit(ctx, ctx, obs)
 			return
 		}
-		// Record.Parse checked that the key is the size, so the loop record
+		// record.Parse checked that the key is the size, so the loop record
 		// reaches the size's partition. It must fit beside the id.
 		if room := p.lim.room() - 2*len(obs.ID) - len(key) - 512; len(obs.Raw) > room {
 			obs.RawCut = results.CutOf(raw)
