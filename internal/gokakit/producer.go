@@ -27,7 +27,7 @@ const closeWait = 60 * time.Second
 // goka's own producer is sarama's AsyncProducer, in which every record passes
 // through about five goroutines and their channels (input, dispatcher, topic,
 // partition, broker aggregator, then successes and goka's reader) before its
-// promise finishes. The packer writes six and a half records per input event,
+// promise finishes. The packer wrote six and a half records per input event,
 // so that machinery was the largest item in its profile. kgo appends a record
 // to its partition's batch under a lock and finishes it from one goroutine per
 // partition. goka consumes with sarama as before; only producing changes.
