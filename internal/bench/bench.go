@@ -419,7 +419,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 	}
 	if v.Live {
 		// The clock starts when the packer is ready and the elves begin.
-		b.progress("  waiting for the packer's three groups to be stable")
+		b.progress("  waiting for the packer's groups to be stable")
 		err = waitStable(ctx, kc, cfg.Groups(), proc)
 		if err == nil {
 			b.progress("  writing %d records at %.0f/s", p.Config().Toys.Count*2, v.LiveRate)
