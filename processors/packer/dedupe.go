@@ -102,10 +102,10 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 // offset order: each writes its entry again if it is missing, and the clock
 // skips those it has applied (clock.go).
 func (p *Packer) dedupe(ctx goka.Context, obs *validRecord) (dup bool) {
-	st, topic, key := p.firsts.of(ctx), p.cfg.dedupeTable(), dedupeKey(obs)
-	next, dup := dedupeStep(get(ctx, st, topic, key, firstSeenCodec), obs)
+	entries, key := p.firsts.of(ctx), dedupeKey(obs)
+	next, dup := dedupeStep(get(ctx, entries, key, firstSeenCodec), obs)
 	if next != nil {
-		set(ctx, st, topic, key, firstSeenCodec, next)
+		set(ctx, entries, key, firstSeenCodec, next)
 	}
 	return dup
 }

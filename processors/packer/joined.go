@@ -15,7 +15,7 @@ import (
 // at the current key, and would see its own writes only once they came back
 // from Kafka. So the group reads and sets the table's values in the
 // partition's storage itself and writes each change to the table's topic
-// (write), which goka's catching up then sets again with the same bytes.
+// (set), which goka's catching up then sets again with the same bytes.
 type joinedStores struct {
 	topic string
 	mu    sync.Mutex
@@ -40,47 +40,54 @@ func (s *joinedStores) builder(inner storage.Builder) storage.Builder {
 	}
 }
 
+// joinedPart is one partition's storage of a joined table, and the table.
+type joinedPart struct {
+	st    storage.Storage
+	topic string
+}
+
 // of is the storage of the table's partition that ctx processes.
-func (s *joinedStores) of(ctx goka.Context) storage.Storage {
+func (s *joinedStores) of(ctx goka.Context) joinedPart {
 	s.mu.Lock()
 	st, ok := s.m[ctx.Partition()]
 	s.mu.Unlock()
 	if !ok {
 		ctx.Fail(fmt.Errorf("no storage of partition %d of %s: goka did not build one", ctx.Partition(), s.topic))
 	}
-	return st
+	return joinedPart{st: st, topic: s.topic}
 }
 
-// get decodes key's value in st with c; nil when there is none.
+// get decodes key's value with c; nil when there is none.
 func get[T any, PT interface {
 	*T
 	binMsg
-}](ctx goka.Context, st storage.Storage, topic, key string, c binCodec[T, PT]) PT {
-	b, err := st.Get(key)
-	if err != nil || b == nil {
-		if err != nil {
-			ctx.Fail(fmt.Errorf("read %q in partition %d of %s: %w", key, ctx.Partition(), topic, err))
-		}
+}](ctx goka.Context, j joinedPart, key string, c binCodec[T, PT]) PT {
+	b, err := j.st.Get(key)
+	if err == nil && b == nil {
 		return nil
 	}
-	v, err := c.Decode(b)
+	var v any
+	if err == nil {
+		v, err = c.Decode(b)
+	}
 	if err != nil {
-		ctx.Fail(fmt.Errorf("read %q in partition %d of %s: %w", key, ctx.Partition(), topic, err))
+		ctx.Fail(fmt.Errorf("read %q in partition %d of %s: %w", key, ctx.Partition(), j.topic, err))
 	}
 	return v.(PT)
 }
 
-// set writes v as key's value: into st at once, and to the table's topic.
+// set writes v as key's value: into the storage at once, and to the table's
+// topic.
 func set[T any, PT interface {
 	*T
 	binMsg
-}](ctx goka.Context, st storage.Storage, topic, key string, c binCodec[T, PT], v PT) {
+}](ctx goka.Context, j joinedPart, key string, c binCodec[T, PT], v PT) {
 	enc, err := c.Encode(v)
 	if err == nil {
-		err = st.Set(key, enc)
+		err = j.st.Set(key, enc)
 	}
 	if err != nil {
-		ctx.Fail(fmt.Errorf("write %q in partition %d of %s: %w", key, ctx.Partition(), topic, err))
+		ctx.Fail(fmt.Errorf("write %q in partition %d of %s: %w", key, ctx.Partition(), j.topic, err))
 	}
-	ctx.Emit(goka.Stream(topic), key, enc)
+	ctx.Emit(goka.Stream(j.topic), key, enc)
 }

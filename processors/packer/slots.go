@@ -47,8 +47,8 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 // redelivery recomputes the same packed row from the first item's state and
 // the message. That saves a table write for every pair.
 func (p *Packer) slot(ctx goka.Context, key string, m *slotMsg) {
-	store, topic := p.slots.of(ctx), p.cfg.slotTable()
-	st := get(ctx, store, topic, key, slotStateCodec)
+	slots := p.slots.of(ctx)
+	st := get(ctx, slots, key, slotStateCodec)
 	if st == nil {
 		st = &slotState{Size: m.Size, Window: m.Window}
 	}
@@ -71,7 +71,7 @@ func (p *Packer) slot(ctx goka.Context, key string, m *slotMsg) {
 		}
 	}
 	if changed && (st.Toy == "" || st.Box == "") {
-		set(ctx, store, topic, key, slotStateCodec, st)
+		set(ctx, slots, key, slotStateCodec, st)
 	}
 	ws := record.FormatMicros(st.Window)
 	t := p.cfg.Topics
