@@ -286,12 +286,16 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, log *slog.Logger,
 		if progress == nil {
 			return
 		}
-		t := time.NewTicker(ProgressEvery)
+		// A timer set again after each report, not a ticker: a ticker that
+		// fell behind delivers its next tick early, and reports would come
+		// closer together than ProgressEvery.
+		t := time.NewTimer(ProgressEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
 				progress(r.snapshot())
+				t.Reset(ProgressEvery)
 			case <-stopProgress:
 				return
 			}
