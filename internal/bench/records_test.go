@@ -13,9 +13,8 @@ import (
 
 // TestTopicUsesOfThePacker: the kinds and readers derived from the packer's
 // graphs are its design (docs/ARCHITECTURE.md): the inputs and every loop
-// read once, the clock table read as a stream by the slots stage, the
-// dedupe and slot tables read back by the groups that join them (goka keeps
-// a joined table up to date).
+// read once, the clock table read as a stream by the slots stage, the slots
+// group's table read by none (a group table is read only to recover).
 func TestTopicUsesOfThePacker(t *testing.T) {
 	c := packer.DefaultConfig()
 	c.Kafka = kafkaconf.Config{Brokers: []string{"k:9092"}}
@@ -30,7 +29,7 @@ func TestTopicUsesOfThePacker(t *testing.T) {
 	want := []string{
 		"inputs boxes 1", "inputs toys 1",
 		"loops packer-clock-loop 1",
-		"tables packer-clock-table 1", "tables packer-dedupe-table 1", "tables packer-slot-table 1",
+		"tables packer-clock-table 1", "tables packer-slots-table 0",
 		"outputs dead-letters 0", "outputs late 0", "outputs packed 0", "outputs spare 0", "outputs unpacked 0",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -18,9 +18,10 @@ package packer
 //     of an earlier record) into "packer-clock-loop", where the clock group
 //     takes a record it was handed by another partition, and a *clockValue
 //     into "packer-clock-table".
-//   - Output and Join of one topic (the dedupe table) work: an Emit is queued,
-//     and the joined table's storage (the tester's, shared by topic) is the
-//     one the clock group writes directly.
+//   - A group table's storage is the tester's, and the one the group's
+//     callbacks set the values at other keys in (the dedupe entries, the
+//     slots). The tester recovers no table: expectRecovered does what goka's
+//     recovery does, through the groups' update callbacks.
 //   - No crash, rebalance or table recovery with partial state can be
 //     simulated; those are for the integration tests against a broker.
 //   - tt.Consume(topic, key, nil) delivers a null value, as Kafka does for a
@@ -43,10 +44,12 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 	"github.com/lovoo/goka/tester"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/gokakit"
+	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
@@ -57,8 +60,8 @@ type testerPipeline struct {
 	pk  *Packer
 	cfg Config
 	// trackers of every topic the tests look at
-	dead, packed, unpacked, spare, late         *tester.QueueTracker
-	clockLoop, dedupeTable, clockTab, slotTable *tester.QueueTracker
+	dead, packed, unpacked, spare, late *tester.QueueTracker
+	clockLoop, clockTab, slotTable      *tester.QueueTracker
 }
 
 func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
@@ -101,7 +104,6 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 	p.spare = tt.NewQueueTracker(tp.Spare)
 	p.late = tt.NewQueueTracker(tp.Late)
 	p.clockLoop = tt.NewQueueTracker(cfg.clockGroup() + "-loop")
-	p.dedupeTable = tt.NewQueueTracker(cfg.dedupeTable())
 	p.clockTab = tt.NewQueueTracker(string(goka.GroupTable(goka.Group(cfg.clockGroup()))))
 	p.slotTable = tt.NewQueueTracker(cfg.slotTable())
 	return p
@@ -120,10 +122,28 @@ func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
 	return st
 }
 
-// slot is the slot table's value at key.
+// dedupeEntry is the dedupe entry at key, in the clock table's storage; nil
+// when there is none.
+func (p *testerPipeline) dedupeEntry(t *testing.T, key string) *firstSeen {
+	t.Helper()
+	b, err := p.pk.firsts.m[0].Get(key)
+	if err != nil || b == nil {
+		return nil
+	}
+	v, err := firstSeenCodec.Decode(b)
+	if err != nil {
+		t.Fatalf("dedupe entry %s: %v", key, err)
+	}
+	return v.(*firstSeen)
+}
+
+// slot is the slot at key, in the slot table's storage.
 func (p *testerPipeline) slot(t *testing.T, key string) *slotState {
 	t.Helper()
-	b, _ := p.tt.TableValue(goka.Table(p.cfg.slotTable()), key).([]byte)
+	b, err := p.pk.slots.m[0].Get(key)
+	if err != nil {
+		t.Fatalf("slot %s: %v", key, err)
+	}
 	v, err := slotStateCodec.Decode(b)
 	if err != nil {
 		t.Fatalf("slot %s: %v", key, err)
@@ -242,7 +262,7 @@ func TestCallbackInvalidRecordsAreDeadLetters(t *testing.T) {
 		} else if dl.Value == nil || *dl.Value != c.value || dl.ValueBase64 != nil {
 			t.Errorf("case %d: dead letter value %v, want %q", i, dl.Value, c.value)
 		}
-		p.expectNone(fmt.Sprintf("case %d", i), p.clockLoop, p.dedupeTable, p.clockTab, p.packed, p.late)
+		p.expectNone(fmt.Sprintf("case %d", i), p.clockLoop, p.clockTab, p.packed, p.late)
 	}
 }
 
@@ -284,10 +304,8 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 		dl.Value == nil || *dl.Value != dupValue || !strings.Contains(dl.Detail, `"a"`) {
 		t.Errorf("duplicate dead letter %+v", dl)
 	}
-	b, _ := p.tt.TableValue(goka.Table(p.cfg.dedupeTable()), "M|toys|i|a").([]byte)
-	st, err := firstSeenCodec.Decode(b)
-	if err != nil || st.(*firstSeen).First != 0 || st.(*firstSeen).FirstPart != 0 {
-		t.Errorf("dedupe state of a: %+v (%v)", st, err)
+	if st := p.dedupeEntry(t, "M|toys|i|a"); st == nil || st.First != 0 || st.FirstPart != 0 {
+		t.Errorf("dedupe entry of a: %+v", st)
 	}
 	// The clock saw it as a duplicate: no rank.
 	clk := p.clock(t, "M")
@@ -456,8 +474,8 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	offT := p.send(record.Toys, "M", toyValue)
 	p.box("b1", "M", at("00:00:02"))
 	first := p.expectOne("packed", p.packed)
-	if entries := drain(p.dedupeTable); len(entries) != 2 || entries[0].key != "M|toys|i|t1" {
-		t.Fatalf("dedupe entries %s, want the toy's first", show(entries))
+	if st := p.dedupeEntry(t, "M|toys|i|t1"); st == nil || st.First != offT {
+		t.Fatalf("dedupe entry of t1: %+v, want offset %d", st, offT)
 	}
 	lastClock := drain(p.clockTab)
 	drain(p.slotTable)
@@ -474,10 +492,10 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	}
 
 	// 1. toys offset offT is delivered again (the group restarted before
-	// committing it): its dedupe entry says it is the first with its id, so
-	// no entry is written, and the clock skips an offset it has applied.
+	// committing it): its dedupe entry says it is the first with its id,
+	// and the clock skips an offset it has applied.
 	redeliver(observed)
-	p.expectNone("redelivered record", p.dedupeTable, p.clockTab, p.slotTable, p.dead, p.packed)
+	p.expectNone("redelivered record", p.clockTab, p.slotTable, p.dead, p.packed)
 
 	// 2. The clock table event that packed t1 is consumed again by the slots
 	// stage: the same packed row again, same key, same value.
@@ -493,7 +511,6 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	// (consumers deduplicate by key), and no state change.
 	offDup := p.toy("t1", "M", at("00:00:03"))
 	dup := p.expectOne("duplicate", p.dead)
-	p.expectNone("duplicate", p.dedupeTable)
 	if c := drain(p.clockTab); len(c) != 1 || c[0].val.(*clockValue).Ev.Class != classDuplicate {
 		t.Fatalf("clock of the duplicate: %s", show(c))
 	}
@@ -501,14 +518,17 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	dupObs.Offset, dupObs.MadeUS, dupObs.MadeAt = offDup, time.Date(2026, 12, 24, 0, 0, 3, 0, time.UTC).UnixMicro(), at("00:00:03")
 	dupObs.Raw = []byte(*dup.val.(*DeadLetter).Value)
 	redeliver(&dupObs)
-	p.expectNone("duplicate redelivered", p.clockTab, p.dedupeTable)
+	p.expectNone("duplicate redelivered", p.clockTab)
 	dup2 := p.expectOne("duplicate redelivered", p.dead)
 	if dup2.key != dup.key || dup.key != fmt.Sprintf("toys/0/%d", offDup) || !reflect.DeepEqual(dup2.val, dup.val) {
 		t.Errorf("redelivered duplicate %s, first %s", show([]kv{dup2}), show([]kv{dup}))
 	}
 	// The original redelivered after the duplicate: nothing.
 	redeliver(observed)
-	p.expectNone("old record redelivered", p.dead, p.dedupeTable, p.clockTab)
+	p.expectNone("old record redelivered", p.dead, p.clockTab)
+	if st := p.dedupeEntry(t, "M|toys|i|t1"); st == nil || st.First != offT {
+		t.Errorf("dedupe entry of t1 after the replays: %+v, want offset %d", st, offT)
+	}
 
 	// 5. Had t1 been counted twice, the next box (rank 2) would pack with it.
 	p.box("b2", "M", at("00:00:04"))
@@ -521,6 +541,66 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	}
 	p.expectNone("end", p.unpacked, p.packed)
 }
+
+// expectRecovered recovers the two groups' tables as goka does after a
+// restart, from their changelogs (every record since the pipeline started)
+// through the update callbacks, and fails unless that gives the storages
+// the callbacks built: the same clocks and dedupe entries, the same slots.
+func (p *testerPipeline) expectRecovered(t *testing.T) {
+	t.Helper()
+	recover := func(table string, q *tester.QueueTracker, c goka.Codec, update goka.UpdateCallback, live storage.Storage) {
+		t.Helper()
+		recovered, err := gokastore.Memory()(table, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range drain(q) {
+			enc, err := c.Encode(m.val)
+			if err == nil {
+				err = update(changelogRecord{topic: table, offset: int64(i)}, recovered, m.key, enc)
+			}
+			if err != nil {
+				t.Fatalf("recover %s offset %d: %v", table, i, err)
+			}
+		}
+		want, got := storageContents(t, live), storageContents(t, recovered)
+		if len(want) < 5 || !reflect.DeepEqual(got, want) {
+			t.Errorf("recovered %s differs from the live storage (%d keys, want %d):\n got %q\nwant %q", table, len(got), len(want), got, want)
+		}
+	}
+	recover(p.cfg.clockTable(), p.clockTab, binCodec[clockValue, *clockValue]{}, p.pk.recoverClock, p.pk.firsts.m[0])
+	recover(p.cfg.slotTable(), p.slotTable, binCodec[slotWrite, *slotWrite]{}, p.pk.recoverSlots, p.pk.slots.m[0])
+}
+
+func storageContents(t *testing.T, st storage.Storage) map[string]string {
+	t.Helper()
+	it, err := st.Iterator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Release()
+	out := map[string]string{}
+	for it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[string(it.Key())] = string(v)
+	}
+	return out
+}
+
+// changelogRecord is what goka tells an update callback about a table record.
+type changelogRecord struct {
+	topic  string
+	offset int64
+}
+
+func (c changelogRecord) Topic() goka.Stream    { return goka.Stream(c.topic) }
+func (c changelogRecord) Partition() int32      { return 0 }
+func (c changelogRecord) Offset() int64         { return c.offset }
+func (c changelogRecord) Headers() goka.Headers { return nil }
+func (c changelogRecord) Timestamp() time.Time  { return time.Time{} }
 
 // TestCallbackPipelineMatchesContract feeds random records (valid, invalid,
 // duplicates, late, heartbeats, four sizes) through the two groups and
@@ -606,6 +686,7 @@ func TestCallbackPipelineMatchesContract(t *testing.T) {
 			if d := diffSets(got, want); d != "" {
 				t.Fatalf("%d inputs, closeAll=%v: pipeline differs from the contract:\n%s", len(inputs), closeAll, d)
 			}
+			p.expectRecovered(t)
 			if len(want.Packed) == 0 || len(want.Dead) == 0 {
 				t.Logf("weak seed: %+v", want.Counts())
 			}

@@ -3,7 +3,8 @@ package packer
 import (
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/lovoo/goka"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -45,9 +46,6 @@ type Config struct {
 	// partitions back at once instead of waiting for the old session to time
 	// out. Two live instances must never share an id.
 	InstanceID string
-	// MinCompactionLag protects the table topics that downstream stages read
-	// as streams from compaction before they are consumed.
-	MinCompactionLag time.Duration
 }
 
 // DefaultConfig is the configuration of the demo.
@@ -58,7 +56,6 @@ func DefaultConfig() Config {
 		Partitions:       4,
 		Replication:      1,
 		Params:           contract.DefaultParams(),
-		MinCompactionLag: 7 * 24 * time.Hour,
 	}
 }
 
@@ -102,9 +99,6 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("topic %q for %s is one of the packer's internal topics (group %q)", internal.name, role, c.Group))
 		}
 	}
-	if c.MinCompactionLag < 0 {
-		errs = append(errs, fmt.Errorf("min compaction lag must not be negative, got %v", c.MinCompactionLag))
-	}
 	return errors.Join(errs...)
 }
 
@@ -116,21 +110,21 @@ func (c Config) params() paramsUS {
 func (c Config) clockGroup() string { return c.Group + "-clock" }
 func (c Config) slotsGroup() string { return c.Group + "-slots" }
 
-// dedupeTable is the changelog of the dedupe entries (where each id was
-// first seen). The clock group writes it and joins it, so goka recovers it
-// with the clock table, partition by partition (dedupe.go).
-func (c Config) dedupeTable() string { return c.Group + "-dedupe-table" }
+// clockTable is the clock group's own table: each size's clock, and the
+// dedupe entries (dedupe.go). Its topic keeps every record: the record of
+// each event is the decision the slots group reads, and the only durable
+// copy of the dedupe entry that event made.
+func (c Config) clockTable() string { return string(goka.GroupTable(goka.Group(c.clockGroup()))) }
 
-// slotTable is the changelog of the slots, which the slots group writes and
-// joins (slots.go). goka allows no other edge on "<group>-slots-table", the
-// name of the group's own table, which it does not have.
-func (c Config) slotTable() string { return c.Group + "-slot-table" }
+// slotTable is the slots group's own table. Its records are the slots'
+// writes (slots.go), each slot's kept: its topic keeps every record.
+func (c Config) slotTable() string { return string(goka.GroupTable(goka.Group(c.slotsGroup()))) }
 
 type internalKind int
 
 const (
 	loopTopic  internalKind = iota // a stream between stages: deleted after loopRetention
-	tableTopic                     // a goka group table: compacted
+	tableTopic                     // a group table whose every record counts: kept whole, for ever
 )
 
 type internalTopic struct {
@@ -138,13 +132,11 @@ type internalTopic struct {
 	kind internalKind
 }
 
-// internalTopics are the topics only the packer reads and writes: the loops
+// internalTopics are the topics only the packer reads and writes: the loop
 // and the tables.
 func (c Config) internalTopics() []internalTopic {
-	table := func(g string) internalTopic { return internalTopic{g + "-table", tableTopic} }
 	return []internalTopic{
-		{c.clockGroup() + "-loop", loopTopic}, {c.dedupeTable(), tableTopic}, table(c.clockGroup()),
-		{c.slotTable(), tableTopic},
+		{c.clockGroup() + "-loop", loopTopic}, {c.clockTable(), tableTopic}, {c.slotTable(), tableTopic},
 	}
 }
 

@@ -106,12 +106,12 @@ func TestConfigParamsAndGroups(t *testing.T) {
 }
 
 // TestConfigValidateInternalTopicCollision: a role topic that is also one of
-// the packer's own topics (<group>-clock-loop, -dedupe-table, -clock-table,
-// -slot-table) cannot work: with late = "packer-clock-table",
+// the packer's own topics (<group>-clock-loop, -clock-table, -slots-table)
+// cannot work: with late = "packer-clock-table",
 // late rows would be decoded by the slots stage as the clock's decisions.
 // Validate must refuse such configurations.
 func TestConfigValidateInternalTopicCollision(t *testing.T) {
-	internal := []string{"packer-clock-loop", "packer-dedupe-table", "packer-clock-table", "packer-slot-table"}
+	internal := []string{"packer-clock-loop", "packer-clock-table", "packer-slots-table"}
 	for _, name := range internal {
 		c := validConfig()
 		c.Topics.Late = name
@@ -119,10 +119,10 @@ func TestConfigValidateInternalTopicCollision(t *testing.T) {
 			t.Errorf("late topic %q: Validate = %v, want an error naming it", name, err)
 		}
 	}
-	// There is no dedupe group any more: its old loop's name is free.
+	// A name that merely looks internal is free.
 	c := validConfig()
-	c.Topics.Late = "packer-dedupe-loop"
+	c.Topics.Late = "packer-dedupe-table"
 	if err := c.Validate(); err != nil {
-		t.Errorf("late topic packer-dedupe-loop: %v", err)
+		t.Errorf("late topic packer-dedupe-table: %v", err)
 	}
 }

@@ -3,9 +3,11 @@ package packer
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -90,24 +92,45 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 }
 
 // dedupe reports whether an earlier record had obs's id. The dedupe entry of
-// (size, stream, id) is where the first record with that id is: written once,
+// (size, stream, id) is where the first record with that id is: made once,
 // by that record, and never changed, so the decision is the same on every
 // delivery, and a redelivered record makes it again with the same result.
 //
-// That is what lets the entry be a record of its own, beside the clock's: a
-// crash may keep one and lose the other. goka commits an input offset only
-// once every write of that record and of all before it is acknowledged
-// (inorder.go), so after a crash the entries of all committed records are in
-// the table, and the records after the last commit are delivered again, in
-// offset order: each writes its entry again if it is missing, and the clock
-// skips those it has applied (clock.go).
+// The entry is set in the partition's storage only. The clock value that
+// the same event writes holds the decision it comes from (the record is an
+// item or late, not a duplicate), and goka's recovery of the clock table
+// sets it again from there (recoverClock): the entry and the clock are one
+// Kafka record, kept or lost together. A record whose clock value was lost
+// is delivered again, as goka commits an input offset only once every write
+// for it and for the records before it is acknowledged (inorder.go).
 func (p *Packer) dedupe(ctx goka.Context, obs *validRecord) (dup bool) {
 	entries, key := p.firsts.of(ctx), dedupeKey(obs)
 	next, dup := dedupeStep(get(ctx, entries, key, firstSeenCodec), obs)
 	if next != nil {
-		set(ctx, entries, key, firstSeenCodec, next)
+		put(ctx, entries, key, firstSeenCodec, next)
 	}
 	return dup
+}
+
+// recoverClock is the clock group's update callback: goka calls it for each
+// record of the clock table while it recovers a partition, before the
+// partition's callbacks run. Beside the clock value (goka's default) it sets
+// the dedupe entry that the record's decision made: a record that was not a
+// heartbeat or a duplicate was the first with its id.
+func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
+	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
+		return err
+	}
+	v, err := binCodec[clockValue, *clockValue]{}.Decode(value)
+	if err != nil {
+		return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
+	}
+	rec := &v.(*clockValue).Ev.Rec
+	if rec.Heartbeat || rec.Dup {
+		return nil
+	}
+	enc, _ := firstSeenCodec.Encode(&firstSeen{First: rec.Offset, FirstPart: rec.Partition})
+	return s.Set(dedupeKey(rec), enc)
 }
 
 // dedupeStep is the dedupe decision for one record that is not a heartbeat:
@@ -121,7 +144,7 @@ func dedupeStep(first *firstSeen, obs *validRecord) (next *firstSeen, dup bool) 
 }
 
 // firstSeenCodec encodes the dedupe entries, which the clock group reads and
-// writes in storage itself (joinedStores), not through goka's codecs.
+// writes in storage itself (tableStores), not through goka's codecs.
 var firstSeenCodec binCodec[firstSeen, *firstSeen]
 
 func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {

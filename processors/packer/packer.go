@@ -6,13 +6,12 @@
 //	                  +--> dead-letters          +--> late
 //
 // The clock group validates each record, decides whether it is a duplicate
-// (the dedupe entries, a table it writes and joins) and applies it to the
-// clock of its size (lateness, ranks, window closing). The clock's state and
-// the decision are one record of its table, whose changelog is the slots
-// group's input, so a crash can never keep one and lose the other. A dedupe
-// entry is written once and its decision can be made again, so it can be a
-// record of its own. See docs/ARCHITECTURE.md for the reasoning and the
-// replay rules.
+// (the dedupe entries) and applies it to the clock of its size (lateness,
+// ranks, window closing). The clock's state and the decision are one record
+// of its table, whose changelog is the slots group's input, so a crash can
+// never keep one and lose the other; the dedupe entry an event makes is
+// recovered from that record's decision too. See docs/ARCHITECTURE.md for
+// the reasoning and the replay rules.
 package packer
 
 import (
@@ -33,8 +32,8 @@ type Packer struct {
 	lim    limits        // what every record written must fit in (fit.go)
 	seqs   []*sequencer  // one per group (inorder.go)
 	clocks *clockCache   // the clock stage's last states (clock.go)
-	firsts *joinedStores // the clock group's dedupe entries (dedupe.go)
-	slots  *joinedStores // the slots group's slots (slots.go)
+	firsts *tableStores // the clock group's dedupe entries (dedupe.go)
+	slots  *tableStores // the slots group's slots (slots.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
 	ready  func()       // WithReady
@@ -49,7 +48,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache(), firsts: newJoinedStores(cfg.dedupeTable()), slots: newJoinedStores(cfg.slotTable())}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache(), firsts: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable())}
 	for _, o := range opts {
 		o(p)
 	}
@@ -66,21 +65,16 @@ func (p *Packer) topicOf(x record.Stream) string {
 // Graphs are the two group graphs, in pipeline order.
 func (p *Packer) Graphs() []*goka.GroupGraph {
 	t := p.cfg.Topics
-	dedupeTable := p.cfg.dedupeTable()
 	clock := goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
 		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.clock.Process()(p.observe(record.Toys))),
 		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.clock.Process()(p.observe(record.Boxes))),
 		goka.Loop(binCodec[validRecord, *validRecord]{}, p.stray),
-		goka.Join(goka.Table(dedupeTable), new(codec.Bytes)),
-		goka.Output(goka.Stream(dedupeTable), new(codec.Bytes)),
 		goka.Persist(binCodec[clockValue, *clockValue]{}),
 		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
-	slotTable := p.cfg.slotTable()
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
-		goka.Input(goka.Stream(goka.GroupTable(goka.Group(p.cfg.clockGroup()))), binCodec[clockValue, *clockValue]{}, p.forwardToSlots),
-		goka.Join(goka.Table(slotTable), new(codec.Bytes)),
-		goka.Output(goka.Stream(slotTable), new(codec.Bytes)),
+		goka.Input(goka.Stream(p.cfg.clockTable()), binCodec[clockValue, *clockValue]{}, p.forwardToSlots),
+		goka.Persist(binCodec[slotWrite, *slotWrite]{}),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),
 		goka.Output(goka.Stream(t.Spare), jsonCodec[results.Spare]{}),

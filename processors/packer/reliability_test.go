@@ -341,9 +341,9 @@ func TestReplicatedClusterNodeLoss(t *testing.T) {
 
 // TestStagesStartAgainAfterBrokerError: a partition leader that moves while
 // a stage sets up its table (seen in CI when a cluster broker stopped) makes
-// goka stop that processor. The packer starts its three stages again and
+// goka stop that processor. The packer starts its two groups again and
 // loses nothing. kfake answers the first two offset requests for each
-// partition of the dedupe table with NOT_LEADER_OR_FOLLOWER: sarama retries
+// partition of the clock table with NOT_LEADER_OR_FOLLOWER: sarama retries
 // once, so every first setup of that table fails.
 func TestStagesStartAgainAfterBrokerError(t *testing.T) {
 	if testing.Short() {

@@ -38,12 +38,12 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 		}
 		return t
 	}
+	// The tables' records are recovered one by one (recoverClock,
+	// recoverSlots), and the clock table is the slots group's input: no
+	// record may be compacted or deleted away.
 	table := func(name string) kafkaconf.Topic {
 		t := plain(name)
-		t.Configs = map[string]string{
-			"cleanup.policy":        "compact",
-			"min.compaction.lag.ms": strconv.FormatInt(c.MinCompactionLag.Milliseconds(), 10),
-		}
+		t.Configs = map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 		return t
 	}
 	topics := []kafkaconf.Topic{
@@ -92,6 +92,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 	tm := gokakit.TopicConfig(p.cfg.Replication)
 	tm.Stream.Retention = loopRetention
 	tm.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
+	tm.Table.CleanupPolicy = "delete" // EnsureTopics' tables, which goka checks
 	seq := newSequencer()
 	p.seqs = append(p.seqs, seq)
 	producer := gokakit.ProducerByTopic(kc, group, log, p.hasherFor)
@@ -120,20 +121,22 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 		// A null value (a tombstone) is a dead letter by the contract; goka's
 		// default drops it before any callback runs. Only the input stage gets
 		// nil messages: the later stages always write values.
-		opts = append(opts, goka.WithNilHandling(goka.NilProcess))
+		opts = append(opts, goka.WithNilHandling(goka.NilProcess), goka.WithUpdateCallback(p.recoverClock))
+	} else {
+		opts = append(opts, goka.WithUpdateCallback(p.recoverSlots))
 	}
 	return opts
 }
 
 // storageBuilder is inner, through which the groups also find the storages
-// of the tables they write themselves and join (joined.go). Tests that
+// of their tables at keys other than a callback's own (tablestores.go). Tests that
 // replace the storage (goka's tester) wrap theirs with it too.
 func (p *Packer) storageBuilder(inner storage.Builder) storage.Builder {
 	return p.slots.builder(p.firsts.builder(inner))
 }
 
 // hasherFor partitions the packer's own topics (loop, tables) by size
-// (sizeHasher), so that a size's records, clock, dedupe entries and slots
+// (sizeHasher), so that a size's records, clock and dedupe entries, and slots
 // are in the partition of its input records, and every other topic (the
 // outputs, which other processors read) as any Kafka client does, by the
 // whole key (nil: goka's default hasher).
@@ -174,7 +177,7 @@ func (p *Packer) Run(ctx context.Context) error {
 // says whether both got to run (and, with signal, p.ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs, p.clocks = nil, newClockCache()
-	p.firsts, p.slots = newJoinedStores(p.cfg.dedupeTable()), newJoinedStores(p.cfg.slotTable())
+	p.firsts, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
 	graphs := p.Graphs()
 	procs := make([]*goka.Processor, len(graphs))
 	for i, gg := range graphs {

@@ -2,8 +2,10 @@ package packer
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 )
@@ -15,7 +17,9 @@ import (
 // closing tells the slots that will stay half-empty to report their item as
 // unpacked or spare. A size's slots live in the partition of its clock
 // (Packer.hasherFor), so the group reads and writes them itself, in the
-// partition's storage (joinedStores), without a hop to the slot's key.
+// partition's storage (tableStores), without a hop to the slot's key; each
+// write is a record of the group's table (a slotWrite at the size's key),
+// from which goka's recovery sets the slot again (recoverSlots).
 
 // forwardToSlots turns the clock's decisions into results: late rows now,
 // items into their (size, window, rank) slot, and window closings into the
@@ -71,7 +75,7 @@ func (p *Packer) slot(ctx goka.Context, key string, m *slotMsg) {
 		}
 	}
 	if changed && (st.Toy == "" || st.Box == "") {
-		set(ctx, slots, key, slotStateCodec, st)
+		ctx.SetValue(&slotWrite{Key: key, State: put(ctx, slots, key, slotStateCodec, st)})
 	}
 	ws := record.FormatMicros(st.Window)
 	t := p.cfg.Topics
@@ -88,8 +92,46 @@ func (p *Packer) slot(ctx goka.Context, key string, m *slotMsg) {
 }
 
 // slotStateCodec encodes the slots, which the slots group reads and writes in
-// storage itself (joinedStores).
+// storage itself (tableStores).
 var slotStateCodec binCodec[slotState, *slotState]
+
+// slotWrite is a record of the slots group's table: slot Key's new state,
+// as its storage holds it (slotStateCodec's bytes). goka sets the record's
+// own key, the size, to it too, where nothing reads it.
+type slotWrite struct {
+	Key   string
+	State []byte
+}
+
+func (w *slotWrite) sizeHint() int { return 8 + len(w.Key) + len(w.State) }
+
+func (w *slotWrite) appendBin(b []byte) []byte {
+	return append(appendStr(b, w.Key), w.State...)
+}
+
+func (w *slotWrite) readBin(r *binReader) {
+	w.Key = r.str()
+	if r.err == nil {
+		w.State = r.left()
+		r.off = len(r.b)
+	}
+}
+
+// recoverSlots is the slots group's update callback: goka calls it for each
+// record of the group's table while it recovers a partition, before the
+// partition's callbacks run. Beside the record itself at the size's key
+// (goka's default) it sets the slot that the record wrote.
+func (p *Packer) recoverSlots(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
+	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
+		return err
+	}
+	v, err := binCodec[slotWrite, *slotWrite]{}.Decode(value)
+	if err != nil {
+		return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
+	}
+	w := v.(*slotWrite)
+	return s.Set(w.Key, w.State)
+}
 
 // slotMsg is what a decision brings to the slot (size, window, rank): an item
 // that took that rank, or the news that the window closed and the slot will

@@ -8,27 +8,28 @@ import (
 	"github.com/lovoo/goka/storage"
 )
 
-// joinedStores are the storages of one table that a group writes itself and
-// joins (the dedupe entries, the slots), one per partition the group holds.
-// goka recovers a joined table before the partition's callbacks run and then
-// applies its changelog as it grows, but a callback reads a joined table only
-// at the current key, and would see its own writes only once they came back
-// from Kafka. So the group reads and sets the table's values in the
-// partition's storage itself and writes each change to the table's topic
-// (set), which goka's catching up then sets again with the same bytes.
-type joinedStores struct {
+// tableStores are the storages of a group's own table, one per partition
+// the group holds, for the values a callback reads and writes at keys other
+// than its own: goka gives a callback only its current key's value, the
+// size's. The clock group's table holds the dedupe entries beside the
+// clocks, the slots group's the slots. A callback sets such a value in the
+// partition's storage (put), and what goes to Kafka is a record at the
+// callback's own key from which goka's recovery of the table sets the value
+// again (recoverClock, recoverSlots): goka recovers a group table before the
+// partition's callbacks run, and then only the group writes it.
+type tableStores struct {
 	topic string
 	mu    sync.Mutex
 	m     map[int32]storage.Storage
 }
 
-func newJoinedStores(topic string) *joinedStores {
-	return &joinedStores{topic: topic, m: map[int32]storage.Storage{}}
+func newTableStores(topic string) *tableStores {
+	return &tableStores{topic: topic, m: map[int32]storage.Storage{}}
 }
 
 // builder remembers every storage that inner builds for the table. goka
 // builds one whenever it is assigned a partition, before recovering it.
-func (s *joinedStores) builder(inner storage.Builder) storage.Builder {
+func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
 		st, err := inner(topic, partition)
 		if err == nil && topic == s.topic {
@@ -40,28 +41,28 @@ func (s *joinedStores) builder(inner storage.Builder) storage.Builder {
 	}
 }
 
-// joinedPart is one partition's storage of a joined table, and the table.
-type joinedPart struct {
+// tablePart is one partition's storage of a table, and the table.
+type tablePart struct {
 	st    storage.Storage
 	topic string
 }
 
 // of is the storage of the table's partition that ctx processes.
-func (s *joinedStores) of(ctx goka.Context) joinedPart {
+func (s *tableStores) of(ctx goka.Context) tablePart {
 	s.mu.Lock()
 	st, ok := s.m[ctx.Partition()]
 	s.mu.Unlock()
 	if !ok {
 		ctx.Fail(fmt.Errorf("no storage of partition %d of %s: goka did not build one", ctx.Partition(), s.topic))
 	}
-	return joinedPart{st: st, topic: s.topic}
+	return tablePart{st: st, topic: s.topic}
 }
 
 // get decodes key's value with c; nil when there is none.
 func get[T any, PT interface {
 	*T
 	binMsg
-}](ctx goka.Context, j joinedPart, key string, c binCodec[T, PT]) PT {
+}](ctx goka.Context, j tablePart, key string, c binCodec[T, PT]) PT {
 	b, err := j.st.Get(key)
 	if err == nil && b == nil {
 		return nil
@@ -76,12 +77,11 @@ func get[T any, PT interface {
 	return v.(PT)
 }
 
-// set writes v as key's value: into the storage at once, and to the table's
-// topic.
-func set[T any, PT interface {
+// put sets v as key's value in the storage; it returns the encoding.
+func put[T any, PT interface {
 	*T
 	binMsg
-}](ctx goka.Context, j joinedPart, key string, c binCodec[T, PT], v PT) {
+}](ctx goka.Context, j tablePart, key string, c binCodec[T, PT], v PT) []byte {
 	enc, err := c.Encode(v)
 	if err == nil {
 		err = j.st.Set(key, enc)
@@ -89,5 +89,7 @@ func set[T any, PT interface {
 	if err != nil {
 		ctx.Fail(fmt.Errorf("write %q in partition %d of %s: %w", key, ctx.Partition(), j.topic, err))
 	}
-	ctx.Emit(goka.Stream(j.topic), key, enc)
+	return enc
 }
+
+
