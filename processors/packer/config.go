@@ -51,11 +51,11 @@ type Config struct {
 // DefaultConfig is the configuration of the demo.
 func DefaultConfig() Config {
 	return Config{
-		Topics:           DefaultTopics(),
-		Group:            "packer",
-		Partitions:       4,
-		Replication:      1,
-		Params:           contract.DefaultParams(),
+		Topics:      DefaultTopics(),
+		Group:       "packer",
+		Partitions:  4,
+		Replication: 1,
+		Params:      contract.DefaultParams(),
 	}
 }
 

@@ -29,9 +29,9 @@ import (
 type Packer struct {
 	cfg    Config
 	params paramsUS
-	lim    limits        // what every record written must fit in (fit.go)
-	seqs   []*sequencer  // one per group (inorder.go)
-	clocks *clockCache   // the clock stage's last states (clock.go)
+	lim    limits       // what every record written must fit in (fit.go)
+	seqs   []*sequencer // one per group (inorder.go)
+	clocks *clockCache  // the clock stage's last states (clock.go)
 	firsts *tableStores // the clock group's dedupe entries (dedupe.go)
 	slots  *tableStores // the slots group's slots (slots.go)
 	log    *slog.Logger

@@ -91,5 +91,3 @@ func put[T any, PT interface {
 	}
 	return enc
 }
-
-
