@@ -30,10 +30,6 @@ type GokaConfig struct {
 	// with the value emitted, before the span ends: a processor sets the
 	// status of its dead letters there.
 	OnSend func(span trace.Span, topic string, value any)
-	// Internal names the output topics that are hops inside the service
-	// (another stage of it reads them): an Emit to one of them is, like a
-	// Loopback, neither a span nor a carrier of headers.
-	Internal []string
 }
 
 // Goka instruments the callbacks of one goka group. A nil *Goka does nothing:
@@ -167,10 +163,6 @@ func (c *tracedContext) headers(ctx context.Context) goka.ContextOption {
 // emits asynchronously and keeps the delivery to itself (it fails the
 // processor on errors), so the span covers handing the record over.
 func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
-	if slices.Contains(c.g.cfg.Internal, string(topic)) {
-		c.gokaContext.Emit(topic, key, value, options...)
-		return
-	}
 	ctx, span := c.g.tracer.Start(c.ctx, OpSend+" "+string(topic),
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithLinks(c.links...))

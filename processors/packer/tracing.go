@@ -38,7 +38,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 		c := p.cfg
 		g := func(group string) *kafkatrace.Goka {
 			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: gokakit.ClientID(group), Brokers: c.Kafka.Brokers,
-				OnSend: onSend, Internal: []string{c.slotTable()}})
+				OnSend: onSend})
 		}
 		p.trace = stageTracing{clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
 	}
