@@ -9,13 +9,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/lovoo/goka/storage"
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // Memory keeps each partition's table in memory, rebuilt from its changelog at
-// start, like goka's storage.MemoryBuilder, without its two costs:
+// start, like goka's storage.MemoryBuilder, without its costs:
 //
 //   - goka's memory storage appends every new key to a slice and re-sorts the
 //     whole slice on each insert, so a table is quadratic in its number of
@@ -24,13 +25,15 @@ import (
 //   - a map[string][]byte holds two heap objects per key, which every garbage
 //     collection marks: with a million keys the packer spent a fifth or more of
 //     its CPU marking its tables. Memory copies keys and values into large byte
-//     slabs and indexes them with a map whose keys and values hold no pointers,
-//     so a collection marks a few dozen slabs instead of millions of objects.
+//     slabs and finds them through an index and entries of integers, so a
+//     collection marks none of them instead of millions of objects.
 //   - bytes on the Go heap count towards the collector's goal, which lets the
 //     heap grow to twice what is live (GOGC=100) before it collects, so tables
-//     on the heap cost up to twice their size in memory. The slabs are mapped
-//     outside the heap (slab_unix.go) and unmapped when they are compacted
-//     away or the storage is no longer reachable.
+//     on the heap cost up to twice their size in memory. The slabs, and the
+//     index and entries that find keys in them, are mapped outside the heap
+//     (slab_unix.go) and unmapped when they are compacted away, outgrown, or
+//     the storage is no longer reachable. The index is an open-addressing
+//     table of 8 bytes a slot, where a Go map took about 26 bytes a key.
 //
 // Get returns a copy: a value's bytes may be overwritten in place by the next
 // Set of its key. Iterators see a snapshot, and the offset lives outside the key
@@ -49,18 +52,20 @@ const (
 )
 
 type memory struct {
-	mu   sync.RWMutex
-	hash func(string) uint64
-	// index maps a key's hash to its entry. Both are integers, so the
-	// collector never scans the map. clash holds the (practically never
-	// seen) keys whose hash an other key already has in index.
-	index   map[uint64]int32
-	clash   map[string]int32
-	entries []memEntry // no pointers either
-	free    []int32    // deleted entries, to reuse
-	slabs   *slabList
-	live    int // bytes of slabs that entries use
-	garbage int // bytes of slabs that no entry uses any more
+	mu    sync.RWMutex
+	hash  func(string) uint64
+	slabs *slabList // the slabs, and the regions of index and entries
+	// index is a linear-probing table of slots (see slot), a power of two
+	// long, at most three quarters full; keys counts its slots in use.
+	index []uint64
+	keys  int
+	// entries are every entry made, deleted ones included, in a region
+	// whose length is their capacity.
+	entries []memEntry
+	nEntry  int
+	free    []int32 // deleted entries, to reuse
+	live    int     // bytes of slabs that entries use
+	garbage int     // bytes of slabs that no entry uses any more
 	// compactAt is compactAt, smaller in tests.
 	compactAt int
 	offset    *int64
@@ -81,22 +86,56 @@ func newMemory() *memory {
 	seed := maphash.MakeSeed()
 	m := &memory{
 		hash:      func(k string) uint64 { return maphash.String(seed, k) },
-		index:     map[uint64]int32{},
-		clash:     map[string]int32{},
 		slabs:     &slabList{},
 		compactAt: compactAt,
 	}
+	m.index = regionOf[uint64](&m.slabs.index, 512)
+	m.entries = regionOf[memEntry](&m.slabs.entries, 256)
 	// goka may close a storage while a callback still holds it (the packer's
-	// joined tables), so the slabs go only once nothing can reach them.
+	// tables), so the slabs go only once nothing can reach them.
 	runtime.AddCleanup(m, (*slabList).free, m.slabs)
 	return m
 }
 
-// slabList is a memory's slabs, apart from it, so that a cleanup can unmap
-// them once the memory is unreachable.
+// slabList is a memory's slabs and the regions of its index and entries,
+// apart from it, so that a cleanup can unmap them once the memory is
+// unreachable.
 type slabList struct {
-	s      [][]byte
-	mapped []bool // s[i] is outside the Go heap
+	s              [][]byte
+	mapped         []bool // s[i] is outside the Go heap
+	index, entries region
+}
+
+// region is the memory of an array of a type without pointers.
+type region struct {
+	b      []byte
+	mapped bool
+}
+
+func (r *region) free() {
+	if r.mapped {
+		freeSlab(r.b)
+	}
+	r.b = nil
+}
+
+// regionOf replaces r with a new region of n zero values of T and returns
+// them; the caller copies what it keeps from the old one before that is
+// unmapped, so it frees the old region itself (grow).
+func regionOf[T any](r *region, n int) []T {
+	b, mapped := newSlab(n * int(unsafe.Sizeof(*new(T))))
+	b = b[:cap(b)]
+	*r = region{b: b, mapped: mapped}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// grow moves old into a new region r of n values.
+func grow[T any](r *region, old []T, n int) []T {
+	was := *r
+	s := regionOf[T](r, n)
+	copy(s, old)
+	was.free()
+	return s
 }
 
 func (l *slabList) add(n int) {
@@ -105,13 +144,19 @@ func (l *slabList) add(n int) {
 	l.mapped = append(l.mapped, mapped)
 }
 
-func (l *slabList) free() {
+func (l *slabList) freeSlabs() {
 	for i, b := range l.s {
 		if l.mapped[i] {
 			freeSlab(b)
 		}
 	}
 	l.s, l.mapped = nil, nil
+}
+
+func (l *slabList) free() {
+	l.freeSlabs()
+	l.index.free()
+	l.entries.free()
 }
 
 func (m *memory) Open() error          { return nil }
@@ -127,17 +172,66 @@ func (m *memory) valueOf(e memEntry) []byte {
 	return m.slabs.s[e.slab][start : start+e.vlen]
 }
 
-// lookup returns key's entry and hash; ok is false when key is absent.
-func (m *memory) lookup(key string) (i int32, h uint64, ok bool) {
-	h = m.hash(key)
-	if i, ok := m.index[h]; ok && string(m.keyOf(m.entries[i])) == key {
-		return i, h, true
+// A slot of the index is 0 when empty, else the entry's number plus one in
+// the high half and the low 32 bits of the key's hash in the low half. The
+// low bits are where a key's probe starts (its home), so a slot says its own
+// home, which deleting needs, and they tell most keys apart before their
+// bytes are compared.
+func slot(entry int32, h uint64) uint64 { return uint64(entry+1)<<32 | uint64(uint32(h)) }
+
+func slotEntry(s uint64) int32 { return int32(s>>32) - 1 }
+
+// lookup returns key's entry and its slot in the index; when key is absent,
+// ok is false and pos is the free slot where it would go.
+func (m *memory) lookup(key string) (i int32, pos uint64, ok bool) {
+	tag := uint32(m.hash(key))
+	mask := uint64(len(m.index) - 1)
+	for pos = uint64(tag) & mask; ; pos = (pos + 1) & mask {
+		s := m.index[pos]
+		if s == 0 {
+			return 0, pos, false
+		}
+		if uint32(s) == tag {
+			if i := slotEntry(s); string(m.keyOf(m.entries[i])) == key {
+				return i, pos, true
+			}
+		}
 	}
-	if len(m.clash) > 0 {
-		i, ok := m.clash[key]
-		return i, h, ok
+}
+
+// growIndex doubles the index and puts every slot at its home again.
+func (m *memory) growIndex() {
+	old := m.index
+	was := m.slabs.index
+	m.index = regionOf[uint64](&m.slabs.index, 2*len(old))
+	mask := uint64(len(m.index) - 1)
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		pos := uint64(uint32(s)) & mask
+		for m.index[pos] != 0 {
+			pos = (pos + 1) & mask
+		}
+		m.index[pos] = s
 	}
-	return 0, h, false
+	was.free()
+}
+
+// unindex empties slot pos and moves the slots after it that probed past it
+// back, so that no probe finds an empty slot before its key (deletion by
+// backward shift, which linear probing allows without tombstones).
+func (m *memory) unindex(pos uint64) {
+	mask := uint64(len(m.index) - 1)
+	m.index[pos] = 0
+	for j := (pos + 1) & mask; m.index[j] != 0; j = (j + 1) & mask {
+		home := uint64(uint32(m.index[j])) & mask
+		if (j-home)&mask >= (j-pos)&mask {
+			m.index[pos], m.index[j] = m.index[j], 0
+			pos = j
+		}
+	}
+	m.keys--
 }
 
 // alloc returns room for n bytes in the last slab, starting a new slab when it
@@ -196,7 +290,7 @@ func (m *memory) Set(key string, value []byte) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, h, ok := m.lookup(key)
+	i, pos, ok := m.lookup(key)
 	if ok {
 		e := &m.entries[i]
 		if len(value) <= int(e.vcap) {
@@ -216,15 +310,17 @@ func (m *memory) Set(key string, value []byte) error {
 	if n := len(m.free); n > 0 {
 		i = m.free[n-1]
 		m.free = m.free[:n-1]
-		m.entries[i] = e
 	} else {
-		i = int32(len(m.entries))
-		m.entries = append(m.entries, e)
+		if m.nEntry == len(m.entries) {
+			m.entries = grow(&m.slabs.entries, m.entries, 2*len(m.entries))
+		}
+		i = int32(m.nEntry)
+		m.nEntry++
 	}
-	if _, taken := m.index[h]; taken {
-		m.clash[key] = i
-	} else {
-		m.index[h] = i
+	m.entries[i] = e
+	m.index[pos] = slot(i, m.hash(key))
+	if m.keys++; 4*m.keys > 3*len(m.index) {
+		m.growIndex()
 	}
 	return nil
 }
@@ -232,15 +328,11 @@ func (m *memory) Set(key string, value []byte) error {
 func (m *memory) Delete(key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, h, ok := m.lookup(key)
+	i, pos, ok := m.lookup(key)
 	if !ok {
 		return nil
 	}
-	if j, inIndex := m.index[h]; inIndex && j == i {
-		delete(m.index, h)
-	} else {
-		delete(m.clash, key)
-	}
+	m.unindex(pos)
 	m.release(m.entries[i])
 	m.entries[i] = memEntry{slab: -1}
 	m.free = append(m.free, i)
@@ -255,9 +347,9 @@ func (m *memory) maybeCompact() {
 	if m.garbage < m.compactAt || m.garbage < m.live {
 		return
 	}
-	old := *m.slabs
-	*m.slabs, m.live, m.garbage = slabList{}, 0, 0
-	for i, e := range m.entries {
+	old := slabList{s: m.slabs.s, mapped: m.slabs.mapped}
+	m.slabs.s, m.slabs.mapped, m.live, m.garbage = nil, nil, 0, 0
+	for i, e := range m.entries[:m.nEntry] {
 		if e.slab < 0 {
 			continue
 		}
@@ -267,7 +359,7 @@ func (m *memory) maybeCompact() {
 		m.entries[i].slab, m.entries[i].off = slab, off
 	}
 	// Every read copies out under the lock, so nothing points into them.
-	old.free()
+	old.freeSlabs()
 }
 
 func (m *memory) SetOffset(offset int64) error {
@@ -291,7 +383,7 @@ func (m *memory) snapshot(keep func(key []byte) bool) map[string][]byte {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	snap := map[string][]byte{}
-	for _, e := range m.entries {
+	for _, e := range m.entries[:m.nEntry] {
 		if e.slab < 0 || !keep(m.keyOf(e)) {
 			continue
 		}
