@@ -469,9 +469,12 @@ func (pl pipeline) checkWrittenFit(t *testing.T, ctx context.Context, recs []*ra
 	}
 }
 
-// run is a packer running in the background.
+// run is a packer running in the background. done delivers Run's error
+// once; exited is closed after that, so that stop returns also when done's
+// value was taken already (by WaitQuiet, say).
 type run struct {
 	done   chan error
+	exited chan struct{}
 	cancel context.CancelFunc
 }
 
@@ -481,22 +484,30 @@ func startRun(t *testing.T, ctx context.Context, pk *packer.Packer) *run {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &run{done: make(chan error, 1), cancel: cancel}
-	go func() { r.done <- pk.Run(ctx) }()
+	r := &run{done: make(chan error, 1), exited: make(chan struct{}), cancel: cancel}
+	go func() {
+		r.done <- pk.Run(ctx)
+		close(r.exited)
+	}()
 	t.Cleanup(func() { _ = r.stop() })
 	return r
 }
 
 func (r *run) stopped() bool { return len(r.done) > 0 }
 
-// stop ends the run and returns its error (nil for a clean stop).
+// stop ends the run and returns its error (nil for a clean stop, or when
+// the error was taken already).
 func (r *run) stop() error {
 	r.cancel()
-	err, ok := <-r.done
-	if ok {
-		close(r.done)
+	select {
+	case err, ok := <-r.done:
+		if ok {
+			close(r.done)
+		}
+		return err
+	case <-r.exited:
+		return nil
 	}
-	return err
 }
 
 // alterMaxMessageBytes sets (or, with "", removes) a topic's max.message.bytes.
