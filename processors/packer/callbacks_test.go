@@ -16,7 +16,7 @@ package packer
 //     same offset through tt.Consume. Redeliveries are simulated by consuming
 //     a crafted message into a stage's input: a *validRecord (with the offset
 //     of an earlier record) into "packer-clock-loop", where the clock group
-//     takes a record it was handed by another partition, and a *clockValue
+//     takes a record it was handed by another partition, and a *decision
 //     into "packer-clock-table".
 //   - A group table's storage is the tester's, and the one the group's
 //     callbacks set the values at other keys in (the dedupe entries, the
@@ -111,13 +111,12 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 
 // send consumes one raw record into toys or boxes; it returns its offset.
 // clock is the clock stage's state of size, with the decision of its last
-// event, read from its table.
+// event.
 func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
 	t.Helper()
-	v := p.tt.TableValue(goka.GroupTable(goka.Group(p.cfg.clockGroup())), size).(*clockValue)
-	st := &sizeClock{Ev: v.Ev}
-	if err := st.decodeState(v.State); err != nil {
-		t.Fatalf("clock of %s: %v", size, err)
+	st, ok := p.pk.firsts.m[0].clocks[size]
+	if !ok {
+		t.Fatalf("no clock of size %s", size)
 	}
 	return st
 }
@@ -126,7 +125,7 @@ func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
 // when there is none.
 func (p *testerPipeline) dedupeEntry(t *testing.T, key string) *firstSeen {
 	t.Helper()
-	b, err := p.pk.firsts.m[0].Get(key)
+	b, err := p.pk.firsts.m[0].st.Get(key)
 	if err != nil || b == nil {
 		return nil
 	}
@@ -140,7 +139,7 @@ func (p *testerPipeline) dedupeEntry(t *testing.T, key string) *firstSeen {
 // slot is the slot at key, in the slot table's storage.
 func (p *testerPipeline) slot(t *testing.T, key string) *slotState {
 	t.Helper()
-	b, err := p.pk.slots.m[0].Get(key)
+	b, err := p.pk.slots.m[0].st.Get(key)
 	if err != nil {
 		t.Fatalf("slot %s: %v", key, err)
 	}
@@ -511,7 +510,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	// (consumers deduplicate by key), and no state change.
 	offDup := p.toy("t1", "M", at("00:00:03"))
 	dup := p.expectOne("duplicate", p.dead)
-	if c := drain(p.clockTab); len(c) != 1 || c[0].val.(*clockValue).Ev.Class != classDuplicate {
+	if c := drain(p.clockTab); len(c) != 1 || c[0].val.(*decision).Class != classDuplicate {
 		t.Fatalf("clock of the duplicate: %s", show(c))
 	}
 	dupObs := *observed
@@ -544,20 +543,26 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 
 // expectRecovered recovers the two groups' tables as goka does after a
 // restart, from their changelogs (every record since the pipeline started)
-// through the update callbacks, and fails unless that gives the storages
-// the callbacks built: the same clocks and dedupe entries, the same slots.
+// through the update callbacks of a new packer, and fails unless that gives
+// the states the callbacks built: the same clocks, dedupe entries and slots.
 func (p *testerPipeline) expectRecovered(t *testing.T) {
 	t.Helper()
+	fresh, err := New(p.cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := fresh.storageBuilder(gokastore.Memory())
 	recover := func(table string, q *tester.QueueTracker, c goka.Codec, update goka.UpdateCallback, live storage.Storage) {
 		t.Helper()
-		recovered, err := gokastore.Memory()(table, 0)
+		recovered, err := build(table, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, m := range drain(q) {
 			enc, err := c.Encode(m.val)
 			if err == nil {
-				err = update(changelogRecord{topic: table, offset: int64(i)}, recovered, m.key, enc)
+				// goka hands the callback its own proxy of the storage.
+				err = update(changelogRecord{topic: table, offset: int64(i)}, struct{ storage.Storage }{recovered}, m.key, enc)
 			}
 			if err != nil {
 				t.Fatalf("recover %s offset %d: %v", table, i, err)
@@ -568,8 +573,12 @@ func (p *testerPipeline) expectRecovered(t *testing.T) {
 			t.Errorf("recovered %s differs from the live storage (%d keys, want %d):\n got %q\nwant %q", table, len(got), len(want), got, want)
 		}
 	}
-	recover(p.cfg.clockTable(), p.clockTab, binCodec[clockValue, *clockValue]{}, p.pk.recoverClock, p.pk.firsts.m[0])
-	recover(p.cfg.slotTable(), p.slotTable, binCodec[slotWrite, *slotWrite]{}, p.pk.recoverSlots, p.pk.slots.m[0])
+	recover(p.cfg.clockTable(), p.clockTab, binCodec[decision, *decision]{}, fresh.recoverClock, p.pk.firsts.m[0].st)
+	recover(p.cfg.slotTable(), p.slotTable, binCodec[slotWrite, *slotWrite]{}, fresh.recoverSlots, p.pk.slots.m[0].st)
+	got, want := fresh.firsts.m[0].clocks, p.pk.firsts.m[0].clocks
+	if len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("recovered clocks differ from the live ones:\n got %+v\nwant %+v", got, want)
+	}
 }
 
 func storageContents(t *testing.T, st storage.Storage) map[string]string {

@@ -1,121 +1,85 @@
 package packer
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
-	"sync"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
 // The clock stage: one state per size (sizeClock) applies the records of
 // that size in offset order, decides lateness and ranks, and closes windows.
-// It writes only its table; the table's changelog is the slots stage's input,
-// so a decision and the state it came from are one Kafka record (a
-// clockValue).
+// It writes only its table, one record per event: the decision, which holds
+// the record it was made for. The table's changelog is the slots stage's
+// input, and the states are never written at all: goka's recovery of the
+// table applies the records of its decisions again, in order (recoverClock),
+// which gives the state they made. So an event's decision and the state it
+// leaves are one Kafka record, and what an event writes does not grow with
+// the state (a size's open windows, thousands while one input is consumed
+// far ahead of the other).
 
 // clock applies one record, its duplicate decided, to the clock of its size
 // (lateness, ranks, window closing), the key of ctx, and records the decision
 // in its table.
 func (p *Packer) clock(ctx goka.Context, obs *validRecord) {
-	st := &sizeClock{}
-	var prev []byte
-	if v := ctx.Value(); v != nil {
-		var err error
-		prev = v.(*clockValue).State
-		if st, err = p.clocks.take(ctx.Key(), prev); err != nil {
-			ctx.Fail(fmt.Errorf("clock of size %q: %w", ctx.Key(), err))
-		}
+	st := p.firsts.of(ctx).clock(ctx.Key())
+	if !st.apply(p.params, *obs) {
+		return
 	}
-	if st.apply(p.params, *obs) {
-		if st.Ev.NewPartition {
-			p.log.Warn("records of one stream and size arrive from more than one partition; they are processed in arrival order, "+
-				"and the reference orders them by (partition, offset), so results may differ from it: partition producers' keys with FNV-1a "+
-				"(see README) and do not change the partition count of the input topics",
-				"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
-		}
-		enc := st.appendStateAfter(make([]byte, 0, len(prev)+64), prev, p.params.WindowUS)
-		ctx.SetValue(&clockValue{Ev: st.Ev, State: enc})
-		p.clocks.put(ctx.Key(), enc, st)
+	if st.Ev.NewPartition {
+		p.log.Warn("records of one stream and size arrive from more than one partition; they are processed in arrival order, "+
+			"and the reference orders them by (partition, offset), so results may differ from it: partition producers' keys with FNV-1a "+
+			"(see README) and do not change the partition count of the input topics",
+			"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
 	}
+	ctx.SetValue(&st.Ev)
 }
 
-// clockCache holds, per size, the clock state this process last wrote,
-// decoded, beside its bytes: decoding thousands of open windows on every
-// event was most of what the clock stage's cost grew by on a large backlog.
-// A state is taken from it only when the table's bytes are those bytes, so
-// it decodes exactly what the table holds, whoever wrote it; and taking
-// removes it, so that a state changed by an event whose write then fails
-// is never taken again. A size's key lives in one partition, so one
-// goroutine at a time uses an entry; the lock is for the map.
-type clockCache struct {
-	mu sync.Mutex
-	m  map[string]cachedClock
-}
-
-type cachedClock struct {
-	enc []byte
-	st  *sizeClock
-}
-
-func newClockCache() *clockCache { return &clockCache{m: map[string]cachedClock{}} }
-
-// take returns the state encoded in enc: the cached one when its bytes are
-// enc, else a decoded one.
-func (c *clockCache) take(key string, enc []byte) (*sizeClock, error) {
-	c.mu.Lock()
-	e, ok := c.m[key]
-	delete(c.m, key)
-	c.mu.Unlock()
-	if ok && bytes.Equal(e.enc, enc) {
-		return e.st, nil
+// recoverClock is the clock group's update callback: goka calls it for each
+// record of the clock table, in order, while it recovers a partition, before
+// the partition's callbacks run. It applies the decision's record to the
+// clock of its size, as the callback did, and sets the dedupe entry that the
+// decision made (a record that was not a heartbeat or a duplicate was the
+// first with its id); goka's default keeps the record at the size's key,
+// where nothing reads it.
+func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
+	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
+		return err
 	}
-	st := &sizeClock{}
-	return st, st.decodeState(enc)
-}
-
-// put caches st as the state that enc encodes.
-func (c *clockCache) put(key string, enc []byte, st *sizeClock) {
-	c.mu.Lock()
-	c.m[key] = cachedClock{enc: enc, st: st}
-	c.mu.Unlock()
-}
-
-// clockValue is the clock table's value for one size: the decision of the
-// last event applied, then the size's clock state, still encoded. The slots
-// stage reads the table's changelog for the decision alone; only the clock
-// stage decodes the state, which is mostly open windows, hundreds of them
-// while one input topic is consumed far ahead of the other. Decoding them in
-// the slots stage too was about a third of what the packer's CPU per event
-// grew by from 1,000,000 to 10,000,000 records (docs/PERFORMANCE.md, "Growth
-// with the run").
-type clockValue struct {
-	Ev decision
-	// State is sizeClock.appendState's bytes. Decoded, it aliases the
-	// bytes decoded from: goka hands every decode bytes of its own.
-	State []byte
-}
-
-func (v *clockValue) appendBin(b []byte) []byte {
-	return append(v.Ev.appendBin(b), v.State...)
-}
-
-func (v *clockValue) readBin(r *binReader) {
-	v.Ev.readBin(r)
-	if r.err == nil {
-		v.State = r.left()
-		r.off = len(r.b)
+	where := func(err error) error {
+		return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
 	}
+	v, err := binCodec[decision, *decision]{}.Decode(value)
+	if err != nil {
+		return where(err)
+	}
+	ev := v.(*decision)
+	sh, err := p.firsts.shard(ctx.Partition())
+	if err != nil {
+		return where(err)
+	}
+	st := sh.clock(key)
+	if !st.apply(p.params, ev.Rec) {
+		return nil // a record whose decision the table holds twice
+	}
+	if !st.Ev.sameAs(ev) {
+		return where(fmt.Errorf("the clock's decision for %s/%d offset %d is %s, window %d, rank %d, closing %v here, and %s, window %d, rank %d, closing %v in the table: "+
+			"the table was written with another window width or lateness; run with those, or under a new group",
+			ev.Rec.Stream, ev.Rec.Partition, ev.Rec.Offset, st.Ev.Class, st.Ev.Window, st.Ev.Rank, st.Ev.Closed, ev.Class, ev.Window, ev.Rank, ev.Closed))
+	}
+	if rec := &ev.Rec; !rec.Heartbeat && !rec.Dup {
+		enc, _ := firstSeenCodec.Encode(&firstSeen{First: rec.Offset, FirstPart: rec.Partition})
+		return s.Set(dedupeKey(rec), enc)
+	}
+	return nil
 }
-
-func (v *clockValue) sizeHint() int { return v.Ev.sizeHint() + len(v.State) }
 
 // class is what the contract made of a valid record.
 type class string
@@ -202,24 +166,13 @@ type openWindow struct {
 // sizeClock is the clock stage's state for one size. Open holds only windows
 // that have items and are not yet closed, sorted by start: in steady state
 // about (W+L)/W of them, more while one stream runs ahead of the other in
-// event time. Ev is the event of the last record applied, which goes into
-// the table value beside the state (clockValue), not into the state.
+// event time. Ev is the decision of the last record applied, which the table
+// gets.
 type sizeClock struct {
 	Toys  streamClock  `json:"toys"`
 	Boxes streamClock  `json:"boxes"`
 	Open  []openWindow `json:"open,omitempty"`
 	Ev    decision     `json:"ev"`
-	edit  openEdit     // what the last apply did to Open
-}
-
-// openEdit is what one apply did to the open windows, so that
-// appendStateAfter re-encodes only those it changed: the index of the window
-// it counted an item into (before it closed any; -1: none), whether that
-// window was new, and how many windows it closed (the first ones).
-type openEdit struct {
-	at       int
-	inserted bool
-	closed   int
 }
 
 func (s *sizeClock) clock(x record.Stream) *streamClock {
@@ -265,7 +218,6 @@ func (s *sizeClock) apply(p paramsUS, rec validRecord) bool {
 	if c.applied(rec.Partition, rec.Offset) {
 		return false
 	}
-	s.edit = openEdit{at: -1}
 	ev := decision{Rec: rec, Window: p.windowStart(rec.MadeUS)}
 	switch {
 	case rec.Heartbeat:
@@ -302,7 +254,6 @@ func (s *sizeClock) rank(x record.Stream, start int64) int {
 	if !found {
 		s.Open = slices.Insert(s.Open, i, openWindow{Start: start})
 	}
-	s.edit.at, s.edit.inserted = i, !found
 	w := &s.Open[i]
 	if x == record.Boxes {
 		w.Boxes++
@@ -329,27 +280,57 @@ func (s *sizeClock) closeWindows(p paramsUS) []closedWindow {
 		out[i] = closedWindow(w)
 	}
 	s.Open = slices.Delete(s.Open, 0, n)
-	s.edit.closed = n
 	return out
+}
+
+// sameAs reports whether e decides as o: the same class, window, rank and
+// closings.
+func (e *decision) sameAs(o *decision) bool {
+	return e.Class == o.Class && e.Window == o.Window && e.Rank == o.Rank && slices.Equal(e.Closed, o.Closed)
 }
 
 // sizeHint: a decision is mostly its record and the windows it closed.
 func (e *decision) sizeHint() int {
-	return 64 + len(e.Rec.ID) + len(e.Rec.Raw) + len(e.Rec.Trace.TraceState) + 12*len(e.Closed)
+	return 64 + len(e.Rec.ID) + len(e.Rec.Raw) + len(e.Rec.Trace.TraceState) + 4*len(e.Closed)
 }
 
+// appendBin writes the closed windows, which closeWindows returns in order
+// of their starts, as the first start, then each next one as its step from
+// the one before in units of the steps' greatest common divisor (W, as every
+// start is a multiple of it), with the two counts: about three bytes a
+// window, not the eleven of a start and two counts. A record that ends a long
+// silence of one stream closes every window the other stream opened
+// meanwhile, and must still fit in one Kafka record.
 func (e *decision) appendBin(b []byte) []byte {
 	b = e.Rec.appendBin(b)
 	b = appendStr(b, string(e.Class))
 	b = binary.AppendVarint(b, e.Window)
 	b = binary.AppendVarint(b, int64(e.Rank))
 	b = binary.AppendUvarint(b, uint64(len(e.Closed)))
-	for _, c := range e.Closed {
-		b = binary.AppendVarint(b, c.Start)
+	if len(e.Closed) == 0 {
+		return b
+	}
+	var unit uint64
+	for i := 1; i < len(e.Closed); i++ {
+		unit = gcd(unit, uint64(e.Closed[i].Start-e.Closed[i-1].Start))
+	}
+	b = binary.AppendVarint(b, e.Closed[0].Start)
+	b = binary.AppendUvarint(b, max(unit, 1))
+	for i, c := range e.Closed {
+		if i > 0 {
+			b = binary.AppendUvarint(b, uint64(c.Start-e.Closed[i-1].Start)/unit)
+		}
 		b = binary.AppendVarint(b, int64(c.Toys))
 		b = binary.AppendVarint(b, int64(c.Boxes))
 	}
 	return b
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func (e *decision) readBin(r *binReader) {
@@ -358,223 +339,18 @@ func (e *decision) readBin(r *binReader) {
 	e.Window = r.varint()
 	e.Rank = int(r.varint())
 	n := r.uvarint()
-	if n > uint64(len(r.b)-r.off) { // each entry takes at least 3 bytes
-		r.err = errShort
-		return
-	}
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		e.Closed = append(e.Closed, closedWindow{Start: r.varint(), Toys: int(r.varint()), Boxes: int(r.varint())})
-	}
-}
-
-func (c *streamClock) appendBin(b []byte) []byte {
-	b = append(b, flag(c.Seen, 1))
-	b = binary.AppendUvarint(b, uint64(len(c.Lasts)))
-	for _, l := range c.Lasts {
-		b = binary.AppendVarint(b, int64(l.Partition))
-		b = binary.AppendVarint(b, l.Offset)
-	}
-	return binary.AppendVarint(b, c.Max)
-}
-
-func (c *streamClock) readBin(r *binReader) {
-	c.Seen = r.byte1()&1 != 0
-	n := r.uvarint()
-	if n > uint64(len(r.b)-r.off) { // each entry takes at least 2 bytes
-		r.err = errShort
-		return
-	}
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		c.Lasts = append(c.Lasts, partOffset{Partition: int32(r.varint()), Offset: r.varint()})
-	}
-	c.Max = r.varint()
-}
-
-// appendState appends the state: both streams' clocks and the open windows.
-// Each window after the first is written as its step from the one before, in
-// units of W (of which every start is a multiple; 1 if one were not), and its
-// two counts: about three bytes, not the eleven of a start and two counts.
-// While one input is consumed far ahead of the other, a size has thousands of
-// open windows, and every event of that size writes them all
-// (docs/PERFORMANCE.md, "Growth with the run").
-func (s *sizeClock) appendState(b []byte, w int64) []byte {
-	unit := uint64(max(w, 1))
-	for i := 1; i < len(s.Open) && unit > 1; i++ {
-		if d := uint64(s.Open[i].Start) - uint64(s.Open[i-1].Start); d != unit && d%unit != 0 {
-			unit = 1
-		}
-	}
-	b = s.appendHead(b, unit)
-	for i := 1; i < len(s.Open); i++ {
-		b = s.appendWindow(b, i, unit)
-	}
-	return b
-}
-
-// appendHead appends the clocks, the number of open windows and, if there
-// are any, the unit of the steps and the first window.
-func (s *sizeClock) appendHead(b []byte, unit uint64) []byte {
-	b = s.Toys.appendBin(b)
-	b = s.Boxes.appendBin(b)
-	b = binary.AppendUvarint(b, uint64(len(s.Open)))
-	if len(s.Open) == 0 {
-		return b
-	}
-	b = binary.AppendUvarint(b, unit)
-	b = binary.AppendVarint(b, s.Open[0].Start)
-	return binary.AppendVarint(binary.AppendVarint(b, int64(s.Open[0].Toys)), int64(s.Open[0].Boxes))
-}
-
-// appendWindow appends open window i > 0: its step and its counts.
-func (s *sizeClock) appendWindow(b []byte, i int, unit uint64) []byte {
-	b = binary.AppendUvarint(b, (uint64(s.Open[i].Start)-uint64(s.Open[i-1].Start))/unit)
-	return binary.AppendVarint(binary.AppendVarint(b, int64(s.Open[i].Toys)), int64(s.Open[i].Boxes))
-}
-
-// appendStateAfter appends what appendState(b, w) appends, given prev, the
-// encoding of the state before the last apply: the windows that apply left as
-// they were, and after the same window, are copied from prev, not encoded
-// again. That is all but one or two of them, so an event no longer costs a
-// full encoding of its size's open windows.
-func (s *sizeClock) appendStateAfter(b, prev []byte, w int64) []byte {
-	n, e := len(s.Open), s.edit
-	ins := 0
-	if e.inserted {
-		ins = 1
-	}
-	// Windows by their index before closing (p = j + closed for window j;
-	// window 0 is in the head): [lo, a) are copied as old windows [lo, a),
-	// [a, bStart) are encoded (the counted window, and the one after it if
-	// the counted one is new), [bStart, hi) are copied as old windows
-	// [bStart-ins, hi-ins). With no window counted into (at = -1) all are
-	// copied.
-	lo, hi := e.closed+1, n+e.closed
-	a, bStart := min(max(e.at, lo), hi), min(max(e.at+1+ins, lo), hi)
-	if n == 0 {
-		return s.appendState(b, w)
-	}
-	offs, unit, ok := oldWindowOffsets(prev, n+e.closed-ins, [3]int{lo, a, bStart - ins})
-	if !ok || unit != uint64(max(w, 1)) {
-		return s.appendState(b, w)
-	}
-	for p := a; p < bStart; p++ {
-		if j := p - e.closed; j > 0 && (uint64(s.Open[j].Start)-uint64(s.Open[j-1].Start))%unit != 0 {
-			return s.appendState(b, w)
-		}
-	}
-	b = s.appendHead(b, unit)
-	b = append(b, prev[offs[0]:offs[1]]...)
-	for p := a; p < bStart; p++ {
-		b = s.appendWindow(b, p-e.closed, unit)
-	}
-	return append(b, prev[offs[2]:]...)
-}
-
-// oldWindowOffsets reads the head of prev, a state of n open windows that
-// decodes (the clock cache's bytes, or the table's that it decoded), and
-// returns the unit of its steps and the byte offsets in it of the windows at
-// the indexes in at, each in [1, n] (n: the end); ok is false when prev is
-// not such a state or an index is not in that range. It counts varints by
-// their last bytes, from the nearer end: the window an item is counted into
-// is mostly the newest or the oldest.
-func oldWindowOffsets(prev []byte, n int, at [3]int) (offs [3]int, unit uint64, ok bool) {
-	for _, x := range at {
-		if x < 1 || x > n {
-			return offs, 0, false
-		}
-	}
-	r := binReader{b: prev}
-	for range 2 { // the clocks: a flag, partition offsets, the maximum
-		r.byte1()
-		lasts := r.uvarint()
-		if r.err != nil || lasts > uint64(len(prev)) {
-			return offs, 0, false
-		}
-		r.off, ok = skipVarints(prev, r.off, 2*int(lasts)+1)
-		if !ok {
-			return offs, 0, false
-		}
-	}
-	if r.uvarint() != uint64(n) || r.err != nil {
-		return offs, 0, false
-	}
-	unit = r.uvarint()
-	first, ok := skipVarints(prev, r.off, 3) // window 0: its start and counts
-	if r.err != nil || !ok {
-		return offs, 0, false
-	}
-	for i, k := range at { // window k >= 1 starts after 3(k-1) varints, before 3(n-k)
-		if k-1 <= n-k {
-			offs[i], ok = skipVarints(prev, first, 3*(k-1))
-		} else {
-			offs[i], ok = backVarints(prev, first, 3*(n-k))
-		}
-		if !ok {
-			return offs, 0, false
-		}
-	}
-	return offs, unit, true
-}
-
-// skipVarints returns the offset after the m varints from off.
-func skipVarints(b []byte, off, m int) (int, bool) {
-	for ; m > 0; off++ {
-		if off >= len(b) {
-			return 0, false
-		}
-		if b[off] < 0x80 {
-			m--
-		}
-	}
-	return off, true
-}
-
-// backVarints returns the offset of the first of the last m varints of b,
-// which start at or after floor.
-func backVarints(b []byte, floor, m int) (int, bool) {
-	off := len(b)
-	for ; m > 0; m-- {
-		off-- // the varint's last byte
-		if off < floor || b[off] >= 0x80 {
-			return 0, false
-		}
-		for off > floor && b[off-1] >= 0x80 {
-			off--
-		}
-	}
-	return off, true
-}
-
-// decodeState reads what appendState wrote, all of b.
-func (s *sizeClock) decodeState(b []byte) error {
-	r := binReader{b: b}
-	s.readState(&r)
-	if r.err == nil && r.off != len(r.b) {
-		r.err = fmt.Errorf("%d trailing bytes", len(r.b)-r.off)
-	}
-	if r.err != nil {
-		return fmt.Errorf("decode the clock state: %w", r.err)
-	}
-	return nil
-}
-
-func (s *sizeClock) readState(r *binReader) {
-	s.Toys.readBin(r)
-	s.Boxes.readBin(r)
-	n := r.uvarint()
 	if n == 0 || r.err != nil {
 		return
 	}
-	if n > uint64(len(r.b)-r.off) {
+	if n > uint64(len(r.b)-r.off) { // each window takes at least 2 bytes
 		r.err = errShort
 		return
 	}
-	unit := r.uvarint()
-	start := r.varint()
+	start, unit := r.varint(), r.uvarint()
 	if r.err == nil && unit == 0 {
-		r.err = errors.New("open windows in units of 0 µs")
+		r.err = errors.New("closed windows in units of 0 µs")
 	}
-	s.Open = make([]openWindow, 0, n)
+	e.Closed = make([]closedWindow, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		if i > 0 {
 			d := r.uvarint()
@@ -582,11 +358,11 @@ func (s *sizeClock) readState(r *binReader) {
 			// negative start cannot overflow it.
 			hi, dist := bits.Mul64(d, unit)
 			if d == 0 || hi != 0 || dist > uint64(math.MaxInt64)-uint64(start) {
-				r.err = fmt.Errorf("open window %d is %d units of %d µs after one at %d", i, d, unit, start)
+				r.err = fmt.Errorf("closed window %d is %d units of %d µs after one at %d", i, d, unit, start)
 				return
 			}
 			start += int64(dist)
 		}
-		s.Open = append(s.Open, openWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())})
+		e.Closed = append(e.Closed, closedWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())})
 	}
 }

@@ -3,11 +3,9 @@ package packer
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/storage"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -96,11 +94,11 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 // by that record, and never changed, so the decision is the same on every
 // delivery, and a redelivered record makes it again with the same result.
 //
-// The entry is set in the partition's storage only. The clock value that
-// the same event writes holds the decision it comes from (the record is an
-// item or late, not a duplicate), and goka's recovery of the clock table
-// sets it again from there (recoverClock): the entry and the clock are one
-// Kafka record, kept or lost together. A record whose clock value was lost
+// The entry is set in the partition's storage only. The decision that the
+// same event writes into the clock table says where it comes from (the
+// record is an item or late, not a duplicate), and goka's recovery of the
+// table sets it again from there (recoverClock): the entry and the clock are
+// one Kafka record, kept or lost together. A record whose decision was lost
 // is delivered again, as goka commits an input offset only once every write
 // for it and for the records before it is acknowledged (inorder.go).
 func (p *Packer) dedupe(ctx goka.Context, obs *validRecord) (dup bool) {
@@ -110,27 +108,6 @@ func (p *Packer) dedupe(ctx goka.Context, obs *validRecord) (dup bool) {
 		put(ctx, entries, key, firstSeenCodec, next)
 	}
 	return dup
-}
-
-// recoverClock is the clock group's update callback: goka calls it for each
-// record of the clock table while it recovers a partition, before the
-// partition's callbacks run. Beside the clock value (goka's default) it sets
-// the dedupe entry that the record's decision made: a record that was not a
-// heartbeat or a duplicate was the first with its id.
-func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
-	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
-		return err
-	}
-	v, err := binCodec[clockValue, *clockValue]{}.Decode(value)
-	if err != nil {
-		return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
-	}
-	rec := &v.(*clockValue).Ev.Rec
-	if rec.Heartbeat || rec.Dup {
-		return nil
-	}
-	enc, _ := firstSeenCodec.Encode(&firstSeen{First: rec.Offset, FirstPart: rec.Partition})
-	return s.Set(dedupeKey(rec), enc)
 }
 
 // dedupeStep is the dedupe decision for one record that is not a heartbeat:

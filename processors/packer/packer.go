@@ -31,8 +31,7 @@ type Packer struct {
 	params paramsUS
 	lim    limits       // what every record written must fit in (fit.go)
 	seqs   []*sequencer // one per group (inorder.go)
-	clocks *clockCache  // the clock stage's last states (clock.go)
-	firsts *tableStores // the clock group's dedupe entries (dedupe.go)
+	firsts *tableStores // the clock group's clocks and dedupe entries (clock.go, dedupe.go)
 	slots  *tableStores // the slots group's slots (slots.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
@@ -48,7 +47,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newClockCache(), firsts: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable())}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, firsts: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable())}
 	for _, o := range opts {
 		o(p)
 	}
@@ -69,11 +68,11 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.clock.Process()(p.observe(record.Toys))),
 		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.clock.Process()(p.observe(record.Boxes))),
 		goka.Loop(binCodec[validRecord, *validRecord]{}, p.stray),
-		goka.Persist(binCodec[clockValue, *clockValue]{}),
+		goka.Persist(binCodec[decision, *decision]{}),
 		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
-		goka.Input(goka.Stream(p.cfg.clockTable()), binCodec[clockValue, *clockValue]{}, p.forwardToSlots),
+		goka.Input(goka.Stream(p.cfg.clockTable()), binCodec[decision, *decision]{}, p.forwardToSlots),
 		goka.Persist(binCodec[slotWrite, *slotWrite]{}),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),

@@ -176,7 +176,7 @@ func (p *Packer) Run(ctx context.Context) error {
 // runStages runs the two groups once, until ctx ends or one fails: ran
 // says whether both got to run (and, with signal, p.ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
-	p.seqs, p.clocks = nil, newClockCache()
+	p.seqs = nil
 	p.firsts, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
 	graphs := p.Graphs()
 	procs := make([]*goka.Processor, len(graphs))

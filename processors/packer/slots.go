@@ -25,7 +25,7 @@ import (
 // items into their (size, window, rank) slot, and window closings into the
 // slots that will stay half-empty.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
-	ev := msg.(*clockValue).Ev
+	ev := msg.(*decision)
 	r := ev.Rec
 	switch ev.Class {
 	case classLate:

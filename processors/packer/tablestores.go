@@ -20,49 +20,76 @@ import (
 type tableStores struct {
 	topic string
 	mu    sync.Mutex
-	m     map[int32]storage.Storage
+	m     map[int32]*tablePart
 }
 
 func newTableStores(topic string) *tableStores {
-	return &tableStores{topic: topic, m: map[int32]storage.Storage{}}
+	return &tableStores{topic: topic, m: map[int32]*tablePart{}}
 }
 
 // builder remembers every storage that inner builds for the table. goka
-// builds one whenever it is assigned a partition, before recovering it.
+// builds one whenever it is assigned a partition, before recovering it, so
+// a partition's clocks start empty with its storage.
 func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
 		st, err := inner(topic, partition)
 		if err == nil && topic == s.topic {
 			s.mu.Lock()
-			s.m[partition] = st
+			s.m[partition] = &tablePart{st: st, topic: topic, clocks: map[string]*sizeClock{}}
 			s.mu.Unlock()
 		}
 		return st, err
 	}
 }
 
-// tablePart is one partition's storage of a table, and the table.
+// tablePart is one partition of a table: its storage, and the clock group's
+// states of the sizes in it, which live in memory only (clock.go).
 type tablePart struct {
-	st    storage.Storage
-	topic string
+	st     storage.Storage
+	topic  string
+	clocks map[string]*sizeClock
 }
 
-// of is the storage of the table's partition that ctx processes.
-func (s *tableStores) of(ctx goka.Context) tablePart {
+// clock is the state of size's clock, new when it has none yet. One
+// goroutine at a time uses a partition: goka's recovery, then the
+// partition's callbacks.
+func (t *tablePart) clock(size string) *sizeClock {
+	st, ok := t.clocks[size]
+	if !ok {
+		st = &sizeClock{}
+		t.clocks[size] = st
+	}
+	return st
+}
+
+// of is the table's partition that ctx processes.
+func (s *tableStores) of(ctx goka.Context) *tablePart {
 	s.mu.Lock()
-	st, ok := s.m[ctx.Partition()]
+	t, ok := s.m[ctx.Partition()]
 	s.mu.Unlock()
 	if !ok {
 		ctx.Fail(fmt.Errorf("no storage of partition %d of %s: goka did not build one", ctx.Partition(), s.topic))
 	}
-	return tablePart{st: st, topic: s.topic}
+	return t
+}
+
+// shard is the table's partition that goka recovers. goka builds its
+// storage just before, and hands the update callback that storage behind
+// a proxy of its own.
+func (s *tableStores) shard(partition int32) (*tablePart, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.m[partition]; ok {
+		return t, nil
+	}
+	return nil, fmt.Errorf("no storage of partition %d of %s: goka did not build one", partition, s.topic)
 }
 
 // get decodes key's value with c; nil when there is none.
 func get[T any, PT interface {
 	*T
 	binMsg
-}](ctx goka.Context, j tablePart, key string, c binCodec[T, PT]) PT {
+}](ctx goka.Context, j *tablePart, key string, c binCodec[T, PT]) PT {
 	b, err := j.st.Get(key)
 	if err == nil && b == nil {
 		return nil
@@ -81,7 +108,7 @@ func get[T any, PT interface {
 func put[T any, PT interface {
 	*T
 	binMsg
-}](ctx goka.Context, j tablePart, key string, c binCodec[T, PT], v PT) []byte {
+}](ctx goka.Context, j *tablePart, key string, c binCodec[T, PT], v PT) []byte {
 	enc, err := c.Encode(v)
 	if err == nil {
 		err = j.st.Set(key, enc)
