@@ -13,13 +13,7 @@ import (
 // 64 MiB (the slabs are mapped outside it, so the collector's goal does not
 // double them), and they stay readable through compactions.
 func TestMemorySlabsOffHeap(t *testing.T) {
-	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := heapAlloc()
 	m := newMemory()
 	m.compactAt = 1 << 20
 	value := func(size, i int) []byte { return fmt.Appendf(bytes.Repeat([]byte{'v'}, size), "%d", i) }
@@ -31,7 +25,7 @@ func TestMemorySlabsOffHeap(t *testing.T) {
 			}
 		}
 	}
-	if grown := int64(heap()) - int64(before); grown > 16<<20 {
+	if grown := int64(heapAlloc()) - int64(before); grown > 16<<20 {
 		t.Errorf("the Go heap grew by %d MiB for 64 MiB of values", grown>>20)
 	}
 	for i := range n {
@@ -49,13 +43,7 @@ func TestMemorySlabsOffHeap(t *testing.T) {
 // map and slice they took about 50 bytes a key on the heap, which the
 // collector's goal doubled.
 func TestMemoryIndexOffHeap(t *testing.T) {
-	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := heapAlloc()
 	m := newMemory()
 	const n = 1_000_000
 	for i := range n {
@@ -63,7 +51,7 @@ func TestMemoryIndexOffHeap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if grown := int64(heap()) - int64(before); grown > 4<<20 {
+	if grown := int64(heapAlloc()) - int64(before); grown > 4<<20 {
 		t.Errorf("the Go heap grew by %d MiB for %d entries", grown>>20, n)
 	}
 	for _, i := range []int{0, 1, n / 2, n - 1} {
@@ -72,4 +60,12 @@ func TestMemoryIndexOffHeap(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(m)
+}
+
+// heapAlloc is the Go heap's live bytes after a collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
