@@ -136,7 +136,7 @@ func (p *testerPipeline) dedupeEntry(t *testing.T, key string) *firstSeen {
 	return v.(*firstSeen)
 }
 
-// slot is the slot at key, in the slot table's storage.
+// slot is the slot at key, in the slots group table's storage.
 func (p *testerPipeline) slot(t *testing.T, key string) *slotState {
 	t.Helper()
 	b, err := p.pk.slots.m[0].st.Get(key)

@@ -12,7 +12,7 @@ import (
 
 // The slots stage is the windowed stream-table join of the packer: the
 // stream of ranked items (the clock's decisions, read from its table's
-// changelog) is joined with the slot table, keyed by (size, window, rank).
+// changelog) is joined with the slots, keyed by (size, window, rank).
 // The k-th toy and the k-th box of a window meet in slot k; a window's
 // closing tells the slots that will stay half-empty to report their item as
 // unpacked or spare. A size's slots live in the partition of its clock
