@@ -177,23 +177,24 @@ func (m *memory) valueOf(e memEntry) []byte {
 // low bits are where a key's probe starts (its home), so a slot says its own
 // home, which deleting needs, and they tell most keys apart before their
 // bytes are compared.
-func slot(entry int32, h uint64) uint64 { return uint64(entry+1)<<32 | uint64(uint32(h)) }
+func slot(entry int32, tag uint32) uint64 { return uint64(entry+1)<<32 | uint64(tag) }
 
 func slotEntry(s uint64) int32 { return int32(s>>32) - 1 }
 
-// lookup returns key's entry and its slot in the index; when key is absent,
-// ok is false and pos is the free slot where it would go.
-func (m *memory) lookup(key string) (i int32, pos uint64, ok bool) {
-	tag := uint32(m.hash(key))
+// lookup returns key's entry, its slot in the index and the low bits of its
+// hash; when key is absent, ok is false and pos is the free slot where it
+// would go.
+func (m *memory) lookup(key string) (i int32, pos uint64, tag uint32, ok bool) {
+	tag = uint32(m.hash(key))
 	mask := uint64(len(m.index) - 1)
 	for pos = uint64(tag) & mask; ; pos = (pos + 1) & mask {
 		s := m.index[pos]
 		if s == 0 {
-			return 0, pos, false
+			return 0, pos, tag, false
 		}
 		if uint32(s) == tag {
 			if i := slotEntry(s); string(m.keyOf(m.entries[i])) == key {
-				return i, pos, true
+				return i, pos, tag, true
 			}
 		}
 	}
@@ -270,14 +271,14 @@ func (m *memory) release(e memEntry) {
 func (m *memory) Has(key string) (bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	_, _, ok := m.lookup(key)
+	_, _, _, ok := m.lookup(key)
 	return ok, nil
 }
 
 func (m *memory) Get(key string) ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	i, _, ok := m.lookup(key)
+	i, _, _, ok := m.lookup(key)
 	if !ok {
 		return nil, nil
 	}
@@ -290,7 +291,7 @@ func (m *memory) Set(key string, value []byte) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, pos, ok := m.lookup(key)
+	i, pos, tag, ok := m.lookup(key)
 	if ok {
 		e := &m.entries[i]
 		if len(value) <= int(e.vcap) {
@@ -318,7 +319,7 @@ func (m *memory) Set(key string, value []byte) error {
 		m.nEntry++
 	}
 	m.entries[i] = e
-	m.index[pos] = slot(i, m.hash(key))
+	m.index[pos] = slot(i, tag)
 	if m.keys++; 4*m.keys > 3*len(m.index) {
 		m.growIndex()
 	}
@@ -328,7 +329,7 @@ func (m *memory) Set(key string, value []byte) error {
 func (m *memory) Delete(key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, pos, ok := m.lookup(key)
+	i, pos, _, ok := m.lookup(key)
 	if !ok {
 		return nil
 	}

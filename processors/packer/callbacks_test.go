@@ -114,7 +114,7 @@ func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
 // event.
 func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
 	t.Helper()
-	st, ok := p.pk.firsts.m[0].clocks[size]
+	st, ok := p.pk.clocks.m[0].clocks[size]
 	if !ok {
 		t.Fatalf("no clock of size %s", size)
 	}
@@ -125,7 +125,7 @@ func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
 // when there is none.
 func (p *testerPipeline) dedupeEntry(t *testing.T, key string) *firstSeen {
 	t.Helper()
-	b, err := p.pk.firsts.m[0].st.Get(key)
+	b, err := p.pk.clocks.m[0].st.Get(key)
 	if err != nil || b == nil {
 		return nil
 	}
@@ -573,9 +573,9 @@ func (p *testerPipeline) expectRecovered(t *testing.T) {
 			t.Errorf("recovered %s differs from the live storage (%d keys, want %d):\n got %q\nwant %q", table, len(got), len(want), got, want)
 		}
 	}
-	recover(p.cfg.clockTable(), p.clockTab, binCodec[decision, *decision]{}, fresh.recoverClock, p.pk.firsts.m[0].st)
+	recover(p.cfg.clockTable(), p.clockTab, binCodec[decision, *decision]{}, fresh.recoverClock, p.pk.clocks.m[0].st)
 	recover(p.cfg.slotTable(), p.slotTable, binCodec[slotWrite, *slotWrite]{}, fresh.recoverSlots, p.pk.slots.m[0].st)
-	got, want := fresh.firsts.m[0].clocks, p.pk.firsts.m[0].clocks
+	got, want := fresh.clocks.m[0].clocks, p.pk.clocks.m[0].clocks
 	if len(want) == 0 || !reflect.DeepEqual(got, want) {
 		t.Errorf("recovered clocks differ from the live ones:\n got %+v\nwant %+v", got, want)
 	}

@@ -26,10 +26,10 @@ import (
 // far ahead of the other).
 
 // clock applies one record, its duplicate decided, to the clock of its size
-// (lateness, ranks, window closing), the key of ctx, and records the decision
-// in its table.
-func (p *Packer) clock(ctx goka.Context, obs *validRecord) {
-	st := p.firsts.of(ctx).clock(ctx.Key())
+// (lateness, ranks, window closing), the key of ctx, kept in part, and
+// records the decision in its table.
+func (p *Packer) clock(ctx goka.Context, part *tablePart, obs *validRecord) {
+	st := part.clock(ctx.Key())
 	if !st.apply(p.params, *obs) {
 		return
 	}
@@ -53,24 +53,21 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
 		return err
 	}
-	where := func(err error) error {
-		return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
-	}
 	v, err := binCodec[decision, *decision]{}.Decode(value)
 	if err != nil {
-		return where(err)
+		return recoverError(ctx, err)
 	}
 	ev := v.(*decision)
-	sh, err := p.firsts.shard(ctx.Partition())
+	sh, err := p.clocks.shard(ctx.Partition())
 	if err != nil {
-		return where(err)
+		return recoverError(ctx, err)
 	}
 	st := sh.clock(key)
 	if !st.apply(p.params, ev.Rec) {
 		return nil // a record whose decision the table holds twice
 	}
 	if !st.Ev.sameAs(ev) {
-		return where(fmt.Errorf("the clock's decision for %s/%d offset %d is %s, window %d, rank %d, closing %v here, and %s, window %d, rank %d, closing %v in the table: "+
+		return recoverError(ctx, fmt.Errorf("the clock's decision for %s/%d offset %d is %s, window %d, rank %d, closing %v here, and %s, window %d, rank %d, closing %v in the table: "+
 			"the table was written with another window width or lateness; run with those, or under a new group",
 			ev.Rec.Stream, ev.Rec.Partition, ev.Rec.Offset, st.Ev.Class, st.Ev.Window, st.Ev.Rank, st.Ev.Closed, ev.Class, ev.Window, ev.Rank, ev.Closed))
 	}

@@ -71,14 +71,15 @@ func (p *Packer) stray(ctx goka.Context, msg any) {
 // its size, the key of ctx. A duplicate's dead letter is sent through dead:
 // ctx itself in the input callback, whose span is the record's.
 func (p *Packer) admit(ctx, dead goka.Context, obs *validRecord) {
+	part := p.clocks.of(ctx)
 	if !obs.Heartbeat {
-		obs.Dup = p.dedupe(ctx, obs)
+		obs.Dup = p.dedupe(ctx, part, obs)
 		if obs.Dup {
 			p.emitDup(dead, obs)
 		}
 	}
 	obs.Raw, obs.Key, obs.RawCut = nil, nil, results.Cut{}
-	p.clock(ctx, obs)
+	p.clock(ctx, part, obs)
 }
 
 func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason, detail string) {
@@ -89,10 +90,12 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), key, dl)
 }
 
-// dedupe reports whether an earlier record had obs's id. The dedupe entry of
-// (size, stream, id) is where the first record with that id is: made once,
-// by that record, and never changed, so the decision is the same on every
-// delivery, and a redelivered record makes it again with the same result.
+// dedupe reports whether an earlier record had obs's id, from the dedupe
+// entries in part, the clock table's partition that ctx processes. The
+// dedupe entry of (size, stream, id) is where the first record with that id
+// is: made once, by that record, and never changed, so the decision is the
+// same on every delivery, and a redelivered record makes it again with the
+// same result.
 //
 // The entry is set in the partition's storage only. The decision that the
 // same event writes into the clock table says where it comes from (the
@@ -101,11 +104,11 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 // one Kafka record, kept or lost together. A record whose decision was lost
 // is delivered again, as goka commits an input offset only once every write
 // for it and for the records before it is acknowledged (inorder.go).
-func (p *Packer) dedupe(ctx goka.Context, obs *validRecord) (dup bool) {
-	entries, key := p.firsts.of(ctx), dedupeKey(obs)
-	next, dup := dedupeStep(get(ctx, entries, key, firstSeenCodec), obs)
+func (p *Packer) dedupe(ctx goka.Context, part *tablePart, obs *validRecord) (dup bool) {
+	key := dedupeKey(obs)
+	next, dup := dedupeStep(get(ctx, part, key, firstSeenCodec), obs)
 	if next != nil {
-		put(ctx, entries, key, firstSeenCodec, next)
+		put(ctx, part, key, firstSeenCodec, next)
 	}
 	return dup
 }

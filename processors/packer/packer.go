@@ -31,7 +31,7 @@ type Packer struct {
 	params paramsUS
 	lim    limits       // what every record written must fit in (fit.go)
 	seqs   []*sequencer // one per group (inorder.go)
-	firsts *tableStores // the clock group's clocks and dedupe entries (clock.go, dedupe.go)
+	clocks *tableStores // the clock group's clocks and dedupe entries (clock.go, dedupe.go)
 	slots  *tableStores // the slots group's slots (slots.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
@@ -47,7 +47,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, firsts: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable())}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable())}
 	for _, o := range opts {
 		o(p)
 	}

@@ -132,7 +132,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 // of their tables at keys other than a callback's own (tablestores.go). Tests that
 // replace the storage (goka's tester) wrap theirs with it too.
 func (p *Packer) storageBuilder(inner storage.Builder) storage.Builder {
-	return p.slots.builder(p.firsts.builder(inner))
+	return p.slots.builder(p.clocks.builder(inner))
 }
 
 // hasherFor partitions the packer's own topics (loop, tables) by size
@@ -177,7 +177,7 @@ func (p *Packer) Run(ctx context.Context) error {
 // says whether both got to run (and, with signal, p.ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
-	p.firsts, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
+	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
 	graphs := p.Graphs()
 	procs := make([]*goka.Processor, len(graphs))
 	for i, gg := range graphs {

@@ -2,7 +2,6 @@ package packer
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
@@ -127,7 +126,7 @@ func (p *Packer) recoverSlots(ctx goka.UpdateContext, s storage.Storage, key str
 	}
 	v, err := binCodec[slotWrite, *slotWrite]{}.Decode(value)
 	if err != nil {
-		return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
+		return recoverError(ctx, err)
 	}
 	w := v.(*slotWrite)
 	return s.Set(w.Key, w.State)

@@ -85,6 +85,11 @@ func (s *tableStores) shard(partition int32) (*tablePart, error) {
 	return nil, fmt.Errorf("no storage of partition %d of %s: goka did not build one", partition, s.topic)
 }
 
+// recoverError says which table record goka's recovery failed on.
+func recoverError(ctx goka.UpdateContext, err error) error {
+	return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
+}
+
 // get decodes key's value with c; nil when there is none.
 func get[T any, PT interface {
 	*T
