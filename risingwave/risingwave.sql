@@ -312,42 +312,56 @@ JOIN (SELECT stream, size, window_start, MIN(kpartition) AS kpartition
   ON f.stream = r.stream AND f.size = r.size AND f.window_start = r.window_start
  AND f.kpartition = r.kpartition;
 
--- contract relation np_dedup, shared text 026edcee6b9729d0
+-- contract relation np_dedup, shared text c96ba0520c9f5640
 CREATE MATERIALIZED VIEW np_dedup AS
 -- np_dedup: the valid toys and boxes, each with its position among those of
--- its (stream, size) that carry the same id. Heartbeats are left out: they
--- never make a toy or box a duplicate, whatever id they carry, and they only
--- move the watermark (np_clock). Order is (partition, offset): with one
--- partition per (topic, size), as the contract assumes, that is offset order.
+-- its (stream, size) and window that carry the same id: ids are unique within
+-- a window only, the same id in two windows is two items. Heartbeats are left
+-- out: they never make a toy or box a duplicate, whatever id they carry, and
+-- they only move the watermark (np_clock). Order is (partition, offset): with
+-- one partition per (topic, size), as the contract assumes, that is offset
+-- order.
+--
+-- Late records are counted too, though an earlier late copy never makes a
+-- record a duplicate: the next step decides late first, and within a window
+-- every record that is not late comes before every late one, so the earlier
+-- copies a record that is not late counts are never late.
 SELECT stream, kpartition, koffset, size, id, made_us, made_ns, window_start,
-       ROW_NUMBER() OVER (PARTITION BY stream, size, id ORDER BY kpartition, koffset) AS id_seq
+       ROW_NUMBER() OVER (PARTITION BY stream, size, window_start, id ORDER BY kpartition, koffset) AS id_seq
 FROM np_checked
 WHERE reason IS NULL AND hb IS NOT TRUE;
 
--- contract relation np_classified, shared text 35aa100ed774af6d
+-- contract relation np_classified, shared text acf5b4125212a7bd
 CREATE MATERIALIZED VIEW np_classified AS
 -- np_classified: every valid toy and box classified once, first match wins:
--- duplicate, late, item.
+-- late, duplicate, item.
 --
 -- Late: prior_max - L >= window_end, prior_max being the greatest made_at
 -- among the valid records of the same (stream, size) before this one. That
 -- is: an earlier record took the watermark past the end of this record's
 -- window, so this record comes after the position np_reached gives for its
--- (stream, size, window). Without one it is never late.
+-- (stream, size, window). Without one it is never late. So within a window
+-- the records that are not late come first, by (partition, offset), and the
+-- late ones after them.
+--
+-- Duplicate: not late, and an earlier toy or box of the same (stream, size)
+-- and window has the same id (np_dedup's id_seq > 1). Every such earlier
+-- record comes before this one in its window, so it is not late either: it is
+-- an item or a duplicate, never late, as the contract says.
 SELECT d.stream, d.kpartition, d.koffset, d.size, d.id, d.made_us, d.made_ns, d.window_start,
        CASE
-         WHEN d.id_seq > 1 THEN 'duplicate'
          WHEN (r.kpartition < d.kpartition
                OR (r.kpartition = d.kpartition AND r.koffset < d.koffset)) IS TRUE THEN 'late'
+         WHEN d.id_seq > 1 THEN 'duplicate'
          ELSE 'item'
        END AS class
 FROM np_dedup d
 LEFT JOIN np_reached r ON r.stream = d.stream AND r.size = d.size AND r.window_start = d.window_start;
 
--- contract relation np_items, shared text 242bed455ef9b781
+-- contract relation np_items, shared text 6efa9bfeabf77687
 CREATE MATERIALIZED VIEW np_items AS
--- np_items: the items (toys and boxes that are neither heartbeats, duplicates
--- nor late), ranked 1, 2, 3, ... in (partition, offset) order within their
+-- np_items: the items (toys and boxes that are neither heartbeats, late nor
+-- duplicates), ranked 1, 2, 3, ... in (partition, offset) order within their
 -- (stream, size, window).
 SELECT stream, size, window_start, id, kpartition, koffset,
        ROW_NUMBER() OVER (PARTITION BY stream, size, window_start ORDER BY kpartition, koffset) AS rnk
@@ -401,18 +415,20 @@ WHERE b.stream = 'boxes'
                   WHERE t.stream = 'toys' AND t.size = b.size
                     AND t.window_start = b.window_start AND t.rnk = b.rnk);
 
--- contract relation np_late, shared text 29729887d93ae95e
+-- contract relation np_late, shared text 564446586a3272f3
 CREATE MATERIALIZED VIEW np_late AS
--- np_late: late toys and boxes. made_at is the record's instant in whole
--- microseconds plus the nanoseconds below them (0-999). The reader prints it
--- in UTC like record.FormatTime.
-SELECT stream, id, size, made_us, made_ns
+-- np_late: late toys and boxes, one row per record, identified by where it
+-- is (stream, partition, offset): two late copies of one id are two rows.
+-- made_at is the record's instant in whole microseconds plus the nanoseconds
+-- below them (0-999). The reader prints it in UTC like record.FormatTime.
+SELECT stream, kpartition, koffset, id, size, made_us, made_ns
 FROM np_classified
 WHERE class = 'late';
 
--- contract relation np_dead, shared text b2aba042551bc4e5
+-- contract relation np_dead, shared text 48837fd640b18b62
 CREATE MATERIALIZED VIEW np_dead AS
--- np_dead: dead letters (with the first rule they broke) and duplicates.
+-- np_dead: dead letters (with the first rule they broke) and duplicates (toys
+-- and boxes that are not late and repeat an id of their window).
 SELECT stream, kpartition, koffset, reason
 FROM np_checked
 WHERE reason IS NOT NULL

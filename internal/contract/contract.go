@@ -153,28 +153,41 @@ func (c *computation) dead(in record.Input, reason record.Reason) {
 }
 
 // classify takes the valid records of one (stream, size) in (partition,
-// offset) order: each is a heartbeat, a duplicate, late or an item, first
-// match wins, and every one of them moves prior_max.
+// offset) order: each is a heartbeat, late, a duplicate or an item, first
+// match wins, and every one of them moves prior_max. A duplicate is an
+// earlier toy or box of the same window with the same id; ids are unique
+// within a window only.
 func (c *computation) classify(k streamSize, recs []valid) {
 	slices.SortStableFunc(recs, func(a, b valid) int {
 		return cmp.Or(cmp.Compare(a.in.Partition, b.in.Partition), cmp.Compare(a.in.Offset, b.in.Offset))
 	})
 	var priorMax int64
 	hasPrior := false // prior_max is minus infinity
-	seen := map[string]bool{}
+	type windowID struct {
+		start int64
+		id    string
+	}
+	// The items of each window, by id. The contract counts every earlier
+	// toy or box of the window; items are enough: once a record of a window
+	// is late every later one is too (prior_max never decreases), and a
+	// duplicate has an item before it.
+	seen := map[windowID]bool{}
 	for _, v := range recs {
 		made := v.rec.MadeAtMicros()
 		start := floorDiv(made, c.W) * c.W
+		wid := windowID{start, v.rec.ID}
 		switch {
 		case v.rec.Heartbeat:
 			// Moves the clock only.
-		case seen[v.rec.ID]:
-			c.dead(v.in, record.ReasonDuplicate)
 		case hasPrior && priorMax-c.L >= start+c.W:
-			seen[v.rec.ID] = true
-			c.out.Late = append(c.out.Late, results.Late{Stream: string(v.in.Stream), ID: v.rec.ID, Size: v.rec.Size, MadeAt: record.FormatTime(v.rec.MadeAt)})
+			c.out.Late = append(c.out.Late, results.Late{
+				Stream: string(v.in.Stream), Partition: v.in.Partition, Offset: v.in.Offset,
+				ID: v.rec.ID, Size: v.rec.Size, MadeAt: record.FormatTime(v.rec.MadeAt),
+			})
+		case seen[wid]:
+			c.dead(v.in, record.ReasonDuplicate)
 		default:
-			seen[v.rec.ID] = true
+			seen[wid] = true
 			wk := windowKey{k.size, start}
 			c.items[k.stream][wk] = append(c.items[k.stream][wk], v.rec.ID)
 		}

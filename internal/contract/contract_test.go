@@ -77,7 +77,7 @@ func computeCases() []computeCase {
 			},
 			want: results.Set{
 				Unpacked: []results.Unpacked{unpacked("a", "M", at("10:00:10"))},
-				Late:     []results.Late{late(T, "b", "M", at("10:00:09.999999"))},
+				Late:     []results.Late{late(T, 1, "b", "M", at("10:00:09.999999"))},
 			},
 		},
 		{
@@ -120,7 +120,7 @@ func computeCases() []computeCase {
 			},
 			want: results.Set{
 				Unpacked: []results.Unpacked{unpacked("a", "M", at("10:00:10")), unpacked("c", "M", at("10:00:10"))},
-				Late:     []results.Late{late(T, "b", "M", at("10:00:09.999999"))},
+				Late:     []results.Late{late(T, 1, "b", "M", at("10:00:09.999999"))},
 			},
 		},
 		{
@@ -150,7 +150,7 @@ func computeCases() []computeCase {
 			},
 			want: results.Set{
 				Packed: []results.Packed{packed("t1", "b1", "M", at("10:00:00"))},
-				Late:   []results.Late{late(T, "t2", "M", at("10:00:02"))},
+				Late:   []results.Late{late(T, 2, "t2", "M", at("10:00:02"))},
 			},
 		},
 		{
@@ -215,19 +215,37 @@ func computeCases() []computeCase {
 			},
 		},
 		{
+			// Window 10:00:00 is still open for (toys, M) when a comes again at
+			// offset 2: the clock is 10:00:12, 10:00:12 - 5 s < 10:00:10. Same
+			// window, same id: a duplicate, as in version 1.
+			name: "a repeat within the same open window is a duplicate",
+			inputs: []record.Input{
+				toy(0, "a", "M", at("10:00:01")),
+				toy(1, "z", "M", at("10:00:12")),
+				toy(2, "a", "M", at("10:00:09")),
+				box(0, "b1", "M", at("10:00:03")),
+				box(1, "b2", "M", at("10:00:04")),
+			},
+			want: results.Set{
+				Packed:   []results.Packed{packed("a", "b1", "M", at("10:00:00"))},
+				Unpacked: []results.Unpacked{unpacked("z", "M", at("10:00:10"))},
+				Spare:    []results.Spare{spare("b2", "M", at("10:00:00"))},
+				Dead:     []results.Dead{dead(T, 1, 2, record.ReasonDuplicate)},
+			},
+		},
+		{
 			// x at offset 1 is late (prior_max 10:00:20 - 5 >= 10:00:10). The x at
-			// offset 2 would be an item of window 10:00:20, but an earlier valid
-			// non-heartbeat record of (toys, M) had id x: duplicate.
-			name: "duplicate of a late record",
+			// offset 2 is in window 10:00:20, where no earlier record had id x: an
+			// item (version 1 made it a duplicate of the late x).
+			name: "a late record makes no later record a duplicate",
 			inputs: []record.Input{
 				toy(0, "y", "M", at("10:00:20")),
 				toy(1, "x", "M", at("10:00:01")),
 				toy(2, "x", "M", at("10:00:22")),
 			},
 			want: results.Set{
-				Unpacked: []results.Unpacked{unpacked("y", "M", at("10:00:20"))},
-				Late:     []results.Late{late(T, "x", "M", at("10:00:01"))},
-				Dead:     []results.Dead{dead(T, 1, 2, record.ReasonDuplicate)},
+				Unpacked: []results.Unpacked{unpacked("x", "M", at("10:00:20")), unpacked("y", "M", at("10:00:20"))},
+				Late:     []results.Late{late(T, 1, "x", "M", at("10:00:01"))},
 			},
 		},
 		{
@@ -245,9 +263,50 @@ func computeCases() []computeCase {
 			},
 		},
 		{
-			// The a at offset 2 is both a duplicate and (prior_max 10:00:30) late:
-			// duplicate comes first, so it is dead and not late.
-			name: "duplicate wins over late",
+			// Ids are unique within a window only. Toy a of window 10:00:00 and toy
+			// a of window 10:00:10 are two items, each packed in its own window, as
+			// are the two boxes b; neither is late (the clock never passes
+			// 10:00:13). The third a (offset 2) repeats the second in window
+			// 10:00:10: a duplicate of that one, not of the first. Version 1 made
+			// the second a and the second b duplicates too.
+			name: "an id reused in a later window is an item in each window",
+			inputs: []record.Input{
+				toy(0, "a", "M", at("10:00:01")),
+				toy(1, "a", "M", at("10:00:12")),
+				toy(2, "a", "M", at("10:00:13")),
+				box(0, "b", "M", at("10:00:02")),
+				box(1, "b", "M", at("10:00:13")),
+			},
+			want: results.Set{
+				Packed: []results.Packed{packed("a", "b", "M", at("10:00:00")), packed("a", "b", "M", at("10:00:10"))},
+				Dead:   []results.Dead{dead(T, 1, 2, record.ReasonDuplicate)},
+			},
+		},
+		{
+			// The elf re-sends toy a (the same record) at offset 2, after y at
+			// 10:00:20 has closed window 10:00:00 for (toys, M): 10:00:20 - 5 s >=
+			// 10:00:10. Late comes before duplicate, so the re-sent a is a late
+			// row with its own partition and offset; the first a stays packed.
+			// Version 1 made it a dead duplicate.
+			name: "a re-sent record arriving after its window closed is late",
+			inputs: []record.Input{
+				toy(0, "a", "M", at("10:00:01")),
+				toy(1, "y", "M", at("10:00:20")),
+				toy(2, "a", "M", at("10:00:01")),
+				box(0, "b1", "M", at("10:00:02")),
+			},
+			want: results.Set{
+				Packed:   []results.Packed{packed("a", "b1", "M", at("10:00:00"))},
+				Unpacked: []results.Unpacked{unpacked("y", "M", at("10:00:20"))},
+				Late:     []results.Late{late(T, 2, "a", "M", at("10:00:01"))},
+			},
+		},
+		{
+			// The a at offset 2 repeats the id of an item of its window (a
+			// duplicate) and comes after the clock 10:00:30 closed that window
+			// (late): late comes first, so it is a late row, not dead. Version 1
+			// said duplicate.
+			name: "late wins over duplicate",
 			inputs: []record.Input{
 				toy(0, "a", "M", at("10:00:01")),
 				toy(1, "z", "M", at("10:00:30")),
@@ -255,21 +314,79 @@ func computeCases() []computeCase {
 			},
 			want: results.Set{
 				Unpacked: []results.Unpacked{unpacked("a", "M", at("10:00:00")), unpacked("z", "M", at("10:00:30"))},
-				Dead:     []results.Dead{dead(T, 1, 2, record.ReasonDuplicate)},
+				Late:     []results.Late{late(T, 2, "a", "M", at("10:00:02"))},
 			},
 		},
 		{
-			// The duplicate at 10:00:20 still counts in prior_max: b (window
-			// 10:00:00) is then late, 10:00:20 - 5 s >= 10:00:10.
+			// The same, on the lateness bound: z at exactly 10:00:15 closes window
+			// 10:00:00 for (boxes, M) (10:00:15 - 5 s >= 10:00:10), so the repeated
+			// a is late.
+			name: "a repeat is late once its window closed, by exactly L",
+			inputs: []record.Input{
+				box(0, "a", "M", at("10:00:01")),
+				box(1, "z", "M", at("10:00:15")),
+				box(2, "a", "M", at("10:00:02")),
+			},
+			want: results.Set{
+				Spare: []results.Spare{spare("a", "M", at("10:00:00")), spare("z", "M", at("10:00:10"))},
+				Late:  []results.Late{late(B, 2, "a", "M", at("10:00:02"))},
+			},
+		},
+		{
+			// 1 µs earlier, z at 10:00:14.999999 leaves window 10:00:00 open, so
+			// the repeated a is still a duplicate: an engine must remember the
+			// window's ids until the window closes for their stream, not before.
+			name: "a repeat 1µs before its window closes is a duplicate",
+			inputs: []record.Input{
+				box(0, "a", "M", at("10:00:01")),
+				box(1, "z", "M", at("10:00:14.999999")),
+				box(2, "a", "M", at("10:00:02")),
+			},
+			want: results.Set{
+				Spare: []results.Spare{spare("a", "M", at("10:00:00")), spare("z", "M", at("10:00:10"))},
+				Dead:  []results.Dead{dead(B, 1, 2, record.ReasonDuplicate)},
+			},
+		},
+		{
+			// Box a is re-sent twice after window 10:00:00 closed for (boxes, M):
+			// each copy is a late row of its own, told apart by offset. Box c was
+			// never an item: its two copies after the clock passed are two late
+			// rows as well. Version 1 had one late row per id at most (the first
+			// late c, then a duplicate), and the copies of a were duplicates.
+			name: "two late copies of one id are two late rows",
+			inputs: []record.Input{
+				box(0, "a", "M", at("10:00:01")),
+				box(1, "z", "M", at("10:00:21")),
+				box(2, "a", "M", at("10:00:01")),
+				box(3, "a", "M", at("10:00:01")),
+				box(4, "c", "M", at("10:00:04")),
+				box(5, "c", "M", at("10:00:04")),
+				toy(0, "t", "M", at("10:00:03")),
+			},
+			want: results.Set{
+				Packed: []results.Packed{packed("t", "a", "M", at("10:00:00"))},
+				Spare:  []results.Spare{spare("z", "M", at("10:00:20"))},
+				Late: []results.Late{
+					late(B, 2, "a", "M", at("10:00:01")),
+					late(B, 3, "a", "M", at("10:00:01")),
+					late(B, 4, "c", "M", at("10:00:04")),
+					late(B, 5, "c", "M", at("10:00:04")),
+				},
+			},
+		},
+		{
+			// The duplicate at 10:00:19 (same window as the a at 10:00:11) still
+			// counts in prior_max: b (window 10:00:00) is then late, 10:00:19 - 5 s
+			// >= 10:00:10. Without it the clock would be 10:00:11 and b an item.
 			name: "a duplicate advances the clock",
 			inputs: []record.Input{
-				toy(0, "a", "M", at("10:00:01")),
-				toy(1, "a", "M", at("10:00:20")),
+				toy(0, "a", "M", at("10:00:11")),
+				toy(1, "a", "M", at("10:00:19")),
 				toy(2, "b", "M", at("10:00:02")),
 			},
 			want: results.Set{
-				Unpacked: []results.Unpacked{unpacked("a", "M", at("10:00:00"))},
-				Late:     []results.Late{late(T, "b", "M", at("10:00:02"))},
+				Unpacked: []results.Unpacked{unpacked("a", "M", at("10:00:10"))},
+				Late:     []results.Late{late(T, 2, "b", "M", at("10:00:02"))},
 				Dead:     []results.Dead{dead(T, 1, 1, record.ReasonDuplicate)},
 			},
 		},
@@ -421,7 +538,7 @@ func computeCases() []computeCase {
 				Packed:   []results.Packed{packed("t1", "b2", "M", "1969-12-31T23:59:50Z")},
 				Unpacked: []results.Unpacked{unpacked("t2", "M", "1969-12-31T23:59:50Z")},
 				Spare:    []results.Spare{spare("b1", "M", "1970-01-01T00:00:00Z")},
-				Late:     []results.Late{late(T, "t3", "M", "1969-12-31T23:59:44.999999Z")},
+				Late:     []results.Late{late(T, 2, "t3", "M", "1969-12-31T23:59:44.999999Z")},
 			},
 		},
 		{
@@ -438,7 +555,7 @@ func computeCases() []computeCase {
 			want: results.Set{
 				Packed: []results.Packed{packed("t1", "b1", "M", at("10:00:00"))},
 				Spare:  []results.Spare{spare("b2", "M", at("10:00:20"))},
-				Late:   []results.Late{late(B, "b3", "M", at("10:00:01.123456789"))},
+				Late:   []results.Late{late(B, 2, "b3", "M", at("10:00:01.123456789"))},
 			},
 		},
 		{
@@ -461,7 +578,7 @@ func computeCases() []computeCase {
 					packed("t1", "b1", "M", at("10:00:00")),
 					packed("t2", "b3", "M", at("10:00:00.0075")),
 				},
-				Late: []results.Late{late(B, "b2", "M", at("10:00:00.0049"))},
+				Late: []results.Late{late(B, 2, "b2", "M", at("10:00:00.0049"))},
 			},
 		},
 		{
@@ -478,7 +595,7 @@ func computeCases() []computeCase {
 			want: results.Set{
 				Packed: []results.Packed{packed("t0", "b0", "M", at("10:00:20"))},
 				Spare:  []results.Spare{spare("b1", "M", at("10:00:20"))},
-				Late:   []results.Late{late(T, "t1", "M", at("10:00:01"))},
+				Late:   []results.Late{late(T, 1, "t1", "M", at("10:00:01"))},
 			},
 		},
 		{
@@ -592,7 +709,7 @@ func computeCases() []computeCase {
 				raw(T, 3, "M", `{}`),
 			},
 			want: results.Set{
-				Late: []results.Late{late(T, "b", "M", at("10:00:01"))},
+				Late: []results.Late{late(T, 1, "b", "M", at("10:00:01"))},
 				Dead: []results.Dead{dead(T, 1, 2, record.ReasonDuplicate), dead(T, 1, 3, record.ReasonBadMadeAt)},
 			},
 		},

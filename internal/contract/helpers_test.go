@@ -74,8 +74,10 @@ func spare(boxID, size, windowStart string) results.Spare {
 	return results.Spare{BoxID: boxID, Size: size, WindowStart: windowStart}
 }
 
-func late(s record.Stream, id, size, madeAt string) results.Late {
-	return results.Late{Stream: string(s), ID: id, Size: size, MadeAt: madeAt}
+// late is the late row of the record at offset off of (s, size), in the
+// partition of size (see part): late rows carry their position.
+func late(s record.Stream, off int64, id, size, madeAt string) results.Late {
+	return results.Late{Stream: string(s), Partition: part(size), Offset: off, ID: id, Size: size, MadeAt: madeAt}
 }
 
 func dead(s record.Stream, partition int32, off int64, reason record.Reason) results.Dead {

@@ -12,6 +12,17 @@ package contract
 // When it was written it ran 45,000 random cases against Compute with no
 // difference outside the disputed readings.
 //
+// It follows version 2 of the contract, again from the spec's text alone:
+// late is tested before duplicate, a duplicate is an earlier toy or box of
+// the same window with the same id (every such record is written down, late
+// and duplicate ones included, as the spec words it), and late rows carry
+// their partition and offset. It forgets the ids of a window as soon as the
+// window has closed for their (stream, size), as the spec asks of streaming
+// engines, and checks on every case that keeping them changes nothing. Its
+// generator re-sends earlier items byte for byte (soon after, or long after,
+// once or twice) and reuses ids in later windows; TestIndependentDifferential
+// fails when those outcomes stop occurring.
+//
 // Knobs: IND_CASES (default 2000), IND_SEED (first seed, default 1),
 // IND_DISPUTED=1 (also generate inputs where the spec allows several
 // readings; those cases are not compared, see docs/SEMANTICS.md, "Our
@@ -98,7 +109,52 @@ func indObject(value []byte) (map[string]json.RawMessage, bool, bool) {
 	if !json.Valid(value) {
 		return nil, false, false
 	}
+	// "Every string is valid Unicode": encoding/json turns an escaped lone
+	// surrogate into U+FFFD, the spec makes the record malformed.
+	if indLoneSurrogate(value) {
+		return nil, false, false
+	}
 	return m, dup, true
+}
+
+// indLoneSurrogate reports whether some string of the JSON text v (already
+// known to be valid JSON) has a \u escape of a surrogate that is not a high
+// one followed at once by an escaped low one.
+func indLoneSurrogate(v []byte) bool {
+	hex4 := func(i int) int {
+		if i+6 > len(v) || v[i] != '\\' || v[i+1] != 'u' {
+			return -1
+		}
+		n, err := strconv.ParseUint(string(v[i+2:i+6]), 16, 16)
+		if err != nil {
+			return -1
+		}
+		return int(n)
+	}
+	in := false
+	for i := 0; i < len(v); i++ {
+		switch {
+		case !in:
+			in = v[i] == '"'
+		case v[i] == '"':
+			in = false
+		case v[i] == '\\' && v[i+1] != 'u':
+			i++ // a one-character escape, perhaps \\
+		case v[i] == '\\':
+			c := hex4(i)
+			switch {
+			case c >= 0xdc00 && c <= 0xdfff:
+				return true
+			case c >= 0xd800 && c <= 0xdbff:
+				if d := hex4(i + 6); d < 0xdc00 || d > 0xdfff {
+					return true
+				}
+				i += 6
+			}
+			i += 5
+		}
+	}
+	return false
 }
 
 func indString(raw json.RawMessage) (string, bool) {
@@ -331,9 +387,15 @@ type indOut struct {
 	unpackedBy map[indWin][]results.Unpacked
 	spareBy    map[indWin][]results.Spare
 	disputed   []string
+	// idsWritten counts the ids written down for duplicate detection;
+	// idsHeld is the most held at once for one (stream, size).
+	idsWritten, idsHeld int
 }
 
-func indCompute(inputs []record.Input, W, L time.Duration) indOut {
+// indCompute computes the five sets of inputs. With forget, it keeps the ids
+// of a (stream, size) only for its windows that are still open, as the spec
+// asks of a streaming engine; without, it keeps them all.
+func indCompute(inputs []record.Input, W, L time.Duration, forget bool) indOut {
 	w, l := indRatDur(W), indRatDur(L)
 	var out indOut
 	groups := map[indKey][]indRec{}
@@ -364,34 +426,64 @@ func indCompute(inputs []record.Input, W, L time.Duration) indOut {
 			return g[i].in.Partition < g[j].in.Partition
 		})
 		var priorMax *big.Rat
-		seen := map[string]bool{}
+		// The ids of each window of (X, s), by the window's start, with the
+		// window's end, for the windows that are still open for (X, s). Every
+		// toy or box is written down, late and duplicate ones too: the spec's
+		// "an earlier valid record ... in the same window that is not a
+		// heartbeat", literally. With forget, a window's ids are dropped once
+		// priorMax - L reaches its end: every later record of that window is
+		// late, and late is tested before duplicate, so nothing reads them
+		// again. Without it they are kept to the end, which must change
+		// nothing.
+		type idsOf struct {
+			end *big.Rat
+			ids map[string]bool
+		}
+		open := map[string]*idsOf{}
 		items[k] = map[string][]item{}
 		for _, r := range g {
 			ws := new(big.Rat).Mul(new(big.Rat).SetInt(indFloor(new(big.Rat).Quo(r.madeAt, w))), w)
 			we := new(big.Rat).Add(ws, w)
+			st := indFormat(ws)
 			if priorMax != nil && !r.heartbeat && new(big.Rat).Sub(priorMax, l).Cmp(we) == 0 {
 				indBoundaryHits++
 			}
 			if r.madeAt.Cmp(ws) == 0 {
 				indStartHits++
 			}
+			// The window of r has closed for (X, s) when the greatest made_at
+			// before r, minus L, has reached its end.
+			closed := priorMax != nil && new(big.Rat).Sub(priorMax, l).Cmp(we) >= 0
 			switch {
 			case r.heartbeat:
-			case seen[r.id]:
+			case closed:
+				out.set.Late = append(out.set.Late, results.Late{Stream: string(k.stream), Partition: r.in.Partition, Offset: r.in.Offset,
+					ID: r.id, Size: k.size, MadeAt: indFormatLate(r.madeAt)})
+			case open[st] != nil && open[st].ids[r.id]:
 				out.set.Dead = append(out.set.Dead, results.Dead{Stream: string(r.in.Stream), Partition: r.in.Partition, Offset: r.in.Offset, Reason: "duplicate"})
-			case priorMax != nil && new(big.Rat).Sub(priorMax, l).Cmp(we) >= 0:
-				out.set.Late = append(out.set.Late, results.Late{Stream: string(k.stream), ID: r.id, Size: k.size, MadeAt: indFormatLate(r.madeAt)})
 			default:
-				st := indFormat(ws)
 				items[k][st] = append(items[k][st], item{r.id, r.in.Offset})
 				starts[indWin{k.size, st}] = ws
 			}
 			if !r.heartbeat {
-				seen[r.id] = true
+				if open[st] == nil {
+					open[st] = &idsOf{end: we, ids: map[string]bool{}}
+				}
+				open[st].ids[r.id] = true
+				out.idsWritten++
 			}
 			if priorMax == nil || r.madeAt.Cmp(priorMax) > 0 {
 				priorMax = r.madeAt
 			}
+			held := 0
+			for st, o := range open {
+				if forget && new(big.Rat).Sub(priorMax, l).Cmp(o.end) >= 0 {
+					delete(open, st)
+					continue
+				}
+				held += len(o.ids)
+			}
+			out.idsHeld = max(out.idsHeld, held)
 		}
 		maxOf[k] = priorMax
 	}
@@ -458,6 +550,7 @@ type indGen struct {
 	next                 map[record.Stream]map[int32]int64
 	clock                map[indKey]time.Duration // offset from base, the elves' rough clock
 	ids                  map[indKey][]string
+	sent                 map[indKey][][]byte // the values of the items written, to send again
 	all                  []string
 	n                    int
 	out                  []record.Input
@@ -515,6 +608,7 @@ func indNewGen(seed int64) *indGen {
 	}
 	g.clock = map[indKey]time.Duration{}
 	g.ids = map[indKey][]string{}
+	g.sent = map[indKey][][]byte{}
 	return g
 }
 
@@ -717,8 +811,24 @@ func (g *indGen) step(s record.Stream, size string, disputed bool) {
 		if g.rnd.Intn(10) == 0 {
 			v = append(append([]byte(" \n\t"), v...), "\r\n "...)
 		}
+		g.sent[k] = append(g.sent[k], v)
 		g.emit(s, size, size, v, "item")
-	case r < 65: // duplicate id in (X, s)
+	case r < 63: // an elf sends an item again, the same bytes, at a later offset
+		if len(g.sent[k]) == 0 {
+			g.step(s, size, disputed)
+			return
+		}
+		// The last one is most likely still in an open window (a duplicate);
+		// an older one, after the clock moved on, is late, its id an item of
+		// its window. Sometimes twice: two late rows of one id.
+		kind, v := "resend-old", g.sent[k][g.rnd.Intn(len(g.sent[k]))]
+		if g.rnd.Intn(3) == 0 {
+			kind, v = "resend-last", g.sent[k][len(g.sent[k])-1]
+		}
+		for range 1 + g.rnd.Intn(2) {
+			g.emit(s, size, size, v, kind)
+		}
+	case r < 70: // an id of (X, s) made again now: a duplicate in the same window, a new item in a later one
 		if len(g.ids[k]) == 0 {
 			g.step(s, size, disputed)
 			return
@@ -732,7 +842,7 @@ func (g *indGen) step(s record.Stream, size string, disputed bool) {
 			return
 		}
 		g.emit(s, size, size, indJSON(good(id)), "dup")
-	case r < 73: // heartbeat
+	case r < 77: // heartbeat
 		f := [][2]string{{"heartbeat", "true"}, {"size", q(size)}, {"elf", q("pepper")}, {"made_at", q(ma)}}
 		switch g.rnd.Intn(4) {
 		case 0: // a heartbeat carrying an id, maybe one already used
@@ -938,6 +1048,95 @@ func indSetString(s results.Set) string {
 	return string(b)
 }
 
+// indOutcomes counts, in my results, what version 2 of the spec decides
+// differently from version 1, so that the test knows its generator makes it.
+type indOutcomes struct {
+	LateOfAnItem  int // a late record whose id is an item of its window: a re-send after the window closed
+	ItemTwice     int // an id that is an item in two windows of one (stream, size)
+	TwoLateRows   int // a second late row with the same (stream, size, id)
+	Duplicates    int // a repeat in an open window
+	LateResends   int // a late record with the very bytes of an earlier record
+	SameBytesDups int // a duplicate with the very bytes of an earlier record
+}
+
+func (o *indOutcomes) add(in []record.Input, W time.Duration, set results.Set) {
+	type win struct{ stream, size, start, id string }
+	items := map[win]bool{}
+	for _, p := range set.Packed {
+		items[win{"toys", p.Size, p.WindowStart, p.ToyID}] = true
+		items[win{"boxes", p.Size, p.WindowStart, p.BoxID}] = true
+	}
+	for _, u := range set.Unpacked {
+		items[win{"toys", u.Size, u.WindowStart, u.ToyID}] = true
+	}
+	for _, sp := range set.Spare {
+		items[win{"boxes", sp.Size, sp.WindowStart, sp.BoxID}] = true
+	}
+	perID := map[[3]string]int{}
+	for k := range items {
+		id := [3]string{k.stream, k.size, k.id}
+		if perID[id]++; perID[id] == 2 {
+			o.ItemTwice++
+		}
+	}
+	at := map[[3]int64]record.Input{}
+	for _, x := range in {
+		at[indPos(x)] = x
+	}
+	// sameBytes: an earlier record of the same stream and partition has
+	// exactly this value.
+	sameBytes := func(x record.Input) bool {
+		for _, y := range in {
+			if y.Stream == x.Stream && y.Partition == x.Partition && y.Offset < x.Offset && bytes.Equal(y.Value, x.Value) {
+				return true
+			}
+		}
+		return false
+	}
+	w := indRatDur(W)
+	lateIDs := map[[3]string]int{}
+	for _, l := range set.Late {
+		id := [3]string{l.Stream, l.Size, l.ID}
+		if lateIDs[id]++; lateIDs[id] == 2 {
+			o.TwoLateRows++
+		}
+		x := at[indPos(record.Input{Stream: record.Stream(l.Stream), Partition: l.Partition, Offset: l.Offset})]
+		r := indValidate(x)
+		start := indFormat(new(big.Rat).Mul(new(big.Rat).SetInt(indFloor(new(big.Rat).Quo(r.madeAt, w))), w))
+		if items[win{l.Stream, l.Size, start, l.ID}] {
+			o.LateOfAnItem++
+		}
+		if sameBytes(x) {
+			o.LateResends++
+		}
+	}
+	for _, d := range set.Dead {
+		if d.Reason == "duplicate" {
+			o.Duplicates++
+			if sameBytes(at[indPos(record.Input{Stream: record.Stream(d.Stream), Partition: d.Partition, Offset: d.Offset})]) {
+				o.SameBytesDups++
+			}
+		}
+	}
+}
+
+// require fails when my generator no longer makes one of the outcomes.
+func (o indOutcomes) require(t *testing.T) {
+	t.Helper()
+	for name, n := range map[string]int{
+		"late record whose id is an item of its window": o.LateOfAnItem,
+		"id that is an item of two windows":             o.ItemTwice,
+		"two late rows of one id":                       o.TwoLateRows,
+		"duplicate":                                     o.Duplicates,
+		"late re-sent record":                           o.LateResends,
+		"re-sent record that is a duplicate":            o.SameBytesDups,
+	} {
+		if n < 50 {
+			t.Errorf("the generator made %d of: %s", n, name)
+		}
+	}
+}
+
 func TestIndependentDifferential(t *testing.T) {
 	cases := 2000
 	if v := os.Getenv("IND_CASES"); v != "" {
@@ -952,6 +1151,8 @@ func TestIndependentDifferential(t *testing.T) {
 	var rowTotals [5]int
 	closedWins, openWins, quiescent := 0, 0, 0
 	records, diffCases, closedDiffCases, skipped, refused := 0, 0, 0, 0, 0
+	idsWritten, idsHeld := 0, 0
+	var outcomes indOutcomes
 	validityDis := map[string]string{}
 	validityN := map[string]int{}
 	seenDiff := map[string]bool{}
@@ -983,11 +1184,18 @@ func TestIndependentDifferential(t *testing.T) {
 				reasonDis[k] = fmt.Sprintf("%s %q key=%q: mine %q, Parse %q", x.Stream, x.Value, x.Key, mine.reason, theirs)
 			}
 		}
-		mineOut := indCompute(in, W, L)
+		mineOut := indCompute(in, W, L, true)
 		if len(mineOut.disputed) > 0 {
 			skipped++
 			continue
 		}
+		// Forgetting the ids of closed windows must change nothing.
+		if d := indDiff(indCompute(in, W, L, false).set, mineOut.set); len(d) > 0 {
+			t.Errorf("seed %d: keeping the ids of closed windows changed the result: %+v\n%s", seed0+int64(c), d, indDescribe(in, W, L))
+		}
+		idsWritten += mineOut.idsWritten
+		idsHeld = max(idsHeld, mineOut.idsHeld)
+		outcomes.add(in, W, mineOut.set)
 		theirs := Compute(in, p, Literal)
 		theirs.Sort()
 		for i, n := range []int{len(mineOut.set.Packed), len(mineOut.set.Unpacked), len(mineOut.set.Spare), len(mineOut.set.Late), len(mineOut.set.Dead)} {
@@ -1006,13 +1214,13 @@ func TestIndependentDifferential(t *testing.T) {
 			if !seenDiff[sig] && len(seenDiff) < 8 {
 				seenDiff[sig] = true
 				min := indMinimize(in, func(x []record.Input) bool {
-					m := indCompute(x, W, L)
+					m := indCompute(x, W, L, true)
 					th := Compute(x, p, Literal)
 					th.Sort()
 					dd := indDiff(m.set, th)
 					return len(dd) > 0 && fmt.Sprint(dd[0].Set, len(dd[0].OnlyA) > 0, len(dd[0].OnlyB) > 0) == sig
 				})
-				m := indCompute(min, W, L)
+				m := indCompute(min, W, L, true)
 				th := Compute(min, p, Literal)
 				th.Sort()
 				t.Errorf("case seed %d: difference %s\n%s\nmine:   %s\ntheirs: %s\ndiff: %+v", seed0+int64(c), sig, indDescribe(min, W, L), indSetString(m.set), indSetString(th), indDiff(m.set, th))
@@ -1033,13 +1241,13 @@ func TestIndependentDifferential(t *testing.T) {
 			if !seenDiff[sig] && len(seenDiff) < 12 {
 				seenDiff[sig] = true
 				min := indMinimize(in, func(x []record.Input) bool {
-					m := indCompute(x, W, L)
+					m := indCompute(x, W, L, true)
 					th := Compute(x, p, ClosedOnly)
 					th.Sort()
 					dd := indDiff(indClosedOnly(m), th)
 					return len(dd) > 0 && "closed:"+fmt.Sprint(dd[0].Set, len(dd[0].OnlyA) > 0, len(dd[0].OnlyB) > 0) == sig
 				})
-				m := indCompute(min, W, L)
+				m := indCompute(min, W, L, true)
 				th := Compute(min, p, ClosedOnly)
 				th.Sort()
 				t.Errorf("case seed %d: ClosedOnly difference %s\n%s\nmine:   %s\ntheirs: %s\ndiff: %+v", seed0+int64(c), sig, indDescribe(min, W, L), indSetString(indClosedOnly(m)), indSetString(th), indDiff(indClosedOnly(m), th))
@@ -1060,6 +1268,11 @@ func TestIndependentDifferential(t *testing.T) {
 	t.Logf("quiescent cases (all final heartbeats, ClosedOnly==literal checked)=%d", quiescent)
 	t.Logf("lateness-boundary equalities=%d made_at==window_start=%d", indBoundaryHits, indStartHits)
 	t.Logf("rows packed/unpacked/spare/late/dead = %v; windows closed=%d open=%d", rowTotals, closedWins, openWins)
+	t.Logf("ids written for duplicate detection=%d, most held at once by one (stream, size)=%d", idsWritten, idsHeld)
+	t.Logf("outcomes: %+v", outcomes)
+	if cases >= 1000 {
+		outcomes.require(t)
+	}
 	// Outside the disputed inputs, the two validity rules must agree on
 	// every record, reasons included.
 	report := t.Errorf

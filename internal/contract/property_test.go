@@ -13,16 +13,23 @@ import (
 )
 
 // The property test draws random inputs (valid, invalid, heartbeats, repeated
-// ids, records on window boundaries, times before 1970, made_at in several
+// ids, ids reused in later windows, records re-sent after their window
+// closed, records on window boundaries, times before 1970, made_at in several
 // offsets and with nanoseconds) and checks Compute against
 //   - a second, deliberately naive formulation of the contract (oracle below),
 //     written like the SQL: every column computed by scanning the earlier rows,
 //     in nanoseconds rather than microseconds;
 //   - the contract's invariants, stated directly on the result sets.
+//
+// It also counts, over all runs, the outcomes that version 2 of the contract
+// changed (see coverage), and fails when the generator stopped producing one
+// of them: a test that never meets a re-sent late record cannot catch an
+// engine that gets it wrong.
 
 const propertyRuns = 300
 
 func TestProperties(t *testing.T) {
+	var seen coverage
 	for seed := range uint64(propertyRuns) {
 		r := rand.New(rand.NewPCG(seed, 2026))
 		inputs, p := randomInputs(r)
@@ -33,6 +40,7 @@ func TestProperties(t *testing.T) {
 			t.Fatalf("%s: Compute and the naive oracle disagree:%s", name, d)
 		}
 		checkInvariants(t, name, inputs, p, got)
+		seen.add(inputs, p, got)
 
 		// Closure: without final heartbeats ClosedOnly may withhold unpacked and
 		// spare rows but nothing else; with them every window is closed and
@@ -62,6 +70,81 @@ func TestProperties(t *testing.T) {
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		if d := diffSets(Compute(shuffled, p, Literal), got); d != "" {
 			t.Fatalf("%s: shuffling the inputs changed the result:%s", name, d)
+		}
+	}
+	t.Logf("outcomes over %d runs: %+v", propertyRuns, seen)
+	seen.require(t)
+}
+
+// coverage counts the outcomes whose rows changed from version 1 of the
+// contract to version 2, and the one that did not.
+type coverage struct {
+	// LateRepeat: a late record whose id is an item of its window (a re-sent
+	// record after its window closed; version 1 made it a duplicate).
+	LateRepeat int
+	// ReusedID: an id that is an item of two windows of one (stream, size)
+	// (version 1 made every use after the first a duplicate).
+	ReusedID int
+	// LateTwice: two late rows of one (stream, size, id) (version 1 had one
+	// row per id at most).
+	LateTwice int
+	// Duplicate: a repeat within an open window, a duplicate in both versions.
+	Duplicate int
+}
+
+func (c *coverage) add(inputs []record.Input, p Params, got results.Set) {
+	type key struct{ stream, size, window, id string }
+	items := map[key]bool{}
+	windows := map[[3]string]int{}
+	for _, r := range got.Packed {
+		items[key{"toys", r.Size, r.WindowStart, r.ToyID}] = true
+		items[key{"boxes", r.Size, r.WindowStart, r.BoxID}] = true
+	}
+	for _, r := range got.Unpacked {
+		items[key{"toys", r.Size, r.WindowStart, r.ToyID}] = true
+	}
+	for _, r := range got.Spare {
+		items[key{"boxes", r.Size, r.WindowStart, r.BoxID}] = true
+	}
+	for k := range items {
+		if windows[[3]string{k.stream, k.size, k.id}]++; windows[[3]string{k.stream, k.size, k.id}] == 2 {
+			c.ReusedID++
+		}
+	}
+	lateIDs := map[[3]string]int{}
+	w := p.Window.Microseconds()
+	for _, l := range got.Late {
+		if lateIDs[[3]string{l.Stream, l.Size, l.ID}]++; lateIDs[[3]string{l.Stream, l.Size, l.ID}] == 2 {
+			c.LateTwice++
+		}
+		for _, in := range inputs {
+			if string(in.Stream) == l.Stream && in.Partition == l.Partition && in.Offset == l.Offset {
+				rec, err := record.Parse(in.Stream, in.Key, in.Value)
+				if err == nil && items[key{l.Stream, l.Size, record.FormatMicros(floorDiv(rec.MadeAtMicros(), w) * w), l.ID}] {
+					c.LateRepeat++
+				}
+			}
+		}
+	}
+	for _, d := range got.Dead {
+		if d.Reason == string(record.ReasonDuplicate) {
+			c.Duplicate++
+		}
+	}
+}
+
+// require fails t when some outcome never occurred: the generator no longer
+// tests it.
+func (c coverage) require(t *testing.T) {
+	t.Helper()
+	for name, n := range map[string]int{
+		"a late record repeating an item of its window": c.LateRepeat,
+		"an id that is an item of two windows":          c.ReusedID,
+		"two late rows of one id":                       c.LateTwice,
+		"a duplicate":                                   c.Duplicate,
+	} {
+		if n < 10 {
+			t.Errorf("the generator produced %q only %d times", name, n)
 		}
 	}
 }
@@ -112,6 +195,8 @@ func randomInputs(r *rand.Rand) ([]record.Input, Params) {
 		return o
 	}
 	var ins []record.Input
+	sent := map[string][]record.Input{} // the toys and boxes written, by stream and key
+	used := map[string][]string{}       // their ids
 	for i := range n {
 		s := []record.Stream{record.Toys, record.Boxes}[r.IntN(2)]
 		size := sizes[r.IntN(len(sizes))]
@@ -123,6 +208,8 @@ func randomInputs(r *rand.Rand) ([]record.Input, Params) {
 		id := fmt.Sprintf("%c%d", s[0], r.IntN(idPool))
 		fields := map[string]any{"size": size, "made_at": madeAt, "elf": "e"}
 		key := size
+		ss := fmt.Sprint(s, size)
+		valid := false // a toy or box
 		switch k := r.IntN(100); {
 		case k < 10: // heartbeat, sometimes with an id
 			fields["heartbeat"] = true
@@ -146,10 +233,34 @@ func randomInputs(r *rand.Rand) ([]record.Input, Params) {
 			fields[s.IDField()] = id
 		case k < 22:
 			fields[s.IDField()] = []any{"", 7, nil}[r.IntN(3)]
+		case k < 32 && len(sent[ss]) > 0:
+			// An elf re-sends a record it wrote before, byte for byte: a
+			// duplicate while its window is open, late once the clock has
+			// passed it, and sometimes twice.
+			again := sent[ss][r.IntN(len(sent[ss]))]
+			if r.IntN(2) == 0 {
+				again = sent[ss][len(sent[ss])-1]
+			}
+			for range 1 + r.IntN(2) {
+				again.Offset = next(s, key)
+				ins = append(ins, again)
+			}
+			continue
+		case k < 38 && len(used[ss]) > 0:
+			// An id of this (stream, size) made again now: in ordered runs,
+			// mostly in a later window, where it is a new item.
+			fields[s.IDField()] = used[ss][r.IntN(len(used[ss]))]
+			valid = true
 		default:
 			fields[s.IDField()] = id
+			used[ss] = append(used[ss], id)
+			valid = true
 		}
-		ins = append(ins, input(s, key, next(s, key), fields))
+		in := input(s, key, next(s, key), fields)
+		if valid {
+			sent[ss] = append(sent[ss], in)
+		}
+		ins = append(ins, in)
 	}
 	return ins, p
 }
@@ -220,12 +331,14 @@ func oracle(inputs []record.Input, p Params, mode Mode) results.Set {
 					priorMax = e.made
 				}
 				hasPrior = true
-				if !e.hb && !r.hb && e.rec.ID == r.rec.ID {
-					r.dup = true
-				}
 			}
 		}
-		r.late = !r.hb && !r.dup && hasPrior && priorMax-L >= r.start+W
+		r.late = !r.hb && hasPrior && priorMax-L >= r.start+W
+		for _, e := range rows {
+			if before(e, r) && !r.hb && !r.late && !e.hb && e.start == r.start && e.rec.ID == r.rec.ID {
+				r.dup = true
+			}
+		}
 		r.item = !r.hb && !r.dup && !r.late
 		if r.item {
 			r.rank = 1
@@ -239,7 +352,8 @@ func oracle(inputs []record.Input, p Params, mode Mode) results.Set {
 			out.Dead = append(out.Dead, results.Dead{Stream: string(r.in.Stream), Partition: r.in.Partition, Offset: r.in.Offset, Reason: "duplicate"})
 		}
 		if r.late {
-			out.Late = append(out.Late, results.Late{Stream: string(r.in.Stream), ID: r.rec.ID, Size: r.rec.Size, MadeAt: r.rec.MadeAt.UTC().Format(time.RFC3339Nano)})
+			out.Late = append(out.Late, results.Late{Stream: string(r.in.Stream), Partition: r.in.Partition, Offset: r.in.Offset,
+				ID: r.rec.ID, Size: r.rec.Size, MadeAt: r.rec.MadeAt.UTC().Format(time.RFC3339Nano)})
 		}
 	}
 	ws := func(r *row) string { return time.Unix(0, r.start).UTC().Format(time.RFC3339Nano) }
@@ -289,45 +403,49 @@ func oracle(inputs []record.Input, p Params, mode Mode) results.Set {
 // (Literal) result.
 func checkInvariants(t *testing.T, name string, inputs []record.Input, p Params, got results.Set) {
 	t.Helper()
-	type sid struct{ stream, size, id string }
-	// Where each valid non-heartbeat record may end up, by (stream, size, id):
-	// the first with a given key is the one that is not a duplicate.
-	window := map[sid]string{}
-	wantDead := map[string]string{}
-	nonHeartbeat := 0
-	firsts := map[sid]bool{}
+	type pos struct {
+		stream    string
+		partition int32
+		offset    int64
+	}
+	// item is what identifies a row of packed, unpacked or spare: ids are
+	// unique within a window only.
+	type item struct{ stream, size, window, id string }
+	type valid struct {
+		pos
+		rec  record.Record
+		item item
+	}
+	w := p.Window.Microseconds()
+	wantDead := map[pos]string{}
+	var recs []valid
+	byPos := map[pos]valid{}
 	for _, in := range inputs {
-		pos := fmt.Sprint(in.Stream, in.Partition, in.Offset)
+		at := pos{string(in.Stream), in.Partition, in.Offset}
 		rec, err := record.Parse(in.Stream, in.Key, in.Value)
 		if err != nil {
-			wantDead[pos] = string(record.ReasonOf(err))
+			wantDead[at] = string(record.ReasonOf(err))
 			continue
 		}
-		if rec.Heartbeat {
-			continue
-		}
-		nonHeartbeat++
-		k := sid{string(in.Stream), rec.Size, rec.ID}
-		if firsts[k] {
-			continue // a duplicate: the generator writes each partition in offset order
-		}
-		firsts[k] = true
-		us := rec.MadeAtMicros()
-		w := p.Window.Microseconds()
-		window[k] = record.FormatMicros(floorDiv(us, w) * w)
+		v := valid{at, rec, item{string(in.Stream), rec.Size, record.FormatMicros(floorDiv(rec.MadeAtMicros(), w) * w), rec.ID}}
+		recs = append(recs, v)
+		byPos[at] = v
 	}
+	slices.SortFunc(recs, func(a, b valid) int {
+		return cmp.Or(cmp.Compare(a.partition, b.partition), cmp.Compare(a.offset, b.offset))
+	})
 
 	// Every invalid record is dead, with its reason; every other dead row is
-	// a duplicate.
-	dups := 0
-	seenDead := map[string]bool{}
+	// a duplicate, of a toy or box.
+	dup := map[pos]bool{}
+	seenDead := map[pos]bool{}
 	for _, d := range got.Dead {
-		pos := fmt.Sprint(d.Stream, d.Partition, d.Offset)
-		if seenDead[pos] {
+		at := pos{d.Stream, d.Partition, d.Offset}
+		if seenDead[at] {
 			t.Fatalf("%s: dead row %+v reported twice", name, d)
 		}
-		seenDead[pos] = true
-		if reason, ok := wantDead[pos]; ok {
+		seenDead[at] = true
+		if reason, ok := wantDead[at]; ok {
 			if d.Reason != reason {
 				t.Fatalf("%s: dead row %+v, want reason %q", name, d, reason)
 			}
@@ -336,47 +454,87 @@ func checkInvariants(t *testing.T, name string, inputs []record.Input, p Params,
 		if d.Reason != string(record.ReasonDuplicate) {
 			t.Fatalf("%s: dead row %+v of a valid record should be a duplicate", name, d)
 		}
-		dups++
+		if v, ok := byPos[at]; !ok || v.rec.Heartbeat {
+			t.Fatalf("%s: duplicate %+v is no toy or box", name, d)
+		}
+		dup[at] = true
 	}
-	for pos := range wantDead {
-		if !seenDead[pos] {
-			t.Fatalf("%s: invalid record at %s is not dead", name, pos)
+	for at := range wantDead {
+		if !seenDead[at] {
+			t.Fatalf("%s: invalid record at %+v is not dead", name, at)
 		}
 	}
 
-	// Each valid non-heartbeat record is in exactly one place: the first of each
-	// (stream, size, id) in packed, unpacked, spare or late, the others dead.
-	placed := map[sid]string{}
-	place := func(k sid, where string) {
-		if prev, ok := placed[k]; ok {
+	// A late row is the row of one toy or box, at its position, with its id,
+	// size and made_at; two late copies of an id are two rows.
+	late := map[pos]bool{}
+	for _, l := range got.Late {
+		at := pos{l.Stream, l.Partition, l.Offset}
+		v, ok := byPos[at]
+		if !ok || v.rec.Heartbeat || late[at] || dup[at] {
+			t.Fatalf("%s: late row %+v is not the only outcome of a toy or box", name, l)
+		}
+		if l.ID != v.rec.ID || l.Size != v.rec.Size || l.MadeAt != record.FormatTime(v.rec.MadeAt) {
+			t.Fatalf("%s: late row %+v, the record at its position is %+v", name, l, v.rec)
+		}
+		late[at] = true
+	}
+
+	// Items: no (stream, size, window, id) twice in packed, unpacked and spare.
+	items := map[item]string{}
+	place := func(k item, where string) {
+		if prev, ok := items[k]; ok {
 			t.Fatalf("%s: %+v is both %s and %s", name, k, prev, where)
 		}
-		if !firsts[k] {
-			t.Fatalf("%s: %s row %+v matches no valid record", name, where, k)
-		}
-		placed[k] = where
+		items[k] = where
 	}
 	for _, r := range got.Packed {
-		place(sid{"toys", r.Size, r.ToyID}, "packed toy")
-		place(sid{"boxes", r.Size, r.BoxID}, "packed box")
-		if window[sid{"toys", r.Size, r.ToyID}] != r.WindowStart || window[sid{"boxes", r.Size, r.BoxID}] != r.WindowStart {
-			t.Fatalf("%s: packed %+v: toy and box are not both of window %s", name, r, r.WindowStart)
-		}
+		place(item{"toys", r.Size, r.WindowStart, r.ToyID}, "packed toy")
+		place(item{"boxes", r.Size, r.WindowStart, r.BoxID}, "packed box")
 	}
 	for _, r := range got.Unpacked {
-		place(sid{"toys", r.Size, r.ToyID}, "unpacked")
+		place(item{"toys", r.Size, r.WindowStart, r.ToyID}, "unpacked")
 	}
 	for _, r := range got.Spare {
-		place(sid{"boxes", r.Size, r.BoxID}, "spare")
+		place(item{"boxes", r.Size, r.WindowStart, r.BoxID}, "spare")
 	}
-	for _, r := range got.Late {
-		place(sid{r.Stream, r.Size, r.ID}, "late")
+
+	// In offset order, within one (stream, size, window): once a record is
+	// late every later one is (the window is closed for the stream), and of
+	// the records with one id that are not late, the first is the item and
+	// the others are duplicates.
+	closed := map[item]bool{} // keyed by window (id "")
+	first := map[item]bool{}
+	nonHeartbeat := 0
+	for _, v := range recs {
+		if v.rec.Heartbeat {
+			continue
+		}
+		nonHeartbeat++
+		win := v.item
+		win.id = ""
+		switch {
+		case late[v.pos]:
+			closed[win] = true
+		case closed[win]:
+			t.Fatalf("%s: %+v at %+v is not late, though an earlier record of its window was", name, v.item, v.pos)
+		case !first[v.item]:
+			first[v.item] = true
+			if dup[v.pos] {
+				t.Fatalf("%s: %+v at %+v is a duplicate of nothing", name, v.item, v.pos)
+			}
+			if _, ok := items[v.item]; !ok {
+				t.Fatalf("%s: %+v at %+v is neither late, a duplicate nor an item", name, v.item, v.pos)
+			}
+		case !dup[v.pos]:
+			t.Fatalf("%s: %+v at %+v repeats an item of its window but is no duplicate", name, v.item, v.pos)
+		}
 	}
-	if len(placed) != len(firsts) {
-		t.Fatalf("%s: %d distinct valid toys and boxes, %d placed", name, len(firsts), len(placed))
+	if len(items) != len(first) {
+		t.Fatalf("%s: %d items, from %d toys and boxes that are the first of their id in their window", name, len(items), len(first))
 	}
-	if len(placed)+dups != nonHeartbeat {
-		t.Fatalf("%s: %d placed + %d duplicates != %d valid non-heartbeat records", name, len(placed), dups, nonHeartbeat)
+	if len(items)+len(late)+len(dup) != nonHeartbeat {
+		t.Fatalf("%s: %d items + %d late + %d duplicates != %d valid non-heartbeat records", name, len(items), len(late), len(dup), nonHeartbeat)
 	}
 
 	// Per (size, window): a toy is left unpacked only when every box is used,

@@ -26,8 +26,10 @@ func TestCompareMatchesCutIDs(t *testing.T) {
 		{"cut matches whole", Set{Packed: []Packed{cut(whole)}}, ref(whole), true},
 		{"same length, other id", Set{Packed: []Packed{cut(whole)}}, ref(other), false},
 		{"whole on both sides", ref(whole), ref(whole), true},
-		{"late row", Set{Late: []Late{{Stream: "toys", ID: whole[:5], IDCut: CutOf([]byte(whole)), Size: "M", MadeAt: "t"}}},
-			Set{Late: []Late{{Stream: "toys", ID: whole, Size: "M", MadeAt: "t"}}}, true},
+		{"late row", Set{Late: []Late{{Stream: "toys", Partition: 1, Offset: 4, ID: whole[:5], IDCut: CutOf([]byte(whole)), Size: "M", MadeAt: "t"}}},
+			Set{Late: []Late{{Stream: "toys", Partition: 1, Offset: 4, ID: whole, Size: "M", MadeAt: "t"}}}, true},
+		{"late row, same id at another offset", Set{Late: []Late{{Stream: "toys", Partition: 1, Offset: 4, ID: whole[:5], IDCut: CutOf([]byte(whole)), Size: "M", MadeAt: "t"}}},
+			Set{Late: []Late{{Stream: "toys", Partition: 1, Offset: 5, ID: whole, Size: "M", MadeAt: "t"}}}, false},
 	} {
 		before := c.ref.Packed
 		d := Compare(c.goka, c.ref)

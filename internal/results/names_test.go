@@ -17,7 +17,7 @@ func TestCompareNamesRowsByTheirJSON(t *testing.T) {
 	ref := Set{
 		Packed: []Packed{{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}},
 		Spare:  []Spare{{BoxID: "b3", Size: "L", WindowStart: "2026-12-24T10:00:10Z"}},
-		Late:   []Late{{Stream: "boxes", ID: "b4", Size: "XL", MadeAt: "2026-12-24T09:00:00Z"}},
+		Late:   []Late{{Stream: "boxes", Partition: 3, Offset: 12, ID: "b4", Size: "XL", MadeAt: "2026-12-24T09:00:00Z"}},
 		Dead:   []Dead{{Stream: "boxes", Partition: 0, Offset: 3, Reason: "duplicate"}},
 	}
 	var got []string
@@ -34,7 +34,7 @@ func TestCompareNamesRowsByTheirJSON(t *testing.T) {
 		`packed reference {"toy_id":"t1","box_id":"b2","size":"M","window_start":"2026-12-24T10:00:00Z"}`,
 		`unpacked goka {"toy_id":"t2","size":"S","window_start":"2026-12-24T10:00:00Z"}`,
 		`spare reference {"box_id":"b3","size":"L","window_start":"2026-12-24T10:00:10Z"}`,
-		`late reference {"stream":"boxes","id":"b4","size":"XL","made_at":"2026-12-24T09:00:00Z"}`,
+		`late reference {"stream":"boxes","partition":3,"offset":12,"id":"b4","size":"XL","made_at":"2026-12-24T09:00:00Z"}`,
 		`dead goka {"stream":"toys","partition":1,"offset":7,"reason":"no id"}`,
 		`dead reference {"stream":"boxes","partition":0,"offset":3,"reason":"duplicate"}`,
 	}

@@ -38,13 +38,17 @@ type Spare struct {
 	BoxIDCut    Cut    `json:"box_id_cut,omitzero"`
 }
 
-// Late: a toy or box that arrived after its window had passed the lateness bound.
+// Late: a toy or box that arrived after its window had passed the lateness
+// bound. Each late record is a row of its own, identified by its position
+// (stream, partition, offset): two late copies of one id are two rows.
 type Late struct {
-	Stream string `json:"stream"`
-	ID     string `json:"id"`
-	Size   string `json:"size"`
-	MadeAt string `json:"made_at"`
-	IDCut  Cut    `json:"id_cut,omitzero"`
+	Stream    string `json:"stream"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	ID        string `json:"id"`
+	Size      string `json:"size"`
+	MadeAt    string `json:"made_at"`
+	IDCut     Cut    `json:"id_cut,omitzero"`
 }
 
 // Dead: a dead letter or a duplicate. Engines are compared on
@@ -65,7 +69,8 @@ type Set struct {
 	Dead     []Dead
 }
 
-// Sort puts every set in its canonical order (size, window, id; or position).
+// Sort puts every set in its canonical order (size, window, id; or position
+// for late and dead rows).
 func (s *Set) Sort() {
 	slices.SortFunc(s.Packed, func(a, b Packed) int {
 		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.ToyID, b.ToyID), cmp.Compare(a.BoxID, b.BoxID))
@@ -77,7 +82,7 @@ func (s *Set) Sort() {
 		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.BoxID, b.BoxID))
 	})
 	slices.SortFunc(s.Late, func(a, b Late) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Size, b.Size), cmp.Compare(a.ID, b.ID), cmp.Compare(a.MadeAt, b.MadeAt))
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 	})
 	slices.SortFunc(s.Dead, func(a, b Dead) int {
 		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))

@@ -172,7 +172,7 @@ func (r clockRun) String() string {
 func TestRandomizedClocksEqualReference(t *testing.T) {
 	const runs = 40
 	eachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
-		var total, late, packed, closedOnes, spread, deep int
+		var total, late, packed, closedOnes, spread, deep, lateCopies, reused, dup int
 		for i := range runs {
 			r := randomClockRun(int64(i + 1))
 			got := runAndCompare(t, e, inputs(r.recs...), r.w, r.l)
@@ -184,6 +184,14 @@ func TestRandomizedClocksEqualReference(t *testing.T) {
 			late += c.Late
 			packed += c.Packed
 			closedOnes += c.Unpacked + c.Spare
+			lc, ru := idReuse(got)
+			lateCopies += lc
+			reused += ru
+			for _, d := range got.Dead {
+				if d.Reason == string(record.ReasonDuplicate) {
+					dup++
+				}
+			}
 			if r.spread {
 				spread++
 			}
@@ -192,11 +200,15 @@ func TestRandomizedClocksEqualReference(t *testing.T) {
 				deep++
 			}
 		}
-		if late == 0 || packed == 0 || closedOnes == 0 || spread == 0 || deep == 0 {
-			t.Errorf("the runs had %d late, %d packed, %d unpacked or spare rows, %d runs over several partitions, %d runs spanning 2^40 windows: some case is not exercised",
-				late, packed, closedOnes, spread, deep)
+		// Ids are reused at random here (see randomClockRun), so the runs
+		// also exercise the second version of the contract: ids that are
+		// items in several windows, late copies of one id, and duplicates
+		// within a window.
+		if late == 0 || packed == 0 || closedOnes == 0 || spread == 0 || deep == 0 || lateCopies == 0 || reused == 0 || dup == 0 {
+			t.Errorf("the runs had %d late, %d packed, %d unpacked or spare rows, %d runs over several partitions, %d runs spanning 2^40 windows, %d late rows sharing an id, %d ids that are items in several windows, %d duplicates: some case is not exercised",
+				late, packed, closedOnes, spread, deep, lateCopies, reused, dup)
 		}
-		t.Logf("%d runs, %d input records: %d late, %d packed, %d unpacked or spare, %d runs over several partitions, %d spanning 2^40 windows or more",
-			runs, total, late, packed, closedOnes, spread, deep)
+		t.Logf("%d runs, %d input records: %d late, %d packed, %d unpacked or spare, %d runs over several partitions, %d spanning 2^40 windows or more, %d late rows sharing their id with another late row, %d ids items in several windows, %d duplicates",
+			runs, total, late, packed, closedOnes, spread, deep, lateCopies, reused, dup)
 	})
 }

@@ -83,7 +83,7 @@ func rows(s results.Set, set string) []string {
 		}
 	case "late":
 		for _, r := range s.Late {
-			out = append(out, fmt.Sprintf("%s %s %s %s", r.Stream, r.ID, r.Size, r.MadeAt))
+			out = append(out, fmt.Sprintf("%s/%d@%d %s %s %s", r.Stream, r.Partition, r.Offset, r.ID, r.Size, r.MadeAt))
 		}
 	case "dead":
 		for _, r := range s.Dead {
@@ -295,23 +295,94 @@ func edgeCases() []edgeCase {
 			want: map[string][]string{"dead": {"toys/1@1 duplicate"}},
 		},
 		{
-			name: "a late first record makes later ones duplicates, and a duplicate is never late",
+			name: "late comes before duplicate, and ids are unique within a window only",
 			recs: []rec{
 				T("M", toyV("a", "M", at("10:00:20"))),
 				T("M", toyV("x", "M", at("10:00:01"))), // late: 10:00:15 >= 10:00:10
-				T("M", toyV("x", "M", at("10:00:21"))), // duplicate of the late one
-				T("M", toyV("a", "M", at("10:00:02"))), // duplicate, though also late
+				T("M", toyV("x", "M", at("10:00:21"))), // another window: an item
+				T("M", toyV("a", "M", at("10:00:02"))), // late (a's first copy is in another window)
 			},
 			want: map[string][]string{
-				"dead": {"toys/1@2 duplicate", "toys/1@3 duplicate"},
-				"late": {"toys x M " + at("10:00:01")},
+				"dead": nil,
+				"late": {"toys/1@1 x M " + at("10:00:01"), "toys/1@3 a M " + at("10:00:02")},
+			},
+		},
+		{
+			name: "a re-sent record after its window closed for its stream is late, not a duplicate",
+			recs: []rec{
+				T("M", toyV("x", "M", at("10:00:01"))),
+				B("M", boxV("b", "M", at("10:00:02"))),
+				T("M", hbV("M", at("10:00:20"))),       // toys' watermark 10:00:15: window 10:00:00 closed for toys
+				T("M", toyV("x", "M", at("10:00:01"))), // the same record again: late
+				B("M", hbV("M", at("10:00:20"))),
+			},
+			want: map[string][]string{
+				"packed":   {"x+b M " + at("10:00:00")},
+				"late":     {"toys/1@2 x M " + at("10:00:01")},
+				"dead":     nil,
+				"unpacked": nil,
+				"spare":    nil,
+			},
+		},
+		{
+			name: "an id reused in a later window is an item in both",
+			recs: []rec{
+				T("M", toyV("x", "M", at("10:00:01"))), T("M", toyV("x", "M", at("10:00:11"))),
+				B("M", boxV("b", "M", at("10:00:02"))), B("M", boxV("b", "M", at("10:00:12"))),
+				T("M", toyV("x", "M", at("10:00:21"))), // a third window, no box
+				T("M", hbV("M", at("10:00:40"))), B("M", hbV("M", at("10:00:40"))),
+			},
+			want: map[string][]string{
+				"packed":   {"x+b M " + at("10:00:00"), "x+b M " + at("10:00:10")},
+				"unpacked": {"x M " + at("10:00:20")},
+				"late":     nil,
+				"dead":     nil,
+			},
+		},
+		{
+			name: "two late copies of one id are two late rows",
+			recs: []rec{
+				T("M", toyV("x", "M", at("10:00:01"))),
+				T("M", hbV("M", at("10:00:30"))),
+				T("M", toyV("x", "M", at("10:00:01"))), // late
+				T("M", toyV("x", "M", at("10:00:01"))), // late again, not a duplicate
+				// Partition 2 comes after partition 1, whose clock is at
+				// 10:00:30: both copies of y are late.
+				T("M", toyV("y", "M", at("10:00:05"))).in(2),
+				T("M", hbV("M", at("10:00:30"))).in(2),
+				T("M", toyV("y", "M", at("10:00:05"))).in(2),
+			},
+			want: map[string][]string{
+				"late": {
+					"toys/1@2 x M " + at("10:00:01"), "toys/1@3 x M " + at("10:00:01"),
+					"toys/2@0 y M " + at("10:00:05"), "toys/2@2 y M " + at("10:00:05"),
+				},
+				"dead": nil,
+			},
+		},
+		{
+			name: "a copy in the same window is a duplicate until the window closes, then late",
+			recs: []rec{
+				T("M", toyV("x", "M", at("10:00:01"))),
+				T("M", toyV("x", "M", at("10:00:09"))), // duplicate
+				T("M", hbV("M", at("10:00:14.999999"))),
+				T("M", toyV("x", "M", at("10:00:03"))), // duplicate: the window is still open for toys
+				B("M", boxV("x", "M", at("10:00:04"))), // boxes are another stream
+				B("M", boxV("x", "M", at("10:00:05"))), // duplicate on boxes
+				T("M", hbV("M", at("10:00:15"))),
+				T("M", toyV("x", "M", at("10:00:04"))), // late
+			},
+			want: map[string][]string{
+				"dead":   {"toys/1@1 duplicate", "toys/1@3 duplicate", "boxes/1@1 duplicate"},
+				"late":   {"toys/1@5 x M " + at("10:00:04")},
+				"packed": {"x+x M " + at("10:00:00")},
 			},
 		},
 		// --- lateness boundaries
 		{
 			name: "late by exactly L",
 			recs: []rec{T("M", toyV("a", "M", at("10:00:15"))), T("M", toyV("b", "M", at("10:00:09.999999")))},
-			want: map[string][]string{"late": {"toys b M " + at("10:00:09.999999")}},
+			want: map[string][]string{"late": {"toys/1@1 b M " + at("10:00:09.999999")}},
 		},
 		{
 			name: "one microsecond short of late",
@@ -330,17 +401,17 @@ func edgeCases() []edgeCase {
 				T("M", toyV("a", "M", at("10:00:10"))), T("M", toyV("b", "M", at("10:00:09.999999999"))),
 				T("M", toyV("c", "M", at("10:00:10"))),
 			},
-			want: map[string][]string{"late": {"toys b M " + at("10:00:09.999999999")}},
+			want: map[string][]string{"late": {"toys/1@1 b M " + at("10:00:09.999999999")}},
 		},
 		{
 			name: "a late row keeps nine fractional digits, truncated beyond",
 			recs: []rec{T("M", toyV("a", "M", at("10:00:30"))), T("M", toyV("b", "M", at("10:00:01.1234567899")))},
-			want: map[string][]string{"late": {"toys b M " + at("10:00:01.123456789")}},
+			want: map[string][]string{"late": {"toys/1@1 b M " + at("10:00:01.123456789")}},
 		},
 		{
 			name: "a late row's offset is converted to UTC",
 			recs: []rec{T("M", toyV("a", "M", at("10:00:30"))), T("M", toyV("b", "M", "2026-12-24T11:00:01.5+01:00"))},
-			want: map[string][]string{"late": {"toys b M " + at("10:00:01.5")}},
+			want: map[string][]string{"late": {"toys/1@1 b M " + at("10:00:01.5")}},
 		},
 		// --- windows: floors, boundaries, negative times, offsets
 		{
@@ -386,7 +457,7 @@ func edgeCases() []edgeCase {
 				B("M", hbV("M", "9999-12-31T23:59:59Z")),
 			},
 			want: map[string][]string{
-				"late":     {"toys b M 0000-01-01T00:00:00Z"},
+				"late":     {"toys/1@2 b M 0000-01-01T00:00:00Z"},
 				"unpacked": {"a M -0001-12-31T23:00:00Z"}, // RFC 3339 has no form for it; Go's
 				"spare":    {"x M 0000-01-01T00:00:00Z"},
 			},
@@ -402,7 +473,7 @@ func edgeCases() []edgeCase {
 			},
 			want: map[string][]string{
 				"packed":   {"a+x M " + at("10:00:00"), "b+y M " + at("10:00:01.5")},
-				"late":     {"toys d M " + at("10:00:01.4")},
+				"late":     {"toys/1@3 d M " + at("10:00:01.4")},
 				"unpacked": nil,
 			},
 		},
@@ -424,7 +495,7 @@ func edgeCases() []edgeCase {
 			},
 			want: map[string][]string{
 				"packed": {"a+x M 1969-12-31T23:59:59.999999Z"},
-				"late":   {"toys b M 1969-12-31T23:59:59.999999Z", "toys c M " + at("10:00:00")},
+				"late":   {"toys/1@2 b M 1969-12-31T23:59:59.999999Z", "toys/1@4 c M " + at("10:00:00")},
 				"spare":  {"y M 1969-12-31T23:59:59.999999Z"},
 			},
 		},
@@ -460,7 +531,7 @@ func edgeCases() []edgeCase {
 			},
 			want: map[string][]string{
 				// partition 0 first: p0 sets the clock, p1's toys are late.
-				"late": {"toys p1 M " + at("10:00:01"), "toys p1b M " + at("10:00:02")},
+				"late": {"toys/1@0 p1 M " + at("10:00:01"), "toys/1@1 p1b M " + at("10:00:02")},
 			},
 		},
 		// --- the worked examples of docs/SEMANTICS.md
@@ -483,12 +554,12 @@ func edgeCases() []edgeCase {
 			name: "example 2: a late record and a duplicate",
 			recs: []rec{
 				T("M", toyV("a", "M", at("10:00:02"))), T("M", toyV("b", "M", at("10:00:14"))),
-				T("M", toyV("c", "M", at("10:00:05"))), T("M", toyV("a", "M", at("10:00:15"))),
+				T("M", toyV("c", "M", at("10:00:05"))), T("M", toyV("b", "M", at("10:00:15"))),
 				T("M", toyV("d", "M", at("10:00:08"))), B("M", boxV("box1", "M", at("10:00:03"))),
 			},
 			want: map[string][]string{
 				"packed": {"a+box1 M " + at("10:00:00")},
-				"late":   {"toys d M " + at("10:00:08")},
+				"late":   {"toys/1@4 d M " + at("10:00:08")},
 				"dead":   {"toys/1@3 duplicate"},
 			},
 		},

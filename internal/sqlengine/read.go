@@ -62,15 +62,18 @@ func ReadResults(ctx context.Context, db *sql.DB, schema string) (results.Set, e
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(risingwave.Late, "stream, id, size, made_us, made_ns"), func(rs *sql.Rows) error {
+	err = scanAll(ctx, db, q(risingwave.Late, "stream, kpartition, koffset, id, size, made_us, made_ns"), func(rs *sql.Rows) error {
 		var stream, size string
 		var id []byte
-		var us, ns int64
-		if err := rs.Scan(&stream, &id, &size, &us, &ns); err != nil {
+		var part, off, us, ns int64
+		if err := rs.Scan(&stream, &part, &off, &id, &size, &us, &ns); err != nil {
 			return err
 		}
 		at := time.UnixMicro(us).Add(time.Duration(ns))
-		s.Late = append(s.Late, results.Late{Stream: stream, ID: string(id), Size: size, MadeAt: record.FormatTime(at)})
+		s.Late = append(s.Late, results.Late{
+			Stream: stream, Partition: int32(part), Offset: off,
+			ID: string(id), Size: size, MadeAt: record.FormatTime(at),
+		})
 		return nil
 	})
 	if err != nil {
