@@ -45,9 +45,14 @@ func newCompareCmd() *cobra.Command {
 late and dead-letters, deduplicated by key) and the five result relations of a
 SQL engine that ran the contract's shared SQL text (risingwave/sql/contract),
 and prints, per size class, the rows of each set on each side, the equal rows,
-and the rows only one side has. Each differing row comes with the input records
-that explain it: where they are (partition, offset), their key and made_at, and
-what Goka, the SQL engine and the batch reference made of each.
+and the rows only one side has. Rows of packed, unpacked and spare are told
+apart by size, window and ids (an id is unique within its window only: the
+same toy id in two windows is two toys), late and dead rows by the position of
+their record (two late copies of one id are two rows). Each differing row comes
+with the input records that explain it (those carrying its ids in its size and
+window, or the one at its position): where they are (partition, offset), their
+key and made_at, and what Goka, the SQL engine and the batch reference made of
+each.
 
 The SQL side is one of:
   (no --sql)             the embedded SQLite: the input topics are read and the

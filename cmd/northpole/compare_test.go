@@ -144,7 +144,7 @@ func TestCompareReportsAnExtraRecord(t *testing.T) {
 	slices.Sort(got)
 	want := []string{
 		"dead only in sql: " + canonJSON(t, results.Dead{Stream: "toys", Partition: part, Offset: offsets[0], Reason: "malformed json"}),
-		"late only in sql: " + canonJSON(t, results.Late{Stream: "toys", ID: "extra-late", Size: "M", MadeAt: "2026-12-23T23:00:00Z"}),
+		"late only in sql: " + canonJSON(t, results.Late{Stream: "toys", Partition: part, Offset: offsets[1], ID: "extra-late", Size: "M", MadeAt: "2026-12-23T23:00:00Z"}),
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("differences:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
@@ -170,7 +170,7 @@ func TestCompareReportsAnExtraRecord(t *testing.T) {
 	// The text output names the same rows and the records' positions.
 	out, code = runCLI(t, ctx, r.args()...)
 	t.Logf("compare's text output:\n%s", out)
-	for _, s := range []string{"DIFFERENT: 2 rows", "late, only in sql: toys \"extra-late\", M", "goka: no row",
+	for _, s := range []string{"DIFFERENT: 2 rows", fmt.Sprintf("late, only in sql: toys/%d@%d, id \"extra-late\", M", part, offsets[1]), "goka: no row",
 		fmt.Sprintf("toys/%d@%d key M made_at 2026-12-23T23:00:00Z", part, offsets[1])} {
 		if !strings.Contains(out, s) {
 			t.Errorf("text output lacks %q:\n%s", s, out)
@@ -188,7 +188,7 @@ func TestCompareReportsAnExtraRecord(t *testing.T) {
 		t.Fatalf("compare --out: exit %d, %v\n%s", code, err, out)
 	}
 	for _, s := range []string{"<b>DIFFERENT</b>: Goka vs the embedded SQLite", "2 rows on one side only", "<b>late</b>, only in <b>sql</b>",
-		"<code>extra-late</code>", fmt.Sprintf("toys/%d@%d", part, offsets[1]), "<b>DIFFERENT</b>: Goka vs the batch reference", "0 rows only in Goka, 2 only in the reference"} {
+		"<code>extra-late</code>", fmt.Sprintf("position <code>toys/%d@%d</code>", part, offsets[1]), "<b>DIFFERENT</b>: Goka vs the batch reference", "0 rows only in Goka, 2 only in the reference"} {
 		if !bytes.Contains(page, []byte(s)) {
 			t.Errorf("report.html lacks %q", s)
 		}
@@ -272,7 +272,9 @@ func TestCompareReadsSQLRelations(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed.ToyID, removed.BoxID, removed.WindowStart = string(toy), string(box), record.FormatMicros(ws)
-	if _, err := db.ExecContext(ctx, "DELETE FROM "+schema+".np_packed WHERE toy_id = $1", toy); err != nil {
+	// A toy id is unique within its size and window only: the row is those
+	// three.
+	if _, err := db.ExecContext(ctx, "DELETE FROM "+schema+".np_packed WHERE toy_id = $1 AND size = $2 AND window_start = $3", toy, removed.Size, ws); err != nil {
 		t.Fatal(err)
 	}
 

@@ -60,12 +60,12 @@ same elf last wrote for that size (record or heartbeat). A late draw for a size
 the elf has not written anything for yet makes an ordinary record instead, so
 on average fewer than --late-rate of the records are late, most visibly in
 short runs with many elves; the summary counts the late records actually made.
-Likewise
---dup-rate draws repeat an earlier toy or box of the same elf and size byte for
-byte (an ordinary record when there is none yet), and --bad-rate are dead
-letters, cycling through truncated JSON, a JSON array, invalid UTF-8, a bad
-made_at, a bad size, a size that differs from the key, a missing id and an
-empty id.
+Likewise --dup-rate draws repeat an earlier toy or box of the same elf and size
+byte for byte (an ordinary record when there is none yet): a duplicate, its id
+again in the same window, unless that window has closed by then, which makes
+it late instead. --bad-rate draws are dead letters, cycling through truncated
+JSON, a JSON array, invalid UTF-8, a bad made_at, a bad size, a size that
+differs from the key, a missing id and an empty id.
 
 A missing topic is created with --partitions partitions; toys and boxes must
 have the same count (the packer refuses to start otherwise).

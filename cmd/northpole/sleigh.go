@@ -24,8 +24,9 @@ func newSleighCmd() *cobra.Command {
 		Use:   "sleigh",
 		Short: "Load packed pairs onto the sleigh and serve the manifest (GET /manifest)",
 		Long: `Consumes the packer's packed topic (goka group --group), keeps each pair once
-per key however often a replay re-sent it, and serves the sleigh manifest, the
-pairs per size class and window, as JSON:
+per key (size|window|toy_id: a toy id is unique within its window only, so one
+packed in two windows is two pairs) however often a replay re-sent it, and
+serves the sleigh manifest, the pairs per size class and window, as JSON:
 
   curl -s localhost:8089/manifest            every pair
   curl -s 'localhost:8089/manifest?size=M'    one size class (S, M, L or XL; any other: 400)

@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -43,7 +44,9 @@ type RecordNote struct {
 }
 
 // Difference is a row that only one side has (as many times more as it has
-// it more often), with the input records that explain it.
+// it more often), with the input records that explain it: those carrying its
+// ids in its size and window (packed, unpacked, spare; an id can come back in
+// another window as another item), or the one at its position (late, dead).
 type Difference struct {
 	Set     string       `json:"set"`
 	OnlyIn  string       `json:"only_in"` // "goka" or "sql"
@@ -74,8 +77,10 @@ type Comparison struct {
 // Build compares Goka's sets with the SQL engine's, set by set (as
 // multisets: a row reported twice by one side and once by the other is a
 // difference), and explains every differing row with the input records behind
-// it, and what the batch reference (contract.Compute in mode ClosedOnly, as
-// the SQL computes) made of each. Its Goka and SQL say nothing yet of where
+// it (for packed, unpacked and spare the records that carry its ids in its
+// size and window, for late and dead the record at its position), and what
+// the batch reference (contract.Compute in mode ClosedOnly, as the SQL
+// computes) made of each. Its Goka and SQL say nothing yet of where
 // the sides came from: Run fills them in.
 func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) Comparison {
 	goka, sqlSet = results.Matched(goka, sqlSet)
@@ -85,7 +90,7 @@ func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) C
 		PartitionSpread: Spreads(inputs),
 	}
 	ref := contract.Compute(inputs, p, contract.ClosedOnly)
-	ex := newExplainer(inputs, goka, sqlSet, ref)
+	ex := newExplainer(inputs, goka, sqlSet, ref, p)
 	for _, set := range results.SetNames {
 		g, s := goka.Rows(set), sqlSet.Rows(set)
 		remaining := map[string]int{}
@@ -135,8 +140,12 @@ func countedSize(r results.Row) string {
 }
 
 // explainer finds the input records behind a result row and says what each
-// side made of them.
+// side made of them. A row of packed, unpacked or spare is its items' ids in
+// its (size, window): the same id in another window is another item, so only
+// the records of the row's window explain it. A late row is its record's
+// position.
 type explainer struct {
+	w                    int64                     // W in µs
 	byID                 map[string][]record.Input // "stream|id": every record carrying the id, valid or not
 	byPos                map[string]record.Input   // "stream/partition@offset"
 	goka, sql, reference sideIndex
@@ -146,9 +155,26 @@ func posKey(stream string, partition int32, offset int64) string {
 	return fmt.Sprintf("%s/%d@%d", stream, partition, offset)
 }
 
-func newExplainer(inputs []record.Input, goka, sqlSet, ref results.Set) *explainer {
-	ex := &explainer{byID: map[string][]record.Input{}, byPos: map[string]record.Input{},
-		goka: indexSide(goka), sql: indexSide(sqlSet), reference: indexSide(ref)}
+// item is what a row of packed, unpacked or spare is identified by: its size,
+// its window (windowOf's form) and one of its ids.
+type item struct{ size, window, id string }
+
+// windowOf is a window_start in one form, FormatTime's, so that a row and a
+// record's window compare whatever fractional digits or offset the row was
+// written with; a window_start that is not RFC 3339 stays as it is (and
+// matches no record).
+func windowOf(ws string) string {
+	t, err := time.Parse(time.RFC3339Nano, ws)
+	if err != nil {
+		return ws
+	}
+	return record.FormatTime(t)
+}
+
+func newExplainer(inputs []record.Input, goka, sqlSet, ref results.Set, p contract.Params) *explainer {
+	w := p.Window.Microseconds()
+	ex := &explainer{w: w, byID: map[string][]record.Input{}, byPos: map[string]record.Input{},
+		goka: indexSide(goka, w), sql: indexSide(sqlSet, w), reference: indexSide(ref, w)}
 	for _, in := range inputs {
 		ex.byPos[posKey(string(in.Stream), in.Partition, in.Offset)] = in
 		// Normalize reads the id whether or not the record is valid, so that
@@ -166,29 +192,59 @@ func newExplainer(inputs []record.Input, goka, sqlSet, ref results.Set) *explain
 	return ex
 }
 
+// recordItem is the (size, window, id) the record claims, whether or not
+// it is valid; ok is false when it has no id, no size or no made_at that
+// parses (it is then no item of any window).
+func recordItem(in record.Input, w int64) (item, bool) {
+	n := sqlengine.Normalize(in)
+	if n.ID == nil || n.Size == nil || n.MadeAt == nil || w <= 0 {
+		return item{}, false
+	}
+	t, err := record.ParseMadeAt(*n.MadeAt)
+	if err != nil {
+		return item{}, false
+	}
+	us := t.UnixMicro()
+	start := us / w * w
+	if us%w != 0 && us < 0 {
+		start -= w // floor, also before 1970
+	}
+	return item{size: *n.Size, window: record.FormatMicros(start), id: string(n.ID)}, true
+}
+
 // maxRecordsPerRow bounds the records listed for one row (an id repeated many
 // times by duplicates).
 const maxRecordsPerRow = 8
 
 func (ex *explainer) explain(row any) []RecordNote {
 	var ins []record.Input
-	byID := func(stream record.Stream, id string) {
-		ins = append(ins, ex.byID[string(stream)+"|"+id]...)
+	// inWindow adds the records of stream that carry id in the row's size
+	// and window.
+	inWindow := func(stream record.Stream, size, windowStart, id string) {
+		want := item{size: size, window: windowOf(windowStart), id: id}
+		for _, in := range ex.byID[string(stream)+"|"+id] {
+			if it, ok := recordItem(in, ex.w); ok && it == want {
+				ins = append(ins, in)
+			}
+		}
+	}
+	atPos := func(stream string, partition int32, offset int64) {
+		if in, ok := ex.byPos[posKey(stream, partition, offset)]; ok {
+			ins = append(ins, in)
+		}
 	}
 	switch r := row.(type) {
 	case results.Packed:
-		byID(record.Toys, r.ToyID)
-		byID(record.Boxes, r.BoxID)
+		inWindow(record.Toys, r.Size, r.WindowStart, r.ToyID)
+		inWindow(record.Boxes, r.Size, r.WindowStart, r.BoxID)
 	case results.Unpacked:
-		byID(record.Toys, r.ToyID)
+		inWindow(record.Toys, r.Size, r.WindowStart, r.ToyID)
 	case results.Spare:
-		byID(record.Boxes, r.BoxID)
+		inWindow(record.Boxes, r.Size, r.WindowStart, r.BoxID)
 	case results.Late:
-		byID(record.Stream(r.Stream), r.ID)
+		atPos(r.Stream, r.Partition, r.Offset)
 	case results.Dead:
-		if in, ok := ex.byPos[posKey(r.Stream, r.Partition, r.Offset)]; ok {
-			ins = append(ins, in)
-		}
+		atPos(r.Stream, r.Partition, r.Offset)
 	}
 	notes := []RecordNote{}
 	for i, in := range ins {
@@ -209,63 +265,68 @@ func (ex *explainer) explain(row any) []RecordNote {
 	return notes
 }
 
-// sideIndex is one side's results, indexed to classify input records.
+// sideIndex is one side's results, indexed to classify input records: dead
+// and late rows by their record's position, the others by (size, window,
+// id).
 type sideIndex struct {
+	w                    int64             // W in µs
 	dead                 map[string]string // position -> reason
-	late                 map[string]string // "stream|size|id" -> made_at
-	packedToy, packedBox map[string]results.Packed
-	unpacked, spare      map[string]string // "size|id" -> window_start
+	late                 map[string]bool   // position
+	packedToy, packedBox map[item]results.Packed
+	unpacked, spare      map[item]string // -> window_start as the row has it
 }
 
-func indexSide(s results.Set) sideIndex {
-	x := sideIndex{dead: map[string]string{}, late: map[string]string{}, packedToy: map[string]results.Packed{},
-		packedBox: map[string]results.Packed{}, unpacked: map[string]string{}, spare: map[string]string{}}
+func indexSide(s results.Set, w int64) sideIndex {
+	x := sideIndex{w: w, dead: map[string]string{}, late: map[string]bool{}, packedToy: map[item]results.Packed{},
+		packedBox: map[item]results.Packed{}, unpacked: map[item]string{}, spare: map[item]string{}}
 	for _, d := range s.Dead {
 		x.dead[posKey(d.Stream, d.Partition, d.Offset)] = d.Reason
 	}
 	for _, r := range s.Late {
-		x.late[r.Stream+"|"+r.Size+"|"+r.ID] = r.MadeAt
+		x.late[posKey(r.Stream, r.Partition, r.Offset)] = true
 	}
 	for _, r := range s.Packed {
-		x.packedToy[r.Size+"|"+r.ToyID] = r
-		x.packedBox[r.Size+"|"+r.BoxID] = r
+		ws := windowOf(r.WindowStart)
+		x.packedToy[item{r.Size, ws, r.ToyID}] = r
+		x.packedBox[item{r.Size, ws, r.BoxID}] = r
 	}
 	for _, r := range s.Unpacked {
-		x.unpacked[r.Size+"|"+r.ToyID] = r.WindowStart
+		x.unpacked[item{r.Size, windowOf(r.WindowStart), r.ToyID}] = r.WindowStart
 	}
 	for _, r := range s.Spare {
-		x.spare[r.Size+"|"+r.BoxID] = r.WindowStart
+		x.spare[item{r.Size, windowOf(r.WindowStart), r.BoxID}] = r.WindowStart
 	}
 	return x
 }
 
-// classify says what this side reported for the record: a dead letter at its
-// position, or the row its id and size appear in. (A duplicate's id is that
-// of an earlier record, so only its dead row is its own.)
+// classify says what this side reported for the record: a dead letter or a
+// late row at its position, or the row of its size and window that holds its
+// id. (A duplicate's id is that of an earlier record of its window, so
+// only its dead row is its own.)
 func (x sideIndex) classify(in record.Input) string {
-	if reason, ok := x.dead[posKey(string(in.Stream), in.Partition, in.Offset)]; ok {
+	pos := posKey(string(in.Stream), in.Partition, in.Offset)
+	if reason, ok := x.dead[pos]; ok {
 		return "dead (" + reason + ")"
 	}
-	n := sqlengine.Normalize(in)
-	if n.ID == nil || n.Size == nil {
-		return "no row"
-	}
-	id, size := string(n.ID), *n.Size
-	if _, ok := x.late[string(in.Stream)+"|"+size+"|"+id]; ok {
+	if x.late[pos] {
 		return "late"
 	}
+	it, ok := recordItem(in, x.w)
+	if !ok {
+		return "no row"
+	}
 	if in.Stream == record.Toys {
-		if p, ok := x.packedToy[size+"|"+id]; ok {
+		if p, ok := x.packedToy[it]; ok {
 			return fmt.Sprintf("packed with box %q in window %s", p.BoxID, p.WindowStart)
 		}
-		if w, ok := x.unpacked[size+"|"+id]; ok {
+		if w, ok := x.unpacked[it]; ok {
 			return "unpacked in window " + w
 		}
 	} else {
-		if p, ok := x.packedBox[size+"|"+id]; ok {
+		if p, ok := x.packedBox[it]; ok {
 			return fmt.Sprintf("holds toy %q in window %s", p.ToyID, p.WindowStart)
 		}
-		if w, ok := x.spare[size+"|"+id]; ok {
+		if w, ok := x.spare[it]; ok {
 			return "spare in window " + w
 		}
 	}

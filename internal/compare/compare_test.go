@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,24 +92,152 @@ func TestWriteText(t *testing.T) {
 	if !strings.Contains(b.String(), "equal: Goka and the SQL engine have the same rows in all five sets") {
 		t.Errorf("equal sides:\n%s", b.String())
 	}
-	late := []results.Late{{Stream: "toys", ID: "a", Size: "M", MadeAt: "2026-12-24T10:00:00Z"}, {Stream: "toys", ID: "b", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}}
+	late := []results.Late{{Stream: "toys", Partition: 2, Offset: 3, ID: "a", Size: "M", MadeAt: "2026-12-24T10:00:00Z"},
+		{Stream: "toys", Partition: 2, Offset: 4, ID: "b", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}}
 	b.Reset()
 	WriteText(&b, Build(results.Set{}, results.Set{Late: late, Dead: []results.Dead{dead}}, []record.Input{in}, p), 1, "see more")
 	out := b.String()
 	for _, want := range []string{
 		"DIFFERENT: 3 rows are on one side only",
-		`late, only in sql: toys "a", M, made_at 2026-12-24T10:00:00Z`,
+		`late, only in sql: toys/2@3, id "a", M, made_at 2026-12-24T10:00:00Z`,
 		"late, only in sql: more rows not shown (see more)",
 		"dead, only in sql: toys/2@7 (malformed json)",
 		`toys/2@7 key M`, `value: "\xff not utf-8"`, "goka: no row", "sql: dead (malformed json)",
-		"no input record carries this row's id or position",
+		"no input record carries this row's ids in its size and window, or is at its position",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the text lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, `toys "b"`) {
+	if strings.Contains(out, `id "b"`) {
 		t.Errorf("more than one late row shown:\n%s", out)
+	}
+}
+
+// TestBuildExplainsAnIDReusedInTwoWindows: ids are unique within a window
+// only, so toy t1 of window 10:00:00 and toy t1 of window 10:00:10 are two
+// items, each packed. A packed row only one side has is explained by the
+// records of its own window, and each record is classified by the row of its
+// window, not by another window's row with the same id.
+func TestBuildExplainsAnIDReusedInTwoWindows(t *testing.T) {
+	p := contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second}
+	in := func(stream record.Stream, off int64, value string) record.Input {
+		return record.Input{Stream: stream, Topic: string(stream), Partition: 0, Offset: off, Key: []byte("M"), Value: []byte(value)}
+	}
+	inputs := []record.Input{
+		in(record.Toys, 0, `{"toy_id":"t1","size":"M","made_at":"2026-12-24T10:00:01Z"}`),
+		in(record.Boxes, 0, `{"box_id":"b1","size":"M","made_at":"2026-12-24T10:00:02Z"}`),
+		in(record.Toys, 1, `{"toy_id":"t1","size":"M","made_at":"2026-12-24T10:00:11Z"}`),
+		in(record.Boxes, 1, `{"box_id":"b2","size":"M","made_at":"2026-12-24T10:00:12Z"}`),
+	}
+	first := results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}
+	second := results.Packed{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}
+	if ref := contract.Compute(inputs, p, contract.ClosedOnly); len(results.Compare(ref, results.Set{Packed: []results.Packed{first, second}})) > 0 {
+		t.Fatalf("the reference packed %+v, want t1 in both windows", ref.Packed)
+	}
+
+	both := results.Set{Packed: []results.Packed{first, second}}
+	if c := Build(both, both, inputs, p); !c.Equal || c.Counts["M"]["packed"].Equal != 2 {
+		t.Fatalf("the same two rows on both sides: equal %v, counts %+v", c.Equal, c.Counts["M"])
+	}
+
+	c := Build(both, results.Set{Packed: []results.Packed{first}}, inputs, p)
+	if len(c.Differences) != 1 {
+		t.Fatalf("%d differences %+v, want the second window's row", len(c.Differences), c.Differences)
+	}
+	d := c.Differences[0]
+	if d.Set != "packed" || d.OnlyIn != "goka" || d.Row != any(second) {
+		t.Fatalf("difference %s only in %s: %+v, want packed only in goka: %+v", d.Set, d.OnlyIn, d.Row, second)
+	}
+	var got []string
+	for _, n := range d.Records {
+		got = append(got, fmt.Sprintf("%s goka=%s sql=%s reference=%s", posKey(n.Stream, n.Partition, n.Offset), n.Goka, n.SQL, n.Reference))
+	}
+	want := []string{
+		`toys/0@1 goka=packed with box "b2" in window 2026-12-24T10:00:10Z sql=no row reference=packed with box "b2" in window 2026-12-24T10:00:10Z`,
+		`boxes/0@1 goka=holds toy "t1" in window 2026-12-24T10:00:10Z sql=no row reference=holds toy "t1" in window 2026-12-24T10:00:10Z`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the row is explained by\n  %s\nwant the records of its window only:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+
+	// The first window's toy is still packed with b1 on both sides.
+	ex := newExplainer(inputs, both, results.Set{Packed: []results.Packed{first}}, both, p)
+	if g, s := ex.goka.classify(inputs[0]), ex.sql.classify(inputs[0]); g != s || !strings.Contains(g, `"b1"`) {
+		t.Errorf("toy t1 of the first window: goka %q, sql %q; want packed with b1 on both", g, s)
+	}
+
+	// An unpacked and a spare row are windowed the same way.
+	u := results.Unpacked{ToyID: "t1", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}
+	sp := results.Spare{BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:10Z"} // no b1 in that window
+	c = Build(results.Set{Unpacked: []results.Unpacked{u}, Spare: []results.Spare{sp}}, results.Set{}, inputs, p)
+	if len(c.Differences) != 2 {
+		t.Fatalf("%d differences, want the unpacked and the spare row: %+v", len(c.Differences), c.Differences)
+	}
+	for _, d := range c.Differences {
+		switch d.Set {
+		case "unpacked":
+			if len(d.Records) != 1 || posKey(d.Records[0].Stream, d.Records[0].Partition, d.Records[0].Offset) != "toys/0@1" {
+				t.Errorf("unpacked t1 of window 10:00:10 explained by %+v, want toys/0@1 only", d.Records)
+			}
+		case "spare":
+			if len(d.Records) != 0 {
+				t.Errorf("spare b1 of window 10:00:10, where no b1 was made, explained by %+v, want no record", d.Records)
+			}
+		}
+	}
+}
+
+// TestBuildExplainsTwoLateCopiesOfOneID: two late records with one id are two
+// late rows, told apart by position; the one only Goka has is explained by
+// its own record, which is late on Goka's side and no row on the SQL's, and
+// the text shows where it is.
+func TestBuildExplainsTwoLateCopiesOfOneID(t *testing.T) {
+	p := contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second}
+	in := func(off int64, value string) record.Input {
+		return record.Input{Stream: record.Toys, Topic: "toys", Partition: 3, Offset: off, Key: []byte("M"), Value: []byte(value)}
+	}
+	inputs := []record.Input{
+		in(0, `{"toy_id":"t0","size":"M","made_at":"2026-12-24T10:00:30Z"}`),
+		in(1, `{"toy_id":"x","size":"M","made_at":"2026-12-24T10:00:01Z"}`), // late
+		in(2, `{"toy_id":"x","size":"M","made_at":"2026-12-24T10:00:02Z"}`), // late again: late comes before duplicate
+	}
+	late1 := results.Late{Stream: "toys", Partition: 3, Offset: 1, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}
+	late2 := results.Late{Stream: "toys", Partition: 3, Offset: 2, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"}
+	goka := results.Set{Late: []results.Late{late1, late2}}
+	if ref := contract.Compute(inputs, p, contract.ClosedOnly); len(results.Compare(ref, goka)) > 0 {
+		t.Fatalf("the reference: %+v, want both copies late", ref)
+	}
+	c := Build(goka, results.Set{Late: []results.Late{late1}}, inputs, p)
+	if len(c.Differences) != 1 {
+		t.Fatalf("%d differences %+v, want the second late copy", len(c.Differences), c.Differences)
+	}
+	d := c.Differences[0]
+	if d.Set != "late" || d.OnlyIn != "goka" || d.Row != any(late2) {
+		t.Fatalf("difference %s only in %s: %+v, want late only in goka: %+v", d.Set, d.OnlyIn, d.Row, late2)
+	}
+	if len(d.Records) != 1 {
+		t.Fatalf("the late row is explained by %d records %+v, want the one at its position", len(d.Records), d.Records)
+	}
+	if n := d.Records[0]; posKey(n.Stream, n.Partition, n.Offset) != "toys/3@2" || n.Goka != "late" || n.SQL != "no row" || n.Reference != "late" {
+		t.Errorf("the late row is explained by %+v, want toys/3@2, late on Goka's side and the reference's, no row on SQL's", n)
+	}
+	if sc := c.Counts["M"]["late"]; sc != (SetCounts{Goka: 2, SQL: 1, Equal: 1, OnlyGoka: 1}) {
+		t.Errorf("counts of M/late: %+v", sc)
+	}
+	// The first copy is late on both sides.
+	if n := newExplainer(inputs, goka, results.Set{Late: []results.Late{late1}}, goka, p); n.sql.classify(inputs[1]) != "late" || n.sql.classify(inputs[2]) != "no row" {
+		t.Errorf("SQL's side classifies the copies %q and %q, want late and no row", n.sql.classify(inputs[1]), n.sql.classify(inputs[2]))
+	}
+	var b strings.Builder
+	WriteText(&b, c, 10, "")
+	for _, want := range []string{`late, only in goka: toys/3@2, id "x", M, made_at 2026-12-24T10:00:02Z`, "toys/3@2 key M made_at 2026-12-24T10:00:02Z"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "toys/3@1") {
+		t.Errorf("the text shows the first copy, which both sides have:\n%s", b.String())
 	}
 }
 

@@ -77,7 +77,7 @@ type Result struct {
 // Run reads Goka's five result topics (deduplicated by key) and the input
 // topics, computes or reads the SQL engine's five sets (see Config), and
 // compares them (Build), and Goka's with the reference's. A key Goka wrote
-// with two different values (a toy in two boxes) makes the comparison
+// with two different values (a toy in two boxes of one window) makes the comparison
 // unequal even if the first values read match the SQL. A nil log discards
 // the SQL engines' logs.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {

@@ -86,7 +86,7 @@ func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
 func writeDifference(w io.Writer, d Difference) {
 	fmt.Fprintf(w, "\n%s, only in %s: %s\n", d.Set, d.OnlyIn, rowText(d.Row))
 	if len(d.Records) == 0 {
-		fmt.Fprintln(w, "  no input record carries this row's id or position")
+		fmt.Fprintln(w, "  no input record carries this row's ids in its size and window, or is at its position")
 	}
 	for _, n := range d.Records {
 		at := ""
@@ -107,7 +107,7 @@ func rowText(row any) string {
 	case results.Spare:
 		return fmt.Sprintf("box %q, %s, window %s", r.BoxID, r.Size, r.WindowStart)
 	case results.Late:
-		return fmt.Sprintf("%s %q, %s, made_at %s", r.Stream, r.ID, r.Size, r.MadeAt)
+		return fmt.Sprintf("%s/%d@%d, id %q, %s, made_at %s", r.Stream, r.Partition, r.Offset, r.ID, r.Size, r.MadeAt)
 	case results.Dead:
 		return fmt.Sprintf("%s/%d@%d (%s)", r.Stream, r.Partition, r.Offset, r.Reason)
 	}

@@ -13,8 +13,10 @@ import (
 type StreamInputs struct {
 	Records    int `json:"records"`
 	Heartbeats int `json:"heartbeats"`
-	// Bad records break the contract's validity rule; Duplicates repeat an
-	// earlier id (as Goka classified them). Both are dead letters.
+	// Bad records break the contract's validity rule; Duplicates repeat the
+	// id of an earlier toy (or box) of their size and window (as Goka
+	// classified them; the same id in another window is another item). Both
+	// are dead letters.
 	Bad        int `json:"bad"`
 	Duplicates int `json:"duplicates"`
 }

@@ -124,6 +124,55 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestWriteFilesKeepsEveryRow: goka/ and sql/ hold a row per result row,
+// a toy id packed in two windows as two rows with their windows, and two
+// late copies of one id as two rows with their partitions and offsets.
+func TestWriteFilesKeepsEveryRow(t *testing.T) {
+	set := results.Set{
+		Packed: []results.Packed{
+			{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+			{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
+		},
+		Late: []results.Late{
+			{Stream: "toys", Partition: 1, Offset: 7, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"},
+			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
+		},
+	}
+	r := demo.Report{SQL: set}
+	r.Run.Goka = set
+	dir := t.TempDir()
+	if err := demo.WriteFiles(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []string{"goka", "sql"} {
+		for file, want := range map[string][]string{
+			"packed.jsonl": {
+				`{"toy_id":"t1","box_id":"b1","size":"M","window_start":"2026-12-24T10:00:00Z"}`,
+				`{"toy_id":"t1","box_id":"b2","size":"M","window_start":"2026-12-24T10:00:10Z"}`,
+			},
+			"late.jsonl": {
+				`{"stream":"toys","partition":1,"offset":7,"id":"x","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
+				`{"stream":"toys","partition":1,"offset":9,"id":"x","size":"M","made_at":"2026-12-24T10:00:02Z"}`,
+			},
+		} {
+			b, err := os.ReadFile(filepath.Join(dir, side, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			for i := range got {
+				got[i] = canonJSON(t, got[i])
+			}
+			for i := range want {
+				want[i] = canonJSON(t, want[i])
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s/%s:\n  %s\nwant\n  %s", side, file, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+			}
+		}
+	}
+}
+
 // TestNewRefusesBadConfig: a configuration that cannot work is refused
 // before anything runs, and it is not a StartError.
 func TestNewRefusesBadConfig(t *testing.T) {
@@ -137,6 +186,20 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if errors.As(err, &se) {
 		t.Errorf("a configuration error is a StartError: %v", err)
 	}
+}
+
+// canonJSON is the JSON document line with its members in one order.
+func canonJSON(t *testing.T, line string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // deadPositions are the dead rows of a dead.jsonl as "stream/partition@offset

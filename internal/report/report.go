@@ -91,7 +91,10 @@ type Verdict struct {
 	Detail string
 }
 
-// DiffRow is a row one side only has, with its input records.
+// DiffRow is a row one side only has, with its input records. Its Fields
+// are what identifies it: a packed, unpacked or spare row's ids and window
+// (an id can come back in another window, as another item), a late or dead
+// row's position.
 type DiffRow struct {
 	Set, OnlyIn, Size string
 	Fields            []Field
@@ -225,7 +228,9 @@ func diffRow(d compare.Difference) DiffRow {
 		add("box_id", row.BoxID)
 		add("window_start", row.WindowStart)
 	case results.Late:
-		add("stream", row.Stream)
+		// A late row is its record's position: two late copies of one id
+		// are two rows.
+		add("position", fmt.Sprintf("%s/%d@%d", row.Stream, row.Partition, row.Offset))
 		add("id", row.ID)
 		add("made_at", row.MadeAt)
 	case results.Dead:

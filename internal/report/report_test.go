@@ -135,6 +135,60 @@ func TestSelfContained(t *testing.T) {
 	}
 }
 
+// TestReusedIDsAndLateCopies: a toy id packed in two windows is two rows,
+// each shown with its window and explained by the record of that window
+// only; two late copies of one id are two rows, each shown with its
+// position and explained by the record there.
+func TestReusedIDsAndLateCopies(t *testing.T) {
+	late := func(offset int64, sec int) results.Late {
+		return results.Late{Stream: "toys", Partition: 0, Offset: offset, ID: "x", Size: "M", MadeAt: ws(sec)}
+	}
+	inputs := []record.Input{
+		toy(0, "t1", "S", 1), toy(1, "t1", "S", 11), // one id, two windows
+		toy(2, "t9", "M", 40), toy(3, "x", "M", 1), toy(4, "x", "M", 2), // x late twice
+	}
+	goka := results.Set{
+		Packed: []results.Packed{{ToyID: "t1", BoxID: "b1", Size: "S", WindowStart: ws(0)}, {ToyID: "t1", BoxID: "b2", Size: "S", WindowStart: ws(10)}},
+		Late:   []results.Late{late(3, 1), late(4, 2)},
+	}
+	c := compare.Build(goka, results.Set{}, inputs, params)
+	p := Build(Input{Title: "t", Params: params, Set: goka, Inputs: inputs, SQL: c})
+	if len(p.Differences) != 4 {
+		t.Fatalf("%d differing rows, want the two packed and the two late rows: %+v", len(p.Differences), p.Differences)
+	}
+	got := map[string][]string{} // fields -> the records that explain the row
+	for _, d := range p.Differences {
+		var fields []string
+		for _, f := range d.Fields {
+			fields = append(fields, f.Name+"="+f.Value)
+		}
+		var recs []string
+		for _, r := range d.Records {
+			recs = append(recs, fmt.Sprintf("%s/%d@%d", r.Stream, r.Partition, r.Offset))
+		}
+		got[d.Set+" "+strings.Join(fields, " ")] = recs
+	}
+	want := map[string][]string{
+		"packed toy_id=t1 box_id=b1 window_start=" + ws(0):  {"toys/0@0"},
+		"packed toy_id=t1 box_id=b2 window_start=" + ws(10): {"toys/0@1"},
+		"late position=toys/0@3 id=x made_at=" + ws(1):      {"toys/0@3"},
+		"late position=toys/0@4 id=x made_at=" + ws(2):      {"toys/0@4"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("differing rows and their records:\n  %v\nwant\n  %v", got, want)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, Input{Title: "t", Params: params, Set: goka, Inputs: inputs, SQL: c}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"position <code>toys/0@3</code>", "position <code>toys/0@4</code>",
+		`data-set="late">2</td>`, `data-set="packed">2</td>`} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("the page lacks %q", s)
+		}
+	}
+}
+
 // TestTimeline: one bar per window while there are few, windows far apart
 // with a break between, and a bounded number of bars for many windows.
 func TestTimeline(t *testing.T) {

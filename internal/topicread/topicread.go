@@ -116,3 +116,58 @@ func Inputs(ctx context.Context, kc kafkaconf.Config, topic string, stream recor
 	}
 	return in, nil
 }
+
+// Partition calls fn for each record of one partition of topic, from its
+// oldest offset to the end it has when the read starts, in order, through cl
+// (whose retry settings apply), without holding the records in memory.
+// Records deleted while the read runs are skipped: cl starts again from the
+// new oldest offset.
+func Partition(ctx context.Context, cl *kgo.Client, topic string, partition int32, fn func(*kgo.Record) error) error {
+	admin := kadm.NewClient(cl)
+	ends, err := admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("end offsets of %q: %w", topic, err)
+	}
+	e, ok := ends.Lookup(topic, partition)
+	switch {
+	case !ok:
+		return fmt.Errorf("topic %q has no partition %d", topic, partition)
+	case e.Err != nil:
+		return fmt.Errorf("end offset of %s/%d: %w", topic, partition, e.Err)
+	}
+	end := e.Offset
+	starts, err := admin.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("start offsets of %q: %w", topic, err)
+	}
+	if s, ok := starts.Lookup(topic, partition); !ok || s.Err != nil || s.Offset >= end {
+		return nil // nothing to read (an error here would show in the end offsets too)
+	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}})
+	defer cl.RemoveConsumePartitions(map[string][]int32{topic: {partition}})
+	for {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fetches.Err(); err != nil {
+			return fmt.Errorf("read %s/%d: %w", topic, partition, err)
+		}
+		var ferr error
+		done := false
+		fetches.EachRecord(func(r *kgo.Record) {
+			if ferr != nil || done || r.Offset >= end {
+				done = true
+				return
+			}
+			ferr = fn(r)
+			done = r.Offset == end-1
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if done {
+			return nil
+		}
+	}
+}

@@ -1,9 +1,11 @@
 package packer
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -17,21 +19,31 @@ import (
 // The clock stage: one state per size (sizeClock) applies the records of
 // that size in offset order, decides lateness and ranks, and closes windows.
 // It writes only its table, one record per event: the decision, which holds
-// the record it was made for. The table's changelog is the slots stage's
-// input, and the states are never written at all: goka's recovery of the
-// table applies the records of its decisions again, in order (recoverClock),
-// which gives the state they made. So an event's decision and the state it
-// leaves are one Kafka record, and what an event writes does not grow with
-// the state (a size's open windows, thousands while one input is consumed
-// far ahead of the other).
+// the record it was made for and its stream's greatest made_at after it. The
+// table's changelog is the slots stage's input, and the states are never
+// written at all: goka's recovery of the table restores them from the
+// decisions (recoverClock). So an event's decision and the state it leaves
+// are one Kafka record, and what an event writes does not grow with the
+// state (a size's open windows, thousands while one input is consumed far
+// ahead of the other).
+//
+// The table keeps only what a restart needs: the slots group deletes the
+// records before the oldest one that a window still open, or the last
+// decision of a (size, stream, partition), needs (horizon.go). A restore
+// from such a suffix gives the same open windows, watermarks, offsets and
+// dedupe entries as one from the first record (see restore).
 
-// clock applies one record, its duplicate decided, to the clock of its size
-// (lateness, ranks, window closing), the key of ctx, kept in part, and
-// records the decision in its table.
-func (p *Packer) clock(ctx goka.Context, part *tablePart, obs *validRecord) {
-	st := part.clock(ctx.Key())
+// clock applies one record, its lateness and duplicate decided, to st, the
+// clock of its size (the key of ctx) kept in part, and records the decision
+// in its table. key is the record's dedupe entry, "" for a heartbeat.
+func (p *Packer) clock(ctx goka.Context, part *tablePart, st *sizeClock, obs *validRecord, key string) {
 	if !st.apply(p.params, *obs) {
 		return
+	}
+	st.Ev.Snapshot = nil
+	if obs.Offset%snapshotEvery == 0 {
+		// Chosen by the record, so that a replay writes the same decision.
+		st.Ev.Snapshot = part.snapshot(p.params)
 	}
 	if st.Ev.NewPartition {
 		p.log.Warn("records of one stream and size arrive from more than one partition; they are processed in arrival order, "+
@@ -39,16 +51,21 @@ func (p *Packer) clock(ctx goka.Context, part *tablePart, obs *validRecord) {
 			"(see README) and do not change the partition count of the input topics",
 			"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
 	}
+	if st.Ev.Class == classDuplicate {
+		// Up to 30 bytes for each window it closes (decision.appendBin).
+		p.fitRaw(&st.Ev.Rec, 30*len(st.Ev.Closed))
+	}
+	if err := part.remember(st, p.params, &st.Ev, key); err != nil {
+		ctx.Fail(fmt.Errorf("dedupe entries of size %s in partition %d of %s: %w", obs.Size, ctx.Partition(), part.topic, err))
+	}
 	ctx.SetValue(&st.Ev)
 }
 
 // recoverClock is the clock group's update callback: goka calls it for each
 // record of the clock table, in order, while it recovers a partition, before
-// the partition's callbacks run. It applies the decision's record to the
-// clock of its size, as the callback did, and sets the dedupe entry that the
-// decision made (a record that was not a heartbeat or a duplicate was the
-// first with its id); goka's default keeps the record at the size's key,
-// where nothing reads it.
+// the partition's callbacks run. It restores the clock of the decision's
+// size from it and sets the dedupe entry that the decision made; goka's
+// default keeps the record at the size's key, where nothing reads it.
 func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
 	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
 		return err
@@ -63,17 +80,74 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 		return recoverError(ctx, err)
 	}
 	st := sh.clock(key)
-	if !st.apply(p.params, ev.Rec) {
-		return nil // a record whose decision the table holds twice
+	restored, err := st.restore(p.params, ev)
+	if err != nil {
+		return recoverError(ctx, err)
 	}
-	if !st.Ev.sameAs(ev) {
-		return recoverError(ctx, fmt.Errorf("the clock's decision for %s/%d offset %d is %s, window %d, rank %d, closing %v here, and %s, window %d, rank %d, closing %v in the table: "+
-			"the table was written with another window width or lateness; run with those, or under a new group",
-			ev.Rec.Stream, ev.Rec.Partition, ev.Rec.Offset, st.Ev.Class, st.Ev.Window, st.Ev.Rank, st.Ev.Closed, ev.Class, ev.Window, ev.Rank, ev.Closed))
+	if restored {
+		key := ""
+		if ev.Class == classItem {
+			key = dedupeKey(&ev.Rec, ev.Window)
+		}
+		if err := sh.remember(st, p.params, ev, key); err != nil {
+			return recoverError(ctx, err)
+		}
 	}
-	if rec := &ev.Rec; !rec.Heartbeat && !rec.Dup {
-		enc, _ := firstSeenCodec.Encode(&firstSeen{First: rec.Offset, FirstPart: rec.Partition})
-		return s.Set(dedupeKey(rec), enc)
+	if ev.Snapshot != nil {
+		if err := sh.restoreSnapshot(p.params, ev.Snapshot); err != nil {
+			return recoverError(ctx, err)
+		}
+	}
+	return nil
+}
+
+// snapshotEvery: the decision of each input record whose offset is a
+// multiple of it carries a snapshot of the partition's stream clocks.
+const snapshotEvery = 256
+
+// snapshot is what a restore needs of every size of a partition beyond its
+// open windows: each stream's greatest made_at and last offsets, and the
+// window width and lateness they were decided with. A decision carries one
+// now and then, so that the last decision of a size that went quiet (or of
+// a source partition that sent a few stray records) does not have to be kept
+// for ever (horizon.go).
+type snapshot struct {
+	WindowUS, LatenessUS int64
+	Sizes                []sizeStreams
+}
+
+type sizeStreams struct {
+	Size        string
+	Toys, Boxes streamClock
+}
+
+// snapshot of the partition's clocks, sizes in order.
+func (t *tablePart) snapshot(p paramsUS) *snapshot {
+	sn := &snapshot{WindowUS: p.WindowUS, LatenessUS: p.LatenessUS}
+	for _, size := range slices.Sorted(maps.Keys(t.clocks)) {
+		c := t.clocks[size]
+		sn.Sizes = append(sn.Sizes, sizeStreams{Size: size, Toys: c.Toys.clone(), Boxes: c.Boxes.clone()})
+	}
+	return sn
+}
+
+// restoreSnapshot merges a snapshot into the partition's clocks: nothing in
+// it is older than what the records before it restored, and records after
+// it move the clocks on.
+func (t *tablePart) restoreSnapshot(p paramsUS, sn *snapshot) error {
+	if sn.WindowUS != p.WindowUS || sn.LatenessUS != p.LatenessUS {
+		return fmt.Errorf("the table was written with window %d µs and lateness %d µs, this packer has %d µs and %d µs: "+
+			"run with those, or under a new group", sn.WindowUS, sn.LatenessUS, p.WindowUS, p.LatenessUS)
+	}
+	for _, ss := range sn.Sizes {
+		st := t.clock(ss.Size)
+		st.Toys.merge(ss.Toys)
+		st.Boxes.merge(ss.Boxes)
+		for _, x := range []record.Stream{record.Toys, record.Boxes} {
+			if err := st.ids[streamIndex(x)].forget(p.watermark(*st.clock(x)), p.WindowUS, t.st.Delete); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -103,6 +177,13 @@ type decision struct {
 	Window int64          `json:"w"` // window start, µs
 	Rank   int            `json:"k,omitempty"`
 	Closed []closedWindow `json:"closed,omitempty"`
+	// Max is the greatest made_at of the record's (stream, size) once the
+	// record is applied, µs: with the record's own position, what a restore
+	// from a suffix of the table needs to know of the stream (restore).
+	Max int64 `json:"max"`
+	// Snapshot, on one decision in snapshotEvery of a partition, holds the
+	// partition's stream clocks after it.
+	Snapshot *snapshot `json:"snapshot,omitempty"`
 	// NewPartition: the first record of its (stream, size) from a second
 	// source partition, which the contract rules out (see streamClock). The
 	// clock stage logs it; it is not encoded and changes no result.
@@ -119,6 +200,27 @@ type streamClock struct {
 	// then applied in arrival order instead of being mistaken for replays.
 	Lasts []partOffset `json:"lasts,omitempty"`
 	Max   int64        `json:"max"` // greatest made_at seen, µs
+}
+
+func (c streamClock) clone() streamClock {
+	c.Lasts = slices.Clone(c.Lasts)
+	return c
+}
+
+// merge takes what o knows beyond c: a greater made_at, later offsets.
+func (c *streamClock) merge(o streamClock) {
+	if !o.Seen {
+		return
+	}
+	if !c.Seen || o.Max > c.Max {
+		c.Max = o.Max
+	}
+	c.Seen = true
+	for _, l := range o.Lasts {
+		if !c.applied(l.Partition, l.Offset) {
+			c.markApplied(l.Partition, l.Offset)
+		}
+	}
 }
 
 // partOffset is an offset in one source partition.
@@ -164,12 +266,13 @@ type openWindow struct {
 // that have items and are not yet closed, sorted by start: in steady state
 // about (W+L)/W of them, more while one stream runs ahead of the other in
 // event time. Ev is the decision of the last record applied, which the table
-// gets.
+// gets. ids lists the dedupe entries of each stream per window (dedupe.go).
 type sizeClock struct {
 	Toys  streamClock  `json:"toys"`
 	Boxes streamClock  `json:"boxes"`
 	Open  []openWindow `json:"open,omitempty"`
 	Ev    decision     `json:"ev"`
+	ids   [2]windowIDs
 }
 
 func (s *sizeClock) clock(x record.Stream) *streamClock {
@@ -203,13 +306,20 @@ func (p paramsUS) watermark(c streamClock) int64 {
 	return c.Max - p.LatenessUS
 }
 
-// apply applies one dedupe event to the clock of its size. It returns false
-// when the event was already applied (a redelivery after a crash or
-// rebalance): then the state is unchanged and nothing must be written.
+// late reports whether a toy or box of stream x in window start is late:
+// its stream's watermark (prior_max - L) has reached the window's end.
+func (s *sizeClock) late(p paramsUS, x record.Stream, start int64) bool {
+	return p.watermark(*s.clock(x)) >= start+p.WindowUS
+}
+
+// apply applies one record, its duplicate decided (admit), to the clock of
+// its size. It returns false when the record was already applied (a
+// redelivery after a crash or rebalance): then the state is unchanged and
+// nothing must be written.
 //
-// Events of one (stream, size) arrive in offset order per source partition,
-// redeliveries being repeats of earlier ones, so "offset <= last applied in
-// its partition" identifies them.
+// Records of one (stream, size) arrive in offset order per source
+// partition, redeliveries being repeats of earlier ones, so "offset <= last
+// applied in its partition" identifies them.
 func (s *sizeClock) apply(p paramsUS, rec validRecord) bool {
 	c := s.clock(rec.Stream)
 	if c.applied(rec.Partition, rec.Offset) {
@@ -219,17 +329,19 @@ func (s *sizeClock) apply(p paramsUS, rec validRecord) bool {
 	switch {
 	case rec.Heartbeat:
 		ev.Class = classHeartbeat
+	case s.late(p, rec.Stream, ev.Window):
+		ev.Class = classLate
 	case rec.Dup:
 		ev.Class = classDuplicate
-	case c.Seen && c.Max-p.LatenessUS >= ev.Window+p.WindowUS:
-		ev.Class = classLate
 	default:
 		ev.Class = classItem
 		ev.Rank = s.rank(rec.Stream, ev.Window)
 	}
+	ev.Rec.Dup = ev.Class == classDuplicate
 	if !c.Seen || rec.MadeUS > c.Max {
 		c.Max = rec.MadeUS
 	}
+	ev.Max = c.Max
 	ev.NewPartition = c.markApplied(rec.Partition, rec.Offset)
 	c.Seen = true
 	ev.Closed = s.closeWindows(p)
@@ -237,21 +349,72 @@ func (s *sizeClock) apply(p paramsUS, rec validRecord) bool {
 	return true
 }
 
-// rank counts the item into its open window and returns its rank there.
-func (s *sizeClock) rank(x record.Stream, start int64) int {
-	i, found := slices.BinarySearchFunc(s.Open, start, func(w openWindow, t int64) int {
-		switch {
-		case w.Start < t:
-			return -1
-		case w.Start > t:
-			return 1
+// restore applies a decision of the table to the clock as recovery finds
+// it, in table order, without deciding anything again. It returns false for
+// a record the clock has applied already.
+//
+// The table may have lost its oldest records (horizon.go), but it always
+// holds every item of every window still open, and the last decision of
+// every (stream, partition) or a snapshot after it (restoreSnapshot), and so
+// the state that restoring what it holds gives is the one the callbacks
+// left: the greatest made_at of a stream is the Max of its last decision,
+// the last offset of each partition that decision's own, and the item counts
+// of an open window the ranks of its items. A window whose first items went with the lost records closes in the
+// records kept (only open windows keep theirs), so its partial counts are
+// removed by the closing that follows them.
+func (s *sizeClock) restore(p paramsUS, ev *decision) (bool, error) {
+	rec := &ev.Rec
+	c := s.clock(rec.Stream)
+	if c.applied(rec.Partition, rec.Offset) {
+		return false, nil
+	}
+	if w := p.windowStart(rec.MadeUS); w != ev.Window {
+		return false, fmt.Errorf("the decision for %s/%d offset %d has window %d, and window %d with this packer's window width: "+
+			"the table was written with another window width; run with that one, or under a new group", rec.Stream, rec.Partition, rec.Offset, ev.Window, w)
+	}
+	c.Max = max(c.Max, ev.Max)
+	if !c.Seen {
+		c.Max = ev.Max
+	}
+	c.Seen = true
+	ev.NewPartition = c.markApplied(rec.Partition, rec.Offset)
+	if ev.Class == classItem {
+		w := s.window(ev.Window)
+		if rec.Stream == record.Boxes {
+			w.Boxes = max(w.Boxes, ev.Rank)
+		} else {
+			w.Toys = max(w.Toys, ev.Rank)
 		}
-		return 0
+	}
+	for _, cw := range ev.Closed {
+		if i, found := s.find(cw.Start); found {
+			s.Open = slices.Delete(s.Open, i, i+1)
+		}
+	}
+	s.Ev = *ev
+	return true, nil
+}
+
+// find is where window start is in Open, or would be.
+func (s *sizeClock) find(start int64) (int, bool) {
+	return slices.BinarySearchFunc(s.Open, start, func(w openWindow, t int64) int {
+		return cmp.Compare(w.Start, t)
 	})
+}
+
+// window is the open window that starts at start, added when it has no
+// items yet.
+func (s *sizeClock) window(start int64) *openWindow {
+	i, found := s.find(start)
 	if !found {
 		s.Open = slices.Insert(s.Open, i, openWindow{Start: start})
 	}
-	w := &s.Open[i]
+	return &s.Open[i]
+}
+
+// rank counts the item into its open window and returns its rank there.
+func (s *sizeClock) rank(x record.Stream, start int64) int {
+	w := s.window(start)
 	if x == record.Boxes {
 		w.Boxes++
 		return w.Boxes
@@ -280,12 +443,6 @@ func (s *sizeClock) closeWindows(p paramsUS) []closedWindow {
 	return out
 }
 
-// sameAs reports whether e decides as o: the same class, window, rank and
-// closings.
-func (e *decision) sameAs(o *decision) bool {
-	return e.Class == o.Class && e.Window == o.Window && e.Rank == o.Rank && slices.Equal(e.Closed, o.Closed)
-}
-
 // sizeHint: a decision is mostly its record and the windows it closed.
 func (e *decision) sizeHint() int {
 	return 64 + len(e.Rec.ID) + len(e.Rec.Raw) + len(e.Rec.Trace.TraceState) + 4*len(e.Closed)
@@ -303,6 +460,8 @@ func (e *decision) appendBin(b []byte) []byte {
 	b = appendStr(b, string(e.Class))
 	b = binary.AppendVarint(b, e.Window)
 	b = binary.AppendVarint(b, int64(e.Rank))
+	b = binary.AppendUvarint(b, uint64(e.Max-e.Rec.MadeUS)) // one byte while made_at is the stream's greatest
+	b = e.Snapshot.appendBin(b)
 	b = binary.AppendUvarint(b, uint64(len(e.Closed)))
 	if len(e.Closed) == 0 {
 		return b
@@ -323,6 +482,65 @@ func (e *decision) appendBin(b []byte) []byte {
 	return b
 }
 
+func (sn *snapshot) appendBin(b []byte) []byte {
+	if sn == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = binary.AppendVarint(b, sn.WindowUS)
+	b = binary.AppendVarint(b, sn.LatenessUS)
+	b = binary.AppendUvarint(b, uint64(len(sn.Sizes)))
+	for _, ss := range sn.Sizes {
+		b = appendStr(b, ss.Size)
+		b = ss.Toys.appendBin(b)
+		b = ss.Boxes.appendBin(b)
+	}
+	return b
+}
+
+func readSnapshot(r *binReader) *snapshot {
+	if r.byte1() == 0 || r.err != nil {
+		return nil
+	}
+	sn := &snapshot{WindowUS: r.varint(), LatenessUS: r.varint()}
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) {
+		r.err = errShort
+		return nil
+	}
+	for range n {
+		ss := sizeStreams{Size: r.str()}
+		ss.Toys.readBin(r)
+		ss.Boxes.readBin(r)
+		sn.Sizes = append(sn.Sizes, ss)
+	}
+	return sn
+}
+
+func (c *streamClock) appendBin(b []byte) []byte {
+	b = append(b, flag(c.Seen, 1))
+	b = binary.AppendVarint(b, c.Max)
+	b = binary.AppendUvarint(b, uint64(len(c.Lasts)))
+	for _, l := range c.Lasts {
+		b = binary.AppendVarint(b, int64(l.Partition))
+		b = binary.AppendVarint(b, l.Offset)
+	}
+	return b
+}
+
+func (c *streamClock) readBin(r *binReader) {
+	c.Seen = r.byte1()&1 != 0
+	c.Max = r.varint()
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) {
+		r.err = errShort
+		return
+	}
+	for range n {
+		c.Lasts = append(c.Lasts, partOffset{Partition: int32(r.varint()), Offset: r.varint()})
+	}
+}
+
 func gcd(a, b uint64) uint64 {
 	for b != 0 {
 		a, b = b, a%b
@@ -335,6 +553,8 @@ func (e *decision) readBin(r *binReader) {
 	e.Class = class(r.str())
 	e.Window = r.varint()
 	e.Rank = int(r.varint())
+	e.Max = e.Rec.MadeUS + int64(r.uvarint())
+	e.Snapshot = readSnapshot(r)
 	n := r.uvarint()
 	if n == 0 || r.err != nil {
 		return

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,8 +87,15 @@ func runClockSteps(t *testing.T, p paramsUS, st *sizeClock, steps []clockStep) {
 			continue
 		}
 		ev := st.Ev
-		if !reflect.DeepEqual(ev.Rec, s.obs) {
-			t.Errorf("step %d: Ev.Rec = %+v, want %+v", i, ev.Rec, s.obs)
+		// The decision holds the record, marked a duplicate only when it
+		// is one: a late record or a heartbeat is not, whatever admit said.
+		wantRec := s.obs
+		wantRec.Dup = s.want.class == classDuplicate
+		if !reflect.DeepEqual(ev.Rec, wantRec) {
+			t.Errorf("step %d: Ev.Rec = %+v, want %+v", i, ev.Rec, wantRec)
+		}
+		if c, b := st.clock(s.obs.Stream), before.clock(s.obs.Stream); ev.Max != c.Max || (b.Seen && ev.Max < b.Max) || ev.Max < s.obs.MadeUS {
+			t.Errorf("step %d %+v: Max %d, want the stream's greatest made_at %d", i, s.obs, ev.Max, c.Max)
 		}
 		if ev.Class != s.want.class || ev.Window != s.want.window || ev.Rank != s.want.rank {
 			t.Errorf("step %d %+v: got class %s window %d rank %d, want class %s window %d rank %d",
@@ -203,15 +211,18 @@ func TestClockApplyTable(t *testing.T) {
 			name: "duplicates get no rank but advance the clock",
 			steps: []clockStep{
 				{cToy(0, 1, "a"), item(0, 1)},
-				{cDup(record.Toys, 1, 50, "a"), dupW(50)},
-				// prior_max is now 50: 45 >= 10.
-				{cToy(2, 2, "b"), late(0)},
-				// Duplicate wins over late.
-				{cDup(record.Toys, 3, 0, "b"), dupW(0)},
-				{cToy(4, 49, "c"), item(40, 1)},
+				{cToy(1, 51, "a"), item(50, 1)}, // the same id in another window: an item
+				{cDup(record.Toys, 2, 52, "a"), dupW(50)},
+				// prior_max is now 52: 47 >= 10.
+				{cToy(3, 2, "b"), late(0)},
+				// Late wins over duplicate: admit does not even look a late
+				// record's id up, and a duplicate flag on one changes nothing.
+				{cDup(record.Toys, 4, 0, "b"), late(0)},
+				{cDup(record.Toys, 5, 1, "a"), late(0)},
+				{cToy(6, 49, "c"), item(40, 1)},
 			},
-			open: []openWindow{{Start: 0, Toys: 1}, {Start: 40, Toys: 1}},
-			toys: seenClock(4, 50),
+			open: []openWindow{{Start: 0, Toys: 1}, {Start: 40, Toys: 1}, {Start: 50, Toys: 1}},
+			toys: seenClock(6, 52),
 		},
 		{
 			name: "a heartbeat that is a duplicate or late is a heartbeat",
@@ -421,6 +432,82 @@ func TestClockApplyRedeliveryDeepEqual(t *testing.T) {
 	}
 }
 
+// TestClockRestoreMatchesApply: restoring the decisions that apply made,
+// from the first or from any record a horizon's mark keeps, gives the
+// clock that apply left: the same watermarks, offsets and open windows
+// with their counts. Nothing is decided again: a restore trusts the
+// decisions, whatever the lateness they were made with.
+func TestClockRestoreMatchesApply(t *testing.T) {
+	suffixes := 0
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 13))
+		p := paramsUS{WindowUS: 1 + int64(r.IntN(12)), LatenessUS: int64(r.IntN(10))}
+		seq := randomClockInput(r, int64(r.IntN(200))-100)
+		markDups(p, seq)
+		var live sizeClock
+		var evs []decision
+		h := newHorizon()
+		var keeps []int64
+		for i, o := range seq {
+			if !live.apply(p, o) {
+				t.Fatalf("seed %d: %+v refused", seed, o)
+			}
+			ev := cloneClock(live).Ev
+			evs = append(evs, ev)
+			h.observe(int64(i), &ev)
+			h.mark(int64(i))
+			keeps = append(keeps, h.marks[len(h.marks)-1].keep)
+		}
+		for _, from := range append([]int64{0}, keeps...) {
+			if from > 0 {
+				suffixes++
+			}
+			var got sizeClock
+			for i := from; i < int64(len(evs)); i++ {
+				ev := evs[i]
+				if ok, err := got.restore(p, &ev); !ok || err != nil {
+					t.Fatalf("seed %d: restore of decision %d: %v, %v", seed, i, ok, err)
+				}
+			}
+			if !reflect.DeepEqual(got.Toys, live.Toys) || !reflect.DeepEqual(got.Boxes, live.Boxes) || !slices.Equal(got.Open, live.Open) {
+				t.Fatalf("seed %d %+v, restored from decision %d of %d:\n got toys %+v boxes %+v open %+v\nwant toys %+v boxes %+v open %+v",
+					seed, p, from, len(evs), got.Toys, got.Boxes, got.Open, live.Toys, live.Boxes, live.Open)
+			}
+			// Every decision again, as a table that holds some twice: none
+			// is restored a second time.
+			before := cloneClock(got)
+			for i := from; i < int64(len(evs)); i++ {
+				ev := evs[i]
+				if ok, err := got.restore(p, &ev); ok || err != nil {
+					t.Fatalf("seed %d: decision %d restored twice (%v)", seed, i, err)
+				}
+			}
+			if !reflect.DeepEqual(cloneClock(got), before) {
+				t.Fatalf("seed %d: restoring decisions again changed the clock", seed)
+			}
+		}
+	}
+	if suffixes == 0 {
+		t.Error("no mark dropped a decision")
+	}
+}
+
+// TestClockRestoreRefusesAnotherWindowWidth: a table written with another
+// window width would restore windows that this packer's records never
+// fall in; recovery fails and says what to do.
+func TestClockRestoreRefusesAnotherWindowWidth(t *testing.T) {
+	var st sizeClock
+	st.apply(paramsUS{WindowUS: 10, LatenessUS: 5}, cToy(0, 17, "a"))
+	ev := st.Ev
+	var got sizeClock
+	if ok, err := got.restore(paramsUS{WindowUS: 7, LatenessUS: 5}, &ev); ok || err == nil || !strings.Contains(err.Error(), "window width") {
+		t.Fatalf("restore with another width: %v, %v", ok, err)
+	}
+	if !reflect.DeepEqual(got, sizeClock{}) {
+		t.Errorf("a refused decision changed the clock: %+v", got)
+	}
+}
+
 // ----- randomized test against a naive transcription of the contract -----
 
 type rankKey struct {
@@ -438,35 +525,31 @@ type naiveOut struct {
 	counts   map[int64][2]int
 }
 
-// naiveClock computes from the contract's definitions, record by record:
-// prior_max, late, duplicate (by id, as the dedupe stage marks it), ranks,
-// and when each window with items first has both watermarks at its end.
+// naiveClock computes from the contract's definitions (version 2),
+// record by record, ignoring the Dup flags it is given: prior_max, late,
+// duplicate (an earlier non-heartbeat record of the same stream and window
+// with the id; late is decided first), ranks, and when each window with
+// items first has both watermarks at its end.
 func naiveClock(p paramsUS, seq []validRecord) naiveOut {
 	out := naiveOut{ranks: map[rankKey]int{}, classes: map[string]class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
-	floor := func(t int64) int64 {
-		w := t / p.WindowUS * p.WindowUS
-		if w > t {
-			w -= p.WindowUS
-		}
-		return w
-	}
 	type sc struct {
 		seen bool
 		max  int64
 	}
 	clocks := map[record.Stream]*sc{record.Toys: {}, record.Boxes: {}}
 	windows := map[int64]bool{}
+	earlier := map[rankKey]bool{} // the non-heartbeat records so far, by (stream, window, id)
 	for i, o := range seq {
 		c := clocks[o.Stream]
-		w := floor(o.MadeUS)
+		w := naiveFloor(p, o.MadeUS)
 		var cl class
 		switch {
 		case o.Heartbeat:
 			cl = classHeartbeat
-		case o.Dup:
-			cl = classDuplicate
 		case c.seen && c.max-p.LatenessUS >= w+p.WindowUS:
 			cl = classLate
+		case earlier[rankKey{o.Stream, w, o.ID}]:
+			cl = classDuplicate
 		default:
 			cl = classItem
 			n := out.counts[w]
@@ -478,6 +561,9 @@ func naiveClock(p paramsUS, seq []validRecord) naiveOut {
 			out.counts[w] = n
 			out.ranks[rankKey{o.Stream, w, o.ID}] = n[si]
 			windows[w] = true
+		}
+		if !o.Heartbeat {
+			earlier[rankKey{o.Stream, w, o.ID}] = true
 		}
 		out.classes[fmt.Sprintf("%s/%d", o.Stream, o.Offset)] = cl
 		if !c.seen || o.MadeUS > c.max {
@@ -501,43 +587,80 @@ func naiveClock(p paramsUS, seq []validRecord) naiveOut {
 	return out
 }
 
+// naiveFloor is floor(t / W) * W by repeated steps: no shared arithmetic
+// with windowStart.
+func naiveFloor(p paramsUS, t int64) int64 {
+	w := t / p.WindowUS * p.WindowUS
+	for w > t {
+		w -= p.WindowUS
+	}
+	return w
+}
+
 // randomClockInput is one size's records: toys and boxes in their own offset
-// order, interleaved at random. Ids repeat now and then (duplicates), made_at
-// wanders so that some records are late, and some records are heartbeats.
+// order, interleaved at random. Ids come from a small set, so they repeat
+// within windows (duplicates) and across windows (new items); made_at
+// wanders so that some records are late; some records are exact re-sends of
+// an earlier one, which arrive while their window is open for their stream
+// (duplicates) or after it closed (late); and some records are heartbeats.
+// Dup flags are set by markDups.
 func randomClockInput(r *rand.Rand, base int64) []validRecord {
 	n := 1 + r.IntN(60)
 	var seq []validRecord
 	next := map[record.Stream]int64{}
-	seen := map[record.Stream]map[string]bool{record.Toys: {}, record.Boxes: {}}
 	cursor := map[record.Stream]int64{record.Toys: base, record.Boxes: base + int64(r.IntN(30)) - 15}
+	sent := map[record.Stream][]validRecord{}
 	for range n {
 		x := record.Toys
 		if r.IntN(2) == 0 {
 			x = record.Boxes
 		}
 		cursor[x] += int64(r.IntN(6))
-		t := cursor[x] + int64(r.IntN(20)) - 14
-		o := validRecord{Stream: x, Size: "M", Offset: next[x], MadeUS: t}
+		o := validRecord{Stream: x, Size: "M", Offset: next[x], MadeUS: cursor[x] + int64(r.IntN(20)) - 14}
 		next[x] += 1 + int64(r.IntN(2)) // offsets need not be contiguous
-		if r.IntN(7) == 0 {
+		switch k := r.IntN(7); {
+		case k == 0:
 			o.Heartbeat = true
-		} else {
+		case k == 1 && len(sent[x]) > 0:
+			old := sent[x][r.IntN(len(sent[x]))]
+			o.MadeUS, o.ID = old.MadeUS, old.ID
+		default:
 			o.ID = fmt.Sprintf("%c%d", x[0], r.IntN(25))
-			o.Dup = seen[x][o.ID]
-			seen[x][o.ID] = true
+			sent[x] = append(sent[x], o)
 		}
 		seq = append(seq, o)
 	}
 	return seq
 }
 
+// markDups sets the Dup flag of each toy or box that an earlier one of its
+// stream and window had the id of, late or not: admit looks ids up only
+// for records that are not late, so apply must find lateness first
+// whatever the flag says.
+func markDups(p paramsUS, seq []validRecord) {
+	seen := map[rankKey]bool{}
+	for i := range seq {
+		o := &seq[i]
+		if o.Heartbeat {
+			continue
+		}
+		k := rankKey{o.Stream, naiveFloor(p, o.MadeUS), o.ID}
+		o.Dup = seen[k]
+		seen[k] = true
+	}
+}
+
 func TestClockApplyRandomMatchesDefinition(t *testing.T) {
+	var cover clockCoverage
+	defer cover.expect(t)
 	for seed := range uint64(400) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		p := paramsUS{WindowUS: 1 + int64(r.IntN(12)), LatenessUS: int64(r.IntN(10))}
 		base := int64(r.IntN(200)) - 100 // before and after 1970
 		seq := randomClockInput(r, base)
+		markDups(p, seq)
 		want := naiveClock(p, seq)
+		cover.count(seq, want)
 
 		var st sizeClock
 		got := naiveOut{ranks: map[rankKey]int{}, classes: map[string]class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
@@ -614,9 +737,12 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 }
 
 // TestClockApplyRandomMatchesContract derives packed, unpacked (closed windows
-// only), spare and late rows from apply's decisions and compares them with the
-// batch reference implementation, internal/contract, with ClosedOnly: an
-// independent check of the whole clock, including the dedupe marking.
+// only), spare, late and duplicate rows from apply's decisions and compares
+// them with the batch reference implementation, internal/contract, with
+// ClosedOnly: an independent check of the whole clock, given the duplicate
+// flags of markDups (the storage's dedupe entries are checked against the
+// reference by TestCallbackPipelineMatchesContract and
+// TestHorizonRestartFromSuffix).
 func TestClockApplyRandomMatchesContract(t *testing.T) {
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 11))
@@ -626,10 +752,17 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 		base := time.Date(1969, 12, 31, 23, 59, 0, 0, time.UTC).Add(time.Duration(r.IntN(120)) * time.Second)
 		seq := randomClockInput(r, 0)
 
+		// Each second of the generator's gets microseconds of its own, the
+		// same for a re-send as for its original.
+		frac := map[[2]int64]int64{}
 		var inputs []record.Input
 		for i := range seq {
 			o := &seq[i]
-			o.MadeUS = base.UnixMicro() + o.MadeUS*1_000_000 + int64(r.IntN(1_000_000))
+			k := [2]int64{o.MadeUS, int64(len(o.ID))}
+			if _, ok := frac[k]; !ok || o.Heartbeat {
+				frac[k] = int64(r.IntN(1_000_000))
+			}
+			o.MadeUS = base.UnixMicro() + o.MadeUS*1_000_000 + frac[k]
 			made := record.FormatTime(time.UnixMicro(o.MadeUS))
 			o.MadeAt = made
 			var v string
@@ -641,6 +774,7 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 			}
 			inputs = append(inputs, record.Input{Stream: o.Stream, Partition: 0, Offset: o.Offset, Key: []byte("M"), Value: []byte(v)})
 		}
+		markDups(p, seq)
 		want := contract.Compute(inputs, contract.Params{Window: W, Lateness: L}, contract.ClosedOnly)
 
 		var st sizeClock
@@ -656,7 +790,7 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 			case classItem:
 				byRank[fmt.Sprintf("%s/%d/%d", o.Stream, ev.Window, ev.Rank)] = o.ID
 			case classLate:
-				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), ID: o.ID, Size: "M", MadeAt: o.MadeAt})
+				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, ID: o.ID, Size: "M", MadeAt: o.MadeAt})
 			case classDuplicate:
 				got.Dead = append(got.Dead, results.Dead{Stream: string(o.Stream), Offset: o.Offset, Reason: string(record.ReasonDuplicate)})
 			}
@@ -700,6 +834,61 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 		if d := diffSets(got, want); d != "" {
 			t.Fatalf("seed %d W=%v L=%v: clock differs from the contract:\n%s", seed, W, L, d)
 		}
+	}
+}
+
+// clockCoverage counts, over the random runs, the cases the v2 contract
+// changed, so that a generator that stops making them fails the test.
+type clockCoverage struct {
+	reusedAcrossWindows int // an id that is an item of two windows of its stream
+	resentLate          int // a re-sent record (same stream, made_at, id) that is late
+	resentDup           int // ... that is a duplicate
+	lateFlaggedDup      int // a late record that an earlier one of its window had the id of
+}
+
+func (c *clockCoverage) count(seq []validRecord, out naiveOut) {
+	windows := map[string]map[int64]bool{}
+	for k := range out.ranks {
+		id := string(k.stream) + "/" + k.id
+		if windows[id] == nil {
+			windows[id] = map[int64]bool{}
+		}
+		windows[id][k.window] = true
+	}
+	for _, ws := range windows {
+		if len(ws) > 1 {
+			c.reusedAcrossWindows++
+		}
+	}
+	type sent struct {
+		x    record.Stream
+		made int64
+		id   string
+	}
+	seen := map[sent]bool{}
+	for _, o := range seq {
+		if o.Heartbeat {
+			continue
+		}
+		k := sent{o.Stream, o.MadeUS, o.ID}
+		cl := out.classes[fmt.Sprintf("%s/%d", o.Stream, o.Offset)]
+		if seen[k] && cl == classLate {
+			c.resentLate++
+		}
+		if seen[k] && cl == classDuplicate {
+			c.resentDup++
+		}
+		if o.Dup && cl == classLate {
+			c.lateFlaggedDup++
+		}
+		seen[k] = true
+	}
+}
+
+func (c *clockCoverage) expect(t *testing.T) {
+	t.Helper()
+	if c.reusedAcrossWindows == 0 || c.resentLate == 0 || c.resentDup == 0 || c.lateFlaggedDup == 0 {
+		t.Errorf("the random inputs miss a case: %+v", *c)
 	}
 }
 

@@ -3,6 +3,7 @@ package packer
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lovoo/goka"
 
@@ -46,6 +47,11 @@ type Config struct {
 	// partitions back at once instead of waiting for the old session to time
 	// out. Two live instances must never share an id.
 	InstanceID string
+	// CleanEvery is how often the packer deletes the clock table's records
+	// that no restart needs any more (horizon.go): a restart reads about
+	// what the open windows hold plus what came in since the last cleaning.
+	// Zero never deletes them, and the table grows with every record.
+	CleanEvery time.Duration
 }
 
 // DefaultConfig is the configuration of the demo.
@@ -56,6 +62,7 @@ func DefaultConfig() Config {
 		Partitions:  4,
 		Replication: 1,
 		Params:      contract.DefaultParams(),
+		CleanEvery:  2 * time.Second,
 	}
 }
 
@@ -73,6 +80,9 @@ func (c Config) Validate() error {
 	}
 	if c.Replication < 1 {
 		errs = append(errs, fmt.Errorf("replication must be at least 1, got %d", c.Replication))
+	}
+	if c.CleanEvery < 0 {
+		errs = append(errs, fmt.Errorf("clean-every must not be negative, got %v", c.CleanEvery))
 	}
 	if c.Group == "" {
 		errs = append(errs, errors.New("group must not be empty"))
@@ -111,20 +121,21 @@ func (c Config) clockGroup() string { return c.Group + "-clock" }
 func (c Config) slotsGroup() string { return c.Group + "-slots" }
 
 // clockTable is the clock group's own table: each size's clock, and the
-// dedupe entries (dedupe.go). Its topic keeps every record: the record of
-// each event is the decision the slots group reads, and the only durable
-// copy of the dedupe entry that event made.
+// dedupe entries (dedupe.go). The record of each event is the decision the
+// slots group reads, and the only durable copy of the state that event
+// left: its topic is never compacted, and the records before what a
+// restart needs are deleted (horizon.go).
 func (c Config) clockTable() string { return string(goka.GroupTable(goka.Group(c.clockGroup()))) }
 
-// slotTable is the slots group's own table. Its records are the slots'
-// writes (slots.go), each slot's kept: its topic keeps every record.
+// slotTable is the slots group's own table. It is never written: it gives
+// the group a storage per partition, where the slots live (slots.go).
 func (c Config) slotTable() string { return string(goka.GroupTable(goka.Group(c.slotsGroup()))) }
 
 type internalKind int
 
 const (
 	loopTopic  internalKind = iota // a stream between stages: deleted after loopRetention
-	tableTopic                     // a group table whose every record counts: kept whole, for ever
+	tableTopic                     // a group table: never compacted, no time or size retention
 )
 
 type internalTopic struct {

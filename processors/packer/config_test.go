@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,22 @@ func TestConfigValidateInternalTopicCollision(t *testing.T) {
 	c.Topics.Late = "packer-dedupe-table"
 	if err := c.Validate(); err != nil {
 		t.Errorf("late topic packer-dedupe-table: %v", err)
+	}
+}
+
+// TestConfigInternalTopics: the clock table is the slots group's input and
+// the only durable copy of the state, so it is a table topic (never
+// compacted, no retention: only the packer deletes its records, horizon.go);
+// the slots group's table is one too, though never written, since goka
+// checks its settings; the loop is a stream.
+func TestConfigInternalTopics(t *testing.T) {
+	c := validConfig()
+	c.Group = "g"
+	want := []internalTopic{{"g-clock-loop", loopTopic}, {"g-clock-table", tableTopic}, {"g-slots-table", tableTopic}}
+	if got := c.internalTopics(); !slices.Equal(got, want) {
+		t.Errorf("internal topics %+v, want %+v", got, want)
+	}
+	if c.clockTable() != "g-clock-table" || c.slotTable() != "g-slots-table" {
+		t.Errorf("tables %q and %q", c.clockTable(), c.slotTable())
 	}
 }

@@ -3,6 +3,8 @@ package packer
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/lovoo/goka"
@@ -13,9 +15,10 @@ import (
 )
 
 // The first half of the clock group: the input callback (observe) decides
-// validity, and dedupe decides, from the dedupe entry of the record's
-// (size, stream, id), whether an earlier record had its id. Then the clock
-// (clock.go) applies the record to the clock of its size.
+// validity; admit decides lateness, then, for a toy or box that is not late,
+// whether an earlier item of its window had its id (the window's dedupe
+// entries), and the clock (clock.go) applies the record to the clock of its
+// size.
 
 // observe validates an input record. Invalid records become dead letters
 // right here: the decision depends on the record alone, so a replay repeats
@@ -44,42 +47,58 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 		if !r.Heartbeat {
 			// Kept only to report the record as a duplicate.
 			obs.Raw, obs.Key = raw, []byte(key)
+			p.fitRaw(obs, 0)
 		}
 		if ctx.Partition() == sizePartition(r.Size, p.cfg.Partitions) {
-			p.admit(ctx, ctx, obs)
+			p.admit(ctx, obs)
 			return
 		}
 		// record.Parse checked that the key is the size, so the loop record
-		// reaches the size's partition. It must fit beside the id.
-		if room := p.lim.room() - 2*len(obs.ID) - len(key) - 512; len(obs.Raw) > room {
-			obs.RawCut = results.CutOf(raw)
-			obs.Raw = prefixUTF8(raw, room)
-		}
+		// reaches the size's partition.
 		ctx.Loopback(r.Size, obs)
 	}
 }
 
-// stray is a valid record that arrived in a partition other than its
-// size's, now in its size's partition. Its dead letter, if it is a
-// duplicate, continues the trace of its input record.
-func (p *Packer) stray(ctx goka.Context, msg any) {
-	obs := msg.(*validRecord)
-	p.admit(ctx, resume(p.trace.clock, ctx, obs.Trace), obs)
+// fitRaw cuts the raw value that a toy or box carries, for its dead letter
+// should it be a duplicate, so that the record carrying it (a stray's loop
+// record, the clock's decision) fits in one Kafka record beside the id and
+// reserve bytes of other fields (the windows a decision closes).
+func (p *Packer) fitRaw(obs *validRecord, reserve int) {
+	if room := p.lim.room() - 2*len(obs.ID) - len(obs.Key) - reserve - 512; len(obs.Raw) > room {
+		if obs.RawCut.IsZero() {
+			obs.RawCut = results.CutOf(obs.Raw)
+		}
+		obs.Raw = prefixUTF8(obs.Raw, max(room, 0))
+	}
 }
 
-// admit decides whether obs is a duplicate and applies it to the clock of
-// its size, the key of ctx. A duplicate's dead letter is sent through dead:
-// ctx itself in the input callback, whose span is the record's.
-func (p *Packer) admit(ctx, dead goka.Context, obs *validRecord) {
+// stray is a valid record that arrived in a partition other than its
+// size's, now in its size's partition.
+func (p *Packer) stray(ctx goka.Context, msg any) {
+	p.admit(ctx, msg.(*validRecord))
+}
+
+// admit classifies obs, a valid record of the size that is ctx's key, and
+// applies it to that size's clock. Late comes before duplicate: a toy or box
+// whose window has closed for its stream is late whatever ids came before
+// it, so only one that is not late looks its id up among its window's. A
+// record the clock has applied already (a redelivery) changes nothing and
+// writes nothing: its decision, dead letter included, is in the table.
+func (p *Packer) admit(ctx goka.Context, obs *validRecord) {
 	part := p.clocks.of(ctx)
-	if !obs.Heartbeat {
-		obs.Dup = p.dedupe(ctx, part, obs)
-		if obs.Dup {
-			p.emitDup(dead, obs)
-		}
+	st := part.clock(ctx.Key())
+	if st.clock(obs.Stream).applied(obs.Partition, obs.Offset) {
+		return
 	}
-	obs.Raw, obs.Key, obs.RawCut = nil, nil, results.Cut{}
-	p.clock(ctx, part, obs)
+	key := ""
+	if w := p.params.windowStart(obs.MadeUS); !obs.Heartbeat && !st.late(p.params, obs.Stream, w) {
+		key = dedupeKey(obs, w)
+		obs.Dup = part.seen(ctx, key)
+	}
+	if !obs.Dup {
+		obs.Raw, obs.Key, obs.RawCut = nil, nil, results.Cut{}
+	}
+	p.clock(ctx, part, st, obs, key)
 }
 
 func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason, detail string) {
@@ -90,48 +109,14 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), key, dl)
 }
 
-// dedupe reports whether an earlier record had obs's id, from the dedupe
-// entries in part, the clock table's partition that ctx processes. The
-// dedupe entry of (size, stream, id) is where the first record with that id
-// is: made once, by that record, and never changed, so the decision is the
-// same on every delivery, and a redelivered record makes it again with the
-// same result.
-//
-// The entry is set in the partition's storage only. The decision that the
-// same event writes into the clock table says where it comes from (the
-// record is an item or late, not a duplicate), and goka's recovery of the
-// table sets it again from there (recoverClock): the entry and the clock are
-// one Kafka record, kept or lost together. A record whose decision was lost
-// is delivered again, as goka commits an input offset only once every write
-// for it and for the records before it is acknowledged (inorder.go).
-func (p *Packer) dedupe(ctx goka.Context, part *tablePart, obs *validRecord) (dup bool) {
-	key := dedupeKey(obs)
-	next, dup := dedupeStep(get(ctx, part, key, firstSeenCodec), obs)
-	if next != nil {
-		put(ctx, part, key, firstSeenCodec, next)
-	}
-	return dup
-}
-
-// dedupeStep is the dedupe decision for one record that is not a heartbeat:
-// the entry to write (nil unless none exists yet: obs is the first record
-// with its id) and whether obs is a duplicate.
-func dedupeStep(first *firstSeen, obs *validRecord) (next *firstSeen, dup bool) {
-	if first == nil {
-		return &firstSeen{First: obs.Offset, FirstPart: obs.Partition}, false
-	}
-	return nil, !first.isFirst(obs)
-}
-
-// firstSeenCodec encodes the dedupe entries, which the clock group reads and
-// writes in storage itself (tableStores), not through goka's codecs.
-var firstSeenCodec binCodec[firstSeen, *firstSeen]
-
+// emitDup reports a duplicate, from the decision that holds it: the slots
+// group sends it, as it sends late rows, so a duplicate's dead letter is
+// written exactly when its decision is in the clock table.
 func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {
 	dl := newDeadLetter(obs.Stream, p.topicOf(obs.Stream), obs.Partition, obs.Offset, obs.Key, obs.Raw)
 	dl.ValueCut = obs.RawCut
 	id, _ := splitID(obs.ID)
-	p.emitDead(ctx, dl, record.ReasonDuplicate, "an earlier record of this stream and size has id "+strconv.Quote(prefixUTF8(id, detailMax)))
+	p.emitDead(ctx, dl, record.ReasonDuplicate, "an earlier record of this stream, size and window has id "+strconv.Quote(prefixUTF8(id, detailMax)))
 }
 
 // validRecord is one valid record as the clock stage applies it; it is the
@@ -146,30 +131,16 @@ type validRecord struct {
 	MadeUS    int64         `json:"t"`  // made_at in µs, floor
 	MadeAt    string        `json:"ts"` // made_at as record.FormatTime, for late rows
 	Dup       bool          `json:"dup,omitempty"`
-	// Raw value and key are kept only until the dedupe decision, which may
-	// have to report the record as a duplicate dead letter; the clock's
-	// decision holds neither. A raw value too long for a stray's loop record
-	// is cut, and RawCut describes the whole one (fit.go).
+	// Raw value and key are kept only for a duplicate's dead letter: the
+	// decision of a duplicate holds them, every other decision neither. A raw
+	// value too long for the record that carries it is cut, and RawCut
+	// describes the whole one (fitRaw).
 	Raw    []byte      `json:"raw,omitempty"`
 	Key    []byte      `json:"key,omitempty"`
 	RawCut results.Cut `json:"raw_cut,omitzero"`
 	// Trace is the input record's trace context (its "process" span), for
 	// the spans of what the later stages write about it.
 	Trace traceRef `json:"-"`
-}
-
-// firstSeen is the dedupe entry of one (size, stream, id) key: where the
-// first record with that id is. It is written once, by that record, and
-// never changes; heartbeats keep none. So the decision (a duplicate or not)
-// is a function of the record and this value, the same on every delivery.
-type firstSeen struct {
-	First     int64 `json:"first"`      // offset of the first record with this id
-	FirstPart int32 `json:"first_part"` // and its partition
-}
-
-// isFirst reports whether obs is the record that first had this id.
-func (d *firstSeen) isFirst(obs *validRecord) bool {
-	return obs.Offset == d.First && obs.Partition == d.FirstPart
 }
 
 // sizeHint: a stray's loop record holds the raw record, and a trace
@@ -211,12 +182,92 @@ func (o *validRecord) readBin(r *binReader) {
 	o.Trace.readBin(r)
 }
 
-func (d *firstSeen) appendBin(b []byte) []byte {
-	b = binary.AppendVarint(b, d.First)
-	return binary.AppendVarint(b, int64(d.FirstPart))
+// The dedupe entries of a window: one storage key per id (dedupeKey, which
+// holds the window), set by the window's first item with that id. A record
+// of a window whose end its stream's watermark has passed is late before it
+// could be a duplicate, so a window's entries of a stream are forgotten as
+// soon as that stream's watermark passes its end: at most the windows still
+// open for the stream keep entries. windowIDs lists the keys each window set,
+// so that they can be deleted together.
+
+// windowIDs are the dedupe keys that one (size, stream) set, per window,
+// oldest window first.
+type windowIDs []idWindow
+
+type idWindow struct {
+	start int64
+	keys  []byte // each key length-prefixed (uvarint): one pointer-free slice per window
 }
 
-func (d *firstSeen) readBin(r *binReader) {
-	d.First = r.varint()
-	d.FirstPart = int32(r.varint())
+// seen reports whether key, a dedupe entry, is set in the partition.
+func (t *tablePart) seen(ctx goka.Context, key string) bool {
+	b, err := t.st.Get(key)
+	if err != nil {
+		ctx.Fail(fmt.Errorf("read %q in partition %d of %s: %w", key, ctx.Partition(), t.topic, err))
+	}
+	return b != nil
+}
+
+// remember updates the dedupe entries after st decided ev: an item sets
+// its window's entry for its id (key, its dedupeKey), and the entries of the
+// windows that its stream's watermark has passed are forgotten. Both the
+// callback and the recovery of the table (recoverClock) call it, after the
+// clock applied ev.
+func (t *tablePart) remember(st *sizeClock, p paramsUS, ev *decision, key string) error {
+	rec := &ev.Rec
+	ids := &st.ids[streamIndex(rec.Stream)]
+	if ev.Class == classItem {
+		if err := t.st.Set(key, entryValue); err != nil {
+			return err
+		}
+		ids.add(ev.Window, key)
+	}
+	return ids.forget(p.watermark(*st.clock(rec.Stream)), p.WindowUS, t.st.Delete)
+}
+
+// entryValue: a dedupe entry says only that its key is set.
+var entryValue = []byte{1}
+
+func streamIndex(x record.Stream) int {
+	if x == record.Boxes {
+		return 1
+	}
+	return 0
+}
+
+// add lists key under window start. Items arrive mostly in window order, so
+// the window is nearly always the last one.
+func (w *windowIDs) add(start int64, key string) {
+	ws := *w
+	i := len(ws)
+	for i > 0 && ws[i-1].start > start {
+		i--
+	}
+	if i == 0 || ws[i-1].start != start {
+		ws = slices.Insert(ws, i, idWindow{start: start})
+		i++
+		*w = ws
+	}
+	e := &ws[i-1]
+	e.keys = binary.AppendUvarint(e.keys, uint64(len(key)))
+	e.keys = append(e.keys, key...)
+}
+
+// forget deletes the entries of every window whose end wm has reached.
+func (w *windowIDs) forget(wm, width int64, del func(string) error) error {
+	ws := *w
+	n := 0
+	for ; n < len(ws) && ws[n].start+width <= wm; n++ {
+		for b := ws[n].keys; len(b) > 0; {
+			l, k := binary.Uvarint(b)
+			if err := del(string(b[k : k+int(l)])); err != nil {
+				return err
+			}
+			b = b[k+int(l):]
+		}
+	}
+	if n > 0 {
+		*w = slices.Delete(ws, 0, n)
+	}
+	return nil
 }

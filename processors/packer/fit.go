@@ -261,7 +261,7 @@ func (p *Packer) packedRow(st *slotState, ws string) *results.Packed {
 	r := &results.Packed{Size: st.Size, WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(st.Toy)
 	r.BoxID, r.BoxIDCut = splitID(st.Box)
-	if room := p.lim.rowRoom(itemKey(st.Size, st.Toy), 2); mayNotFit(room, r.ToyID, r.BoxID) {
+	if room := p.lim.rowRoom(itemKey(st.Size, st.Window, st.Toy), 2); mayNotFit(room, r.ToyID, r.BoxID) {
 		fitText(room, []*string{&r.ToyID, &r.BoxID}, []*results.Cut{&r.ToyIDCut, &r.BoxIDCut})
 	}
 	return r
@@ -270,7 +270,7 @@ func (p *Packer) packedRow(st *slotState, ws string) *results.Packed {
 func (p *Packer) unpackedRow(st *slotState, ws string) *results.Unpacked {
 	r := &results.Unpacked{Size: st.Size, WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(st.Toy)
-	if room := p.lim.rowRoom(itemKey(st.Size, st.Toy), 1); mayNotFit(room, r.ToyID) {
+	if room := p.lim.rowRoom(itemKey(st.Size, st.Window, st.Toy), 1); mayNotFit(room, r.ToyID) {
 		fitText(room, []*string{&r.ToyID}, []*results.Cut{&r.ToyIDCut})
 	}
 	return r
@@ -279,14 +279,14 @@ func (p *Packer) unpackedRow(st *slotState, ws string) *results.Unpacked {
 func (p *Packer) spareRow(st *slotState, ws string) *results.Spare {
 	r := &results.Spare{Size: st.Size, WindowStart: ws}
 	r.BoxID, r.BoxIDCut = splitID(st.Box)
-	if room := p.lim.rowRoom(itemKey(st.Size, st.Box), 1); mayNotFit(room, r.BoxID) {
+	if room := p.lim.rowRoom(itemKey(st.Size, st.Window, st.Box), 1); mayNotFit(room, r.BoxID) {
 		fitText(room, []*string{&r.BoxID}, []*results.Cut{&r.BoxIDCut})
 	}
 	return r
 }
 
 func (p *Packer) lateRow(o *validRecord, key string) *results.Late {
-	r := &results.Late{Stream: string(o.Stream), Size: o.Size, MadeAt: o.MadeAt}
+	r := &results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, Size: o.Size, MadeAt: o.MadeAt}
 	r.ID, r.IDCut = splitID(o.ID)
 	if room := p.lim.rowRoom(key, 1); mayNotFit(room, r.ID) {
 		fitText(room, []*string{&r.ID}, []*results.Cut{&r.IDCut})

@@ -4,8 +4,6 @@ import (
 	"hash"
 	"hash/fnv"
 	"strconv"
-
-	"github.com/northpole-workshop/northpole/internal/record"
 )
 
 // The clock group keys its state by the size class (a clock) or by strings
@@ -54,14 +52,12 @@ func sizePartition(size string, n int32) int32 {
 // Keys that hold an id hold it whole when it is short and its digest
 // otherwise (keyID), behind a different separator: an id can never pose as
 // another id's digest.
-func dedupeKey(o *validRecord) string {
-	if o.Heartbeat {
-		return o.Size + "|" + string(o.Stream) + "|h"
-	}
+func dedupeKey(o *validRecord, window int64) string {
+	w := strconv.FormatInt(window, 10)
 	if k, whole := keyID(o.ID); !whole {
-		return o.Size + "|" + string(o.Stream) + "|d|" + k
+		return o.Size + "|" + string(o.Stream) + "|" + w + "|d|" + k
 	}
-	return o.Size + "|" + string(o.Stream) + "|i|" + o.ID
+	return o.Size + "|" + string(o.Stream) + "|" + w + "|i|" + o.ID
 }
 
 func slotKey(size string, window int64, rank int) string {
@@ -69,20 +65,21 @@ func slotKey(size string, window int64, rank int) string {
 }
 
 // Output keys let a consumer deduplicate: the same result always has the same
-// key. Ids are unique per (stream, size), not globally, so the size is part of
-// the key.
-func itemKey(size, id string) string {
+// key. Ids are unique per (stream, size, window), not globally, so the size
+// and the window's start (µs since the epoch) are part of an item's key: an
+// id reused in a later window is another item, with a key of its own.
+func itemKey(size string, window int64, id string) string {
+	w := strconv.FormatInt(window, 10)
 	if k, whole := keyID(id); !whole {
-		return size + "#" + k
+		return size + "|" + w + "#" + k
 	}
-	return size + "|" + id
+	return size + "|" + w + "|" + id
 }
 
-func lateKey(x record.Stream, size, id string) string {
-	if k, whole := keyID(id); !whole {
-		return string(x) + "|" + size + "#" + k
-	}
-	return string(x) + "|" + size + "|" + id
+// lateKey is the late record's position, like a dead letter's: each late
+// record is a row of its own, two late copies of one id two rows.
+func lateKey(topic string, partition int32, offset int64) string {
+	return deadKey(topic, partition, offset)
 }
 
 func deadKey(topic string, partition int32, offset int64) string {

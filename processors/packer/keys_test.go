@@ -1,7 +1,10 @@
 package packer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"hash/fnv"
+	"strings"
 	"testing"
 
 	"github.com/IBM/sarama"
@@ -19,16 +22,16 @@ func partitionOf(h interface{ Sum32() uint32 }, n int32) int32 {
 	return p
 }
 
-// stageKeys are keys of every shape the clock group uses for size s.
+// stageKeys are keys of every shape the groups use for size s.
 func stageKeys(s string) []string {
+	long := strings.Repeat("x", keyIDMax+1)
 	return []string{
 		s,
-		s + "|toys|i|x|y", // an id containing '|'
-		s + "|boxes|h",
-		dedupeKey(&validRecord{Stream: record.Toys, Size: s, ID: "t-1"}),
-		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, ID: "b|2|"}),
-		dedupeKey(&validRecord{Stream: record.Toys, Size: s, Heartbeat: true, ID: "ignored"}),
-		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, Heartbeat: true}),
+		s + "|toys|0|i|x|y", // an id containing '|'
+		dedupeKey(&validRecord{Stream: record.Toys, Size: s, ID: "t-1"}, 1_798_070_400_000_000),
+		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, ID: "b|2|"}, -10_000_000),
+		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, ID: long}, 0),
+		dedupeKey(&validRecord{Stream: record.Toys, Size: s, ID: carryID(long, 40)}, 0),
 		slotKey(s, 1_798_070_400_000_000, 3),
 		slotKey(s, -10_000_000, 1),
 		s + "|",
@@ -146,16 +149,63 @@ func TestHasherWritesInPieces(t *testing.T) {
 }
 
 func TestKeyShapes(t *testing.T) {
+	long := strings.Repeat("x", keyIDMax+1)
+	sum := sha256.Sum256([]byte(long))
+	digest := hex.EncodeToString(sum[:])
 	for _, c := range []struct{ got, want string }{
-		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "a"}), "M|toys|i|a"},
-		{dedupeKey(&validRecord{Stream: record.Boxes, Size: "XL", Heartbeat: true, ID: "a"}), "XL|boxes|h"},
+		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "a"}, 0), "M|toys|0|i|a"},
+		{dedupeKey(&validRecord{Stream: record.Boxes, Size: "XL", ID: "a"}, -10), "XL|boxes|-10|i|a"},
+		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: long}, 20), "M|toys|20|d|" + digest},
+		// A carried id is keyed by the whole id's digest, like the whole id.
+		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: carryID(long, 40)}, 20), "M|toys|20|d|" + digest},
 		{slotKey("S", -10, 3), "S|-10|3"},
-		{itemKey("M", "t1"), "M|t1"},
-		{lateKey(record.Boxes, "L", "b1"), "boxes|L|b1"},
+		{itemKey("M", 1_798_070_400_000_000, "t1"), "M|1798070400000000|t1"},
+		{itemKey("M", -10, long), "M|-10#" + digest},
+		{lateKey("boxes", 2, 17), "boxes/2/17"},
 		{deadKey("toys", 2, 17), "toys/2/17"},
 	} {
 		if c.got != c.want {
 			t.Errorf("key %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// TestKeyWindowAndIDNeverCollide: ids are unique per (stream, size,
+// window) only, so the dedupe and output keys hold the window, and no two
+// different (size, stream, window, id) get one key, whatever separators an
+// id holds, and whatever short id looks like another id's digest.
+func TestKeyWindowAndIDNeverCollide(t *testing.T) {
+	long := strings.Repeat("x", keyIDMax+1)
+	sum := sha256.Sum256([]byte(long))
+	ids := []string{"a", "1|i|a", "i|a", "0|i|a", "a#b", "#a", "1#a", "-1", "|", "", long, hex.EncodeToString(sum[:]), carryID(long+"y", 40)}
+	windows := []int64{0, 1, 10, -1, -10, 101, 1_798_070_400_000_000}
+	type item struct {
+		size   string
+		stream record.Stream
+		window int64
+		id     string
+	}
+	dedupe, out := map[string]item{}, map[string]item{}
+	for _, size := range record.Sizes {
+		for _, x := range []record.Stream{record.Toys, record.Boxes} {
+			for _, w := range windows {
+				for _, id := range ids {
+					it := item{size, x, w, id}
+					k := dedupeKey(&validRecord{Stream: x, Size: size, ID: id}, w)
+					if prev, ok := dedupe[k]; ok {
+						t.Errorf("dedupe key %q for %+v and %+v", k, prev, it)
+					}
+					dedupe[k] = it
+					if x == record.Boxes {
+						continue // toys and boxes share the output key space only through their topics
+					}
+					k = itemKey(size, w, id)
+					if prev, ok := out[k]; ok {
+						t.Errorf("item key %q for %+v and %+v", k, prev, it)
+					}
+					out[k] = it
+				}
+			}
 		}
 	}
 }

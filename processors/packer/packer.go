@@ -3,15 +3,18 @@
 //
 //	toys, boxes --> clock --(clock table)--> slots --> packed, unpacked, spare
 //	                  |                          |
-//	                  +--> dead-letters          +--> late
+//	                  +--> dead-letters          +--> late, dead-letters (duplicates)
 //
-// The clock group validates each record, decides whether it is a duplicate
-// (the dedupe entries) and applies it to the clock of its size (lateness,
-// ranks, window closing). The clock's state and the decision are one record
-// of its table, whose changelog is the slots group's input, so a crash can
-// never keep one and lose the other; the dedupe entry an event makes is
-// recovered from that record's decision too. See docs/ARCHITECTURE.md for
-// the reasoning and the replay rules.
+// The clock group validates each record, decides whether it is late, then
+// whether it is a duplicate within its window (the dedupe entries), and
+// applies it to the clock of its size (lateness, ranks, window closing). The
+// clock's state and the decision are one record of its table, whose
+// changelog is the slots group's input, so a crash can never keep one and
+// lose the other; the dedupe entry an event makes, and the slots, are
+// restored from those records too. State is kept only for the windows still
+// open, and the table's records that no restart needs are deleted
+// (horizon.go). See docs/ARCHITECTURE.md for the reasoning and the replay
+// rules.
 package packer
 
 import (
@@ -73,11 +76,14 @@ func (p *Packer) Graphs() []*goka.GroupGraph {
 	)
 	slots := goka.DefineGroup(goka.Group(p.cfg.slotsGroup()),
 		goka.Input(goka.Stream(p.cfg.clockTable()), binCodec[decision, *decision]{}, p.forwardToSlots),
-		goka.Persist(binCodec[slotWrite, *slotWrite]{}),
+		// Never written: the table gives the group a storage per partition,
+		// built when goka assigns it, where the slots live (slots.go).
+		goka.Persist(new(codec.Bytes)),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),
 		goka.Output(goka.Stream(t.Spare), jsonCodec[results.Spare]{}),
 		goka.Output(goka.Stream(t.Late), jsonCodec[results.Late]{}),
+		goka.Output(goka.Stream(t.Dead), jsonCodec[DeadLetter]{}),
 	)
 	return []*goka.GroupGraph{clock, slots}
 }

@@ -89,7 +89,8 @@ func (p *packerProcess) kill() {
 }
 
 // checkRawPacked reads the raw packed topic (before deduplication) and fails
-// if any toy went into two different boxes or any box held two toys.
+// if any toy went into two different boxes or any box held two toys in one
+// window (an id may be an item again in another window).
 func (pl pipeline) checkRawPacked(t *testing.T, ctx context.Context) {
 	t.Helper()
 	msgs, err := topicread.All(ctx, pl.kc, pl.cfg.Topics.Packed)
@@ -102,7 +103,7 @@ func (pl pipeline) checkRawPacked(t *testing.T, ctx context.Context) {
 		if err := json.Unmarshal(m.Value, &p); err != nil {
 			t.Fatal(err)
 		}
-		toy, box := p.Size+"|"+p.ToyID, p.Size+"|"+p.BoxID
+		toy, box := p.Size+"|"+p.WindowStart+"|"+p.ToyID, p.Size+"|"+p.WindowStart+"|"+p.BoxID
 		if b, ok := boxOf[toy]; ok && b != box {
 			t.Errorf("toy %s packed into two boxes: %s and %s", toy, b, box)
 		}
@@ -153,26 +154,46 @@ func crashSIGKILL(t *testing.T, bin string, disk bool) {
 
 	rng := rand.New(rand.NewPCG(201, 7))
 	const minKills = 20
-	kills := 0
+	kills, beforeReady := 0, 0
 	proc := startPackerProcess(t, bin, args, logPath)
+	readyBefore := readyCount(t, logPath)
 	elvesDone := false
 	for kills < minKills || !elvesDone {
+		// Most kills come at a random moment; every fourth comes at once,
+		// while the packer joins its groups and recovers its tables, and
+		// every fourth after the packer has run long enough to delete
+		// records from the clock table (it cleans every 2 s).
+		wait := time.Duration(300+rng.IntN(900)) * time.Millisecond
+		switch kills % 4 {
+		case 1:
+			wait = time.Duration(20+rng.IntN(200)) * time.Millisecond
+		case 3:
+			wait = 3 * time.Second
+		}
 		select {
 		case err := <-produced:
 			if err != nil {
 				t.Fatalf("elves: %v", err)
 			}
 			elvesDone = true
-		case <-time.After(time.Duration(300+rng.IntN(900)) * time.Millisecond):
+		case <-time.After(wait):
 		}
 		if elvesDone && kills >= minKills {
 			break
 		}
 		proc.kill()
 		kills++
+		if n := readyCount(t, logPath); n == readyBefore {
+			beforeReady++
+		} else {
+			readyBefore = n
+		}
 		proc = startPackerProcess(t, bin, args, logPath)
 	}
-	t.Logf("killed the packer %d times with SIGKILL", kills)
+	t.Logf("killed the packer %d times with SIGKILL, %d of them before it was ready", kills, beforeReady)
+	if beforeReady == 0 {
+		t.Errorf("no kill came before the packer was ready: the test did not kill a recovering packer")
+	}
 	began := time.Now()
 	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
 		b, _ := os.ReadFile(logPath)
@@ -180,9 +201,23 @@ func crashSIGKILL(t *testing.T, bin string, disk bool) {
 	}
 	t.Logf("after the last restart the packer caught up in %v", time.Since(began).Round(100*time.Millisecond))
 	proc.kill()
+	if _, deleted := clockTableKept(t, ctx, kc, pl.cfg.Group+"-clock-table"); deleted == 0 {
+		t.Errorf("the clock table was never cleaned: no restart recovered from a cleaned table")
+	}
 	_, raw := pl.check(t, ctx, s)
 	pl.checkRawPacked(t, ctx)
 	t.Logf("crashes caused %d raw duplicate output records (of %d); none conflicting", raw.Duplicates, raw.Records)
+}
+
+// readyCount is how often the packers logging to logPath said they were
+// ready.
+func readyCount(t *testing.T, logPath string) int {
+	t.Helper()
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "packer ready")
 }
 
 func tail(s string, n int) string {

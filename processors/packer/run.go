@@ -10,11 +10,13 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
 // EnsureTopics creates every topic the packer uses and refuses to go on when an
@@ -38,12 +40,16 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 		}
 		return t
 	}
-	// The tables' records are recovered one by one (recoverClock,
-	// recoverSlots), and the clock table is the slots group's input: no
-	// record may be compacted or deleted away.
+	// The clock table's records are restored one by one (recoverClock,
+	// restoreSlots), and it is the slots group's input: no record may be
+	// compacted or deleted by age or size. The records no restart needs
+	// are deleted by the packer itself (horizon.go).
+	// Segments of 32 MiB: the broker frees a deleted record's disk only
+	// with its whole segment, once the log start has passed the segment's
+	// end (and its retention check has run), never the active segment's.
 	table := func(name string) kafkaconf.Topic {
 		t := plain(name)
-		t.Configs = map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+		t.Configs = map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": strconv.Itoa(tableSegmentBytes)}
 		return t
 	}
 	topics := []kafkaconf.Topic{
@@ -75,6 +81,9 @@ func (e *PartitionsError) Error() string {
 		"toys and boxes must be co-partitioned (same count, keyed by size); configure %d partitions or recreate the topic",
 		e.Topic, e.Partitions, e.Configured, e.Partitions)
 }
+
+// tableSegmentBytes is the segment size of the packer's tables.
+const tableSegmentBytes = 32 << 20
 
 // loopRetention keeps loop records long enough for any realistic backlog;
 // goka checks that existing loop topics carry exactly this setting.
@@ -122,8 +131,6 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 		// default drops it before any callback runs. Only the input stage gets
 		// nil messages: the later stages always write values.
 		opts = append(opts, goka.WithNilHandling(goka.NilProcess), goka.WithUpdateCallback(p.recoverClock))
-	} else {
-		opts = append(opts, goka.WithUpdateCallback(p.recoverSlots))
 	}
 	return opts
 }
@@ -178,6 +185,11 @@ func (p *Packer) Run(ctx context.Context) error {
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
 	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
+	p.slots.restore = func(partition int32, part *tablePart) error {
+		return p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
+			return p.restoreSlots(part, offset, value)
+		})
+	}
 	graphs := p.Graphs()
 	procs := make([]*goka.Processor, len(graphs))
 	for i, gg := range graphs {
@@ -199,15 +211,23 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 		})
 	}
 	running := make(chan bool, 1)
+	cleaned := make(chan struct{})
 	go func() {
+		defer close(cleaned)
 		all := allRunning(gctx, procs)
 		if all && signal && p.ready != nil {
 			p.ready()
 		}
 		running <- all
+		if all && p.cfg.CleanEvery > 0 {
+			// Only once both groups have recovered: a clock group that is
+			// still reading its table must not see its start deleted.
+			p.clean(gctx, p.cfg.CleanEvery)
+		}
 	}()
 	err = unlessStopped(ctx, g.Wait())
 	ran = <-running // Wait has cancelled gctx, so this does not wait long
+	<-cleaned
 	if err == nil {
 		return ran, nil
 	}
@@ -220,6 +240,30 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 		}
 	}
 	return ran, err
+}
+
+// client is a franz-go client of the packer's own, for what it does beside
+// goka: restoring the slots, cleaning the clock table.
+func (p *Packer) client() (*kgo.Client, error) {
+	kc := p.cfg.Kafka
+	return kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...), kafkaconf.KgoLogger(p.log))...)
+}
+
+// readClockTable calls fn for each record of one partition of the clock
+// table, from the oldest kept to the end it has when the read starts.
+func (p *Packer) readClockTable(ctx context.Context, partition int32, fn func(offset int64, value []byte) error) error {
+	cl, err := p.client()
+	if err != nil {
+		return fmt.Errorf("restore slots: kafka client: %w", err)
+	}
+	defer cl.Close()
+	err = topicread.Partition(ctx, cl, p.cfg.clockTable(), partition, func(r *kgo.Record) error {
+		return fn(r.Offset, r.Value)
+	})
+	if err != nil {
+		return fmt.Errorf("restore slots from %s/%d: %w", p.cfg.clockTable(), partition, err)
+	}
+	return nil
 }
 
 // WithReady calls ready once in each Run, when both groups have joined

@@ -2,9 +2,9 @@ package packer
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/storage"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 )
@@ -14,46 +14,83 @@ import (
 // changelog) is joined with the slots, keyed by (size, window, rank).
 // The k-th toy and the k-th box of a window meet in slot k; a window's
 // closing tells the slots that will stay half-empty to report their item as
-// unpacked or spare. A size's slots live in the partition of its clock
-// (Packer.hasherFor), so the group reads and writes them itself, in the
-// partition's storage (tableStores), without a hop to the slot's key; each
-// write is a record of the group's table (a slotWrite at the size's key),
-// from which goka's recovery sets the slot again (recoverSlots).
+// unpacked or spare, and then the window's slots are forgotten. A size's
+// slots live in the partition of its clock (Packer.hasherFor), in the
+// storage goka builds for the group's table, which is never written: the
+// slots are a function of the decisions, and when goka is assigned a
+// partition they are rebuilt from what the clock table holds (restoreSlots).
 
-// forwardToSlots turns the clock's decisions into results: late rows now,
-// items into their (size, window, rank) slot, and window closings into the
-// slots that will stay half-empty.
+// forwardToSlots turns the clock's decisions into results: late rows and
+// duplicates' dead letters now, items into their (size, window, rank) slot,
+// and window closings into the slots that will stay half-empty.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	ev := msg.(*decision)
+	part := p.slots.of(ctx)
+	if err := part.settle(ctx.Offset()); err != nil {
+		ctx.Fail(fmt.Errorf("forget slots in partition %d of %s: %w", ctx.Partition(), part.topic, err))
+	}
+	part.horizon.observe(ctx.Offset(), ev)
 	r := ev.Rec
 	switch ev.Class {
 	case classLate:
-		key := lateKey(r.Stream, r.Size, r.ID)
+		key := lateKey(p.topicOf(r.Stream), r.Partition, r.Offset)
 		resume(p.trace.slots, ctx, r.Trace).Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
+	case classDuplicate:
+		p.emitDup(resume(p.trace.slots, ctx, r.Trace), &r)
 	case classItem:
-		p.slot(ctx, slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
+		p.slot(ctx, part, slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
-			p.slot(ctx, slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
+			p.slot(ctx, part, slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
+		}
+		// Nothing mentions a window after its closing: a later item of it
+		// would be late. A restart that processes this decision again
+		// rebuilds the slots first (restoreSlots).
+		if err := part.forgetWindow(r.Size, c); err != nil {
+			ctx.Fail(fmt.Errorf("forget the slots of window %d of size %s in partition %d of %s: %w", c.Start, r.Size, ctx.Partition(), part.topic, err))
 		}
 	}
 }
 
-// slot pairs the k-th toy and the k-th box of a window. Its fields are written
-// once, and its outputs are a function of its state and the message, so any
-// redelivery produces the same rows again (consumers deduplicate by key).
-//
-// The item that completes a pair is not written: after it the slot gets
-// nothing but redeliveries of its two items, since a window's closing goes
-// only to the slots it left with one item (forwardToSlots), and either
-// redelivery recomputes the same packed row from the first item's state and
-// the message. That saves a table write for every pair.
-func (p *Packer) slot(ctx goka.Context, key string, m *slotMsg) {
-	slots := p.slots.of(ctx)
-	st := get(ctx, slots, key, slotStateCodec)
-	if st == nil {
-		st = &slotState{Size: m.Size, Window: m.Window}
+// slot pairs the k-th toy and the k-th box of a window. Its fields are
+// written once, and its outputs are a function of its state and the
+// message, so any redelivery produces the same rows again (consumers
+// deduplicate by key).
+func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg) {
+	st, err := part.updateSlot(key, m)
+	if err != nil {
+		ctx.Fail(fmt.Errorf("slot %q in partition %d of %s: %w", key, ctx.Partition(), part.topic, err))
+	}
+	ws := record.FormatMicros(st.Window)
+	t := p.cfg.Topics
+	// The trace is resumed only where a row is written.
+	switch {
+	case st.Toy != "" && st.Box != "":
+		ctx = withItem(withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace), st.BoxTrace)
+		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Window, st.Toy), p.packedRow(st, ws))
+	case st.Closed && st.Toy != "":
+		withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Window, st.Toy), p.unpackedRow(st, ws))
+	case st.Closed && st.Box != "":
+		withItem(resume(p.trace.slots, ctx, m.Trace), st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Window, st.Box), p.spareRow(st, ws))
+	}
+}
+
+// updateSlot applies m to the slot at key and returns its state: an item
+// fills the slot's place of its stream, a closing marks it closed. Each
+// field is set once; a message that changes nothing writes nothing.
+func (t *tablePart) updateSlot(key string, m *slotMsg) (*slotState, error) {
+	st := &slotState{Size: m.Size, Window: m.Window}
+	b, err := t.st.Get(key)
+	if err != nil {
+		return st, err
+	}
+	if b != nil {
+		v, err := slotStateCodec.Decode(b)
+		if err != nil {
+			return st, err
+		}
+		st = v.(*slotState)
 	}
 	changed := false
 	switch {
@@ -62,75 +99,94 @@ func (p *Packer) slot(ctx goka.Context, key string, m *slotMsg) {
 		st.Closed = true
 	case m.Stream == record.Boxes:
 		changed = st.Box == ""
-		st.Box = m.ID
 		if changed {
-			st.BoxTrace = m.Trace
+			st.Box, st.BoxTrace = m.ID, m.Trace
 		}
 	default:
 		changed = st.Toy == ""
-		st.Toy = m.ID
 		if changed {
-			st.ToyTrace = m.Trace
+			st.Toy, st.ToyTrace = m.ID, m.Trace
 		}
 	}
-	if changed && (st.Toy == "" || st.Box == "") {
-		ctx.SetValue(&slotWrite{Key: key, State: put(ctx, slots, key, slotStateCodec, st)})
+	if changed {
+		enc, _ := slotStateCodec.Encode(st)
+		err = t.st.Set(key, enc)
 	}
-	ws := record.FormatMicros(st.Window)
-	t := p.cfg.Topics
-	// The trace is resumed only where a row is written.
-	switch {
-	case st.Toy != "" && st.Box != "":
-		ctx = withItem(withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace), st.BoxTrace)
-		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Toy), p.packedRow(st, ws))
-	case st.Closed && st.Toy != "":
-		withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Toy), p.unpackedRow(st, ws))
-	case st.Closed && st.Box != "":
-		withItem(resume(p.trace.slots, ctx, m.Trace), st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Box), p.spareRow(st, ws))
+	return st, err
+}
+
+// forgetWindow deletes the slots of a closed window: ranks 1 to the larger
+// of its two counts.
+func (t *tablePart) forgetWindow(size string, c closedWindow) error {
+	for k := 1; k <= max(c.Toys, c.Boxes); k++ {
+		if err := t.st.Delete(slotKey(size, c.Start, k)); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
-// slotStateCodec encodes the slots, which the slots group reads and writes in
-// storage itself (tableStores).
-var slotStateCodec binCodec[slotState, *slotState]
-
-// slotWrite is a record of the slots group's table: slot Key's new state,
-// as its storage holds it (slotStateCodec's bytes). goka sets the record's
-// own key, the size, to it too, where nothing reads it.
-type slotWrite struct {
-	Key   string
-	State []byte
-}
-
-func (w *slotWrite) sizeHint() int { return 8 + len(w.Key) + len(w.State) }
-
-func (w *slotWrite) appendBin(b []byte) []byte {
-	return append(appendStr(b, w.Key), w.State...)
-}
-
-func (w *slotWrite) readBin(r *binReader) {
-	w.Key = r.str()
-	if r.err == nil {
-		w.State = r.left()
-		r.off = len(r.b)
-	}
-}
-
-// recoverSlots is the slots group's update callback: goka calls it for each
-// record of the group's table while it recovers a partition, before the
-// partition's callbacks run. Beside the record itself at the size's key
-// (goka's default) it sets the slot that the record wrote.
-func (p *Packer) recoverSlots(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
-	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
+// restoreSlots rebuilds the slots of one partition from the clock table's
+// records, oldest first (restoreSlotsFrom reads them when goka builds the
+// partition's storage), without writing anything: items fill their slots,
+// closings mark theirs closed. The table holds every item of every window
+// that a decision still to be processed mentions (horizon.go), so those
+// windows' slots come back whole. Closed windows keep their slots until the
+// partition's first callback (settle): the group may process their closing
+// again, from its committed offset, and must find them as they were.
+func (p *Packer) restoreSlots(part *tablePart, offset int64, value []byte) error {
+	v, err := binCodec[decision, *decision]{}.Decode(value)
+	if err != nil {
 		return err
 	}
-	v, err := binCodec[slotWrite, *slotWrite]{}.Decode(value)
-	if err != nil {
-		return recoverError(ctx, err)
+	ev := v.(*decision)
+	part.horizon.observe(offset, ev)
+	r := &ev.Rec
+	if ev.Class == classItem {
+		if _, err := part.updateSlot(slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace}); err != nil {
+			return err
+		}
 	}
-	w := v.(*slotWrite)
-	return s.Set(w.Key, w.State)
+	for _, c := range ev.Closed {
+		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
+			if _, err := part.updateSlot(slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start}); err != nil {
+				return err
+			}
+		}
+		part.closedInRestore = append(part.closedInRestore, restoredClosing{at: offset, size: r.Size, w: c})
+	}
+	return nil
 }
+
+// restoredClosing is a window that the decision at offset at closed, seen
+// while the slots were restored.
+type restoredClosing struct {
+	at   int64
+	size string
+	w    closedWindow
+}
+
+// settle, at the partition's first callback after its slots were restored,
+// forgets the slots of the windows closed before offset, the first the group
+// processes: no decision from there on mentions them. The windows closed
+// from there on are forgotten when their closing is processed.
+func (t *tablePart) settle(offset int64) error {
+	if t.closedInRestore == nil {
+		return nil
+	}
+	for _, c := range t.closedInRestore {
+		if c.at < offset {
+			if err := t.forgetWindow(c.size, c.w); err != nil {
+				return err
+			}
+		}
+	}
+	t.closedInRestore = nil
+	return nil
+}
+
+// slotStateCodec encodes the slots in the slots group's storage.
+var slotStateCodec binCodec[slotState, *slotState]
 
 // slotMsg is what a decision brings to the slot (size, window, rank): an item
 // that took that rank, or the news that the window closed and the slot will

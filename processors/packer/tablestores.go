@@ -12,15 +12,17 @@ import (
 // the group holds, for the values a callback reads and writes at keys other
 // than its own: goka gives a callback only its current key's value, the
 // size's. The clock group's table holds the dedupe entries beside the
-// clocks, the slots group's the slots. A callback sets such a value in the
-// partition's storage (put), and what goes to Kafka is a record at the
-// callback's own key from which goka's recovery of the table sets the value
-// again (recoverClock, recoverSlots): goka recovers a group table before the
-// partition's callbacks run, and then only the group writes it.
+// clocks, the slots group's the slots. Neither is a Kafka record of its
+// own: goka's recovery of the clock table sets the clocks and dedupe entries
+// again from its decisions (recoverClock), and the slots are rebuilt from
+// the same decisions when the slots group's storage is built (restore,
+// restoreSlots); the slots group's table is never written.
 type tableStores struct {
 	topic string
-	mu    sync.Mutex
-	m     map[int32]*tablePart
+	// restore, when set, fills a partition's new storage before goka uses it.
+	restore func(partition int32, part *tablePart) error
+	mu      sync.Mutex
+	m       map[int32]*tablePart
 }
 
 func newTableStores(topic string) *tableStores {
@@ -29,25 +31,69 @@ func newTableStores(topic string) *tableStores {
 
 // builder remembers every storage that inner builds for the table. goka
 // builds one whenever it is assigned a partition, before recovering it, so
-// a partition's clocks start empty with its storage.
+// a partition's clocks and horizon start empty with its storage.
 func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
 		st, err := inner(topic, partition)
-		if err == nil && topic == s.topic {
-			s.mu.Lock()
-			s.m[partition] = &tablePart{st: st, topic: topic, clocks: map[string]*sizeClock{}}
-			s.mu.Unlock()
+		if err != nil || topic != s.topic {
+			return st, err
 		}
-		return st, err
+		part := &tablePart{st: st, topic: topic, clocks: map[string]*sizeClock{}, horizon: newHorizon()}
+		s.mu.Lock()
+		s.m[partition] = part
+		s.mu.Unlock()
+		if s.restore != nil {
+			return &restoring{Storage: st, restore: func() error { return s.restore(partition, part) }}, nil
+		}
+		return st, nil
 	}
 }
 
-// tablePart is one partition of a table: its storage, and the clock group's
-// states of the sizes in it, which live in memory only (clock.go).
+// restoring is a storage that is filled when goka opens it, before it
+// recovers the table or runs a callback of the partition.
+type restoring struct {
+	storage.Storage
+	restore func() error
+}
+
+func (r *restoring) Open() error {
+	if err := r.Storage.Open(); err != nil {
+		return err
+	}
+	return r.restore()
+}
+
+// tablePart is one partition of a table: its storage, the clock group's
+// states of the sizes in it, which live in memory only (clock.go), and the
+// slots group's bookkeeping of what the clock table must keep (horizon.go)
+// and of the windows its restore saw closing (restoreSlots).
 type tablePart struct {
-	st     storage.Storage
-	topic  string
-	clocks map[string]*sizeClock
+	st              storage.Storage
+	topic           string
+	clocks          map[string]*sizeClock
+	horizon         *horizon
+	closedInRestore []restoredClosing
+}
+
+// horizons are the horizons of the partitions held now.
+func (s *tableStores) horizons() map[int32]*horizon {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]*horizon, len(s.m))
+	for p, t := range s.m {
+		out[p] = t.horizon
+	}
+	return out
+}
+
+// horizonOf is partition's horizon, nil when it is not held.
+func (s *tableStores) horizonOf(partition int32) *horizon {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.m[partition]; ok {
+		return t.horizon
+	}
+	return nil
 }
 
 // clock is the state of size's clock, new when it has none yet. One
@@ -88,38 +134,4 @@ func (s *tableStores) shard(partition int32) (*tablePart, error) {
 // recoverError says which table record goka's recovery failed on.
 func recoverError(ctx goka.UpdateContext, err error) error {
 	return fmt.Errorf("recover %s partition %d offset %d: %w", ctx.Topic(), ctx.Partition(), ctx.Offset(), err)
-}
-
-// get decodes key's value with c; nil when there is none.
-func get[T any, PT interface {
-	*T
-	binMsg
-}](ctx goka.Context, j *tablePart, key string, c binCodec[T, PT]) PT {
-	b, err := j.st.Get(key)
-	if err == nil && b == nil {
-		return nil
-	}
-	var v any
-	if err == nil {
-		v, err = c.Decode(b)
-	}
-	if err != nil {
-		ctx.Fail(fmt.Errorf("read %q in partition %d of %s: %w", key, ctx.Partition(), j.topic, err))
-	}
-	return v.(PT)
-}
-
-// put sets v as key's value in the storage; it returns the encoding.
-func put[T any, PT interface {
-	*T
-	binMsg
-}](ctx goka.Context, j *tablePart, key string, c binCodec[T, PT], v PT) []byte {
-	enc, err := c.Encode(v)
-	if err == nil {
-		err = j.st.Set(key, enc)
-	}
-	if err != nil {
-		ctx.Fail(fmt.Errorf("write %q in partition %d of %s: %w", key, ctx.Partition(), j.topic, err))
-	}
-	return enc
 }

@@ -19,6 +19,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
@@ -155,7 +156,7 @@ func TestTracingPairSpans(t *testing.T) {
 		t.Errorf("a pair has a span of its own between process and send packed")
 	}
 	h, key, _, ok := p.packed.NextWithHeaders()
-	if !ok || key != "M|t1" {
+	if !ok || key != itemKey("M", micros("00:00:00"), "t1") {
 		t.Fatalf("packed record: %v %q", ok, key)
 	}
 	got := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), kafkatrace.HeadersCarrier(h)))
@@ -218,7 +219,8 @@ func TestTracingUnpackedAndSpareLinkTheirItem(t *testing.T) {
 }
 
 // TestTracingDeadLetters: an invalid record fails its process span; a
-// duplicate, found two hops later, fails the send span of its dead letter.
+// duplicate, whose dead letter the slots group writes from the clock's
+// decision, fails that dead letter's send span, in the duplicate's trace.
 func TestTracingDeadLetters(t *testing.T) {
 	p := newTracedPipeline(t)
 	p.sendTraced(record.Toys, "M", `{"oops"`)
@@ -242,7 +244,16 @@ func TestTracingDeadLetters(t *testing.T) {
 		t.Errorf("duplicate's dead letter span: status %+v", dl.Status())
 	}
 	if dl.Parent().SpanID() != proc.SpanContext().SpanID() || dl.SpanContext().TraceID() != proc.SpanContext().TraceID() {
-		t.Errorf("duplicate's dead letter span: parent %v, want the duplicate's process span %v (context through the loop)", dl.Parent().SpanID(), proc.SpanContext().SpanID())
+		t.Errorf("duplicate's dead letter span: parent %v, want the duplicate's process span %v (context through the clock table)", dl.Parent().SpanID(), proc.SpanContext().SpanID())
+	}
+	client := ""
+	for _, a := range dl.Attributes() {
+		if a.Key == "messaging.client.id" {
+			client = a.Value.AsString()
+		}
+	}
+	if want := gokakit.ClientID(p.cfg.slotsGroup()); client != want {
+		t.Errorf("duplicate's dead letter sent by %q, want the slots group's client %q", client, want)
 	}
 }
 
@@ -306,7 +317,7 @@ func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) err
 func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkTracingCPUPerRecord is the CPU cost of one input record through
-// the packer's three stages in goka's tester (one goroutine, in memory, no
+// the packer's two groups in goka's tester (one goroutine, in memory, no
 // Kafka), with tracing off and on: the tracing work in isolation, without the
 // noise of a broker. Inputs alternate toy and box of one size, so about every
 // second record completes a pair. With tracing on, each input carries a

@@ -4,13 +4,17 @@
 // it) and serves it over HTTP.
 //
 // It is a goka group ("sleigh" by default) whose table, keyed like the packed
-// topic (size|toy_id), holds each pair once; a goka view of that table answers
-// GET /manifest. With tracing on, each record gets a CONSUMER span "process
+// topic (size|<window start, µs since the epoch>|toy_id, as the packer writes
+// it), holds each pair once; a goka view of that table answers GET /manifest.
+// A pair is identified by its size, window and toy id together: ids are
+// unique within a window only, so the same toy id packed in two windows is
+// two pairs at two keys, both on the sleigh. With tracing on, each record gets a CONSUMER span "process
 // packed" in service sleigh, child of the packer's "send packed" span: the
 // packer -> sleigh edge of the service map.
 package sleigh
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,8 +126,9 @@ func (s *Sleigh) Graph() *goka.GroupGraph {
 
 // load puts a pair on the sleigh once: the first value of a key stays. The
 // packer re-sends identical rows on replays (counted as repeats); a key with
-// a different pair would be a toy in two boxes (counted, logged, and its
-// span fails).
+// a different pair would be a toy in two boxes of one window (counted,
+// logged, and its span fails). A toy id packed again in another window is
+// another key, another pair.
 //
 // The input is read as bytes and decoded here, so that a malformed record is
 // reported (log, span status) and skipped instead of stopping the group.
@@ -307,7 +312,8 @@ type Size struct {
 }
 
 // Manifest is what is on the sleigh: every packed pair once, by size (S, M,
-// L, XL) and window, windows and pairs in order.
+// L, XL) and window, windows and pairs in order. One toy id can be in two
+// windows, as two pairs.
 type Manifest struct {
 	Pairs int    `json:"pairs"`
 	Sizes []Size `json:"sizes"`
@@ -355,12 +361,7 @@ func build(pairs []results.Packed) Manifest {
 		if a.WindowStart != b.WindowStart {
 			return compareWindow(a.WindowStart, b.WindowStart)
 		}
-		if a.ToyID < b.ToyID {
-			return -1
-		} else if a.ToyID > b.ToyID {
-			return 1
-		}
-		return 0
+		return cmp.Or(strings.Compare(a.ToyID, b.ToyID), strings.Compare(a.BoxID, b.BoxID))
 	})
 	m := Manifest{Pairs: len(pairs), Sizes: []Size{}}
 	for _, p := range pairs {

@@ -2,14 +2,21 @@ package sleigh_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
@@ -104,5 +111,86 @@ func TestNotReadyWhenKafkaIsUnreachable(t *testing.T) {
 	case <-s.Ready():
 		t.Error("Ready closed for a sleigh that never ran")
 	default:
+	}
+}
+
+// TestOneToyInTwoWindows: the packer may pack one toy id in two windows (ids
+// are unique within a window only), at two keys size|<window µs>|toy_id. Both
+// pairs are on the sleigh, each under its window; a replay of one (the same
+// key and pair again) is a repeat, not a conflict or a third pair.
+func TestOneToyInTwoWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := sleigh.DefaultConfig()
+	cfg.Kafka = testkafka.Config(t)
+	cfg.Topic, cfg.Group = testkafka.Unique("sleigh-windows")+"-packed", testkafka.Unique("sleigh-windows")
+	cfg.Partitions = 2
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pairs := []results.Packed{
+		{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
+		{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+		{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}, // a replay
+	}
+	cl, err := kgo.NewClient(append(cfg.Kafka.Kgo(), kgo.SeedBrokers(cfg.Kafka.Brokers...))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, p := range pairs {
+		at, err := record.ParseMadeAt(p.WindowStart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := p.Size + "|" + strconv.FormatInt(at.UnixMicro(), 10) + "|" + p.ToyID // the packer's key
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: cfg.Topic, Key: []byte(key), Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	run, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(run) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	var m sleigh.Manifest
+	for deadline := time.Now().Add(time.Minute); ; {
+		if m, err = s.Manifest(); err == nil && m.Pairs >= 2 && s.Counts().Loaded+s.Counts().Repeats >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sleigh did not load the pairs within a minute: %+v, %v, counts %+v", m, err, s.Counts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := sleigh.Manifest{Pairs: 2, Complete: m.Complete, Sizes: []sleigh.Size{{Size: "M", Pairs: 2, Windows: []sleigh.Window{
+		{WindowStart: "2026-12-24T10:00:00Z", Pairs: []sleigh.Pair{{ToyID: "t1", BoxID: "b1"}}},
+		{WindowStart: "2026-12-24T10:00:10Z", Pairs: []sleigh.Pair{{ToyID: "t1", BoxID: "b2"}}},
+	}}}}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("manifest %+v, want %+v", m, want)
+	}
+	if c := s.Counts(); c != (sleigh.Counts{Loaded: 2, Repeats: 1}) {
+		t.Errorf("counts %+v, want 2 loaded and 1 repeat, no conflict", c)
+	}
+	code, body := get(t, s.Handler(), "/manifest?size=M")
+	if code != http.StatusOK || strings.Count(body, `"toy_id": "t1"`) != 2 {
+		t.Errorf("GET /manifest?size=M: %d %s; want t1 in both windows", code, body)
 	}
 }

@@ -1,0 +1,841 @@
+package packer
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+
+	"github.com/northpole-workshop/northpole/internal/gokastore"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+)
+
+// unitPipeline runs the two groups' callbacks directly, without goka: an
+// input record goes through observe (and so admit and the clock), each
+// decision the clock sets is encoded as goka would write it to the clock
+// table, and the slots group's callback gets it decoded, at its offset in
+// that table. goka's tester does the same wiring, but at a cost per record
+// that rules out the long runs which show that state stays bounded, and
+// without the table's records at hand, which restarts from a suffix need.
+// Every record is in partition 0, and the packer has one partition, so no
+// record is looped.
+type unitPipeline struct {
+	t     testing.TB
+	pk    *Packer
+	cfg   Config
+	next  map[record.Stream]int64 // the next input offset of each stream
+	table []tableRecord           // the clock table, record i at offset i
+	fed   int                     // the table records the slots group has processed
+	rows  []unitRow               // everything written to an output, in order
+	// clockStore counts the clock storage's calls, for what a callback
+	// must not do.
+	clockStore *countingStorage
+}
+
+// tableRecord is one record of the clock table.
+type tableRecord struct {
+	offset int64
+	key    string
+	value  []byte
+}
+
+// unitRow is one record a group wrote to an output topic, processing the
+// record at offset of its input.
+type unitRow struct {
+	group, topic, key string
+	offset            int64
+	val               any
+}
+
+func newUnitPipeline(t testing.TB, edit ...func(*Config)) *unitPipeline {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Kafka.Brokers = []string{"unused:9092"}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	return startUnit(t, cfg, nil)
+}
+
+// startUnit builds a packer and the storages goka would build for its
+// tables. With table, it starts as a restart does from that table (the
+// records the clock table holds, from its oldest kept): goka recovers the
+// clock group's table through recoverClock, and the slots group's storage,
+// when goka opens it, is filled from the same records (tableStores.restore,
+// as Run sets it, through restoreSlots). The slots group then resumes at
+// the end of table unless settle says otherwise.
+func startUnit(t testing.TB, cfg Config, table []tableRecord) *unitPipeline {
+	t.Helper()
+	cfg.Partitions = 1
+	pk, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unitPipeline{t: t, pk: pk, cfg: cfg, next: map[record.Stream]int64{}}
+	if table != nil {
+		pk.slots.restore = func(partition int32, part *tablePart) error {
+			if partition != 0 {
+				return fmt.Errorf("restore of partition %d", partition)
+			}
+			for _, r := range table {
+				if err := pk.restoreSlots(part, r.offset, r.value); err != nil {
+					return fmt.Errorf("restore slots from offset %d: %w", r.offset, err)
+				}
+			}
+			return nil
+		}
+	}
+	mem := gokastore.Memory()
+	build := pk.storageBuilder(func(topic string, partition int32) (storage.Storage, error) {
+		st, err := mem(topic, partition)
+		if err == nil && topic == cfg.clockTable() {
+			u.clockStore = &countingStorage{Storage: st}
+			return u.clockStore, nil
+		}
+		return st, err
+	})
+	for _, topic := range []string{cfg.clockTable(), cfg.slotTable()} {
+		st, err := build(topic, 0)
+		if err == nil {
+			err = st.Open()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if topic != cfg.clockTable() {
+			continue
+		}
+		for _, r := range table {
+			// goka hands the callback its own proxy of the storage.
+			if err := pk.recoverClock(changelogRecord{topic: topic, offset: r.offset}, struct{ storage.Storage }{st}, r.key, r.value); err != nil {
+				t.Fatalf("recover the clock table at offset %d: %v", r.offset, err)
+			}
+		}
+	}
+	// The table keeps its offsets: the records below the oldest kept are
+	// gone, and never read again.
+	if len(table) > 0 {
+		u.table = append(make([]tableRecord, table[0].offset), table...)
+	}
+	u.fed = len(u.table)
+	return u
+}
+
+func (u *unitPipeline) clocks() *tablePart { return u.pk.clocks.m[0] }
+func (u *unitPipeline) slots() *tablePart  { return u.pk.slots.m[0] }
+
+// send runs one raw input record through both groups; it returns its
+// offset.
+func (u *unitPipeline) send(x record.Stream, key, value string) int64 {
+	off := u.next[x]
+	u.next[x]++
+	u.pk.observe(x)(u.ctx("clock", u.pk.topicOf(x), key, off), []byte(value))
+	u.feed()
+	return off
+}
+
+func (u *unitPipeline) toy(id, size, made string) int64 {
+	return u.send(record.Toys, size, toyValue(id, size, made))
+}
+
+func (u *unitPipeline) box(id, size, made string) int64 {
+	return u.send(record.Boxes, size, boxValue(id, size, made))
+}
+
+func (u *unitPipeline) heartbeat(x record.Stream, size, made string) int64 {
+	return u.send(x, size, heartbeatValue(size, made))
+}
+
+func toyValue(id, size, made string) string {
+	return fmt.Sprintf(`{"toy_id":%q,"kind":"teddy-bear","size":%q,"elf":"e","made_at":%q}`, id, size, made)
+}
+
+func boxValue(id, size, made string) string {
+	return fmt.Sprintf(`{"box_id":%q,"size":%q,"elf":"e","made_at":%q}`, id, size, made)
+}
+
+func heartbeatValue(size, made string) string {
+	return fmt.Sprintf(`{"heartbeat":true,"size":%q,"elf":"e","made_at":%q}`, size, made)
+}
+
+// redeliver hands obs to the clock group again, as the loop of a stray
+// record does: the way to deliver an input offset a second time.
+func (u *unitPipeline) redeliver(obs *validRecord) {
+	u.pk.stray(u.ctx("clock", u.cfg.clockGroup()+"-loop", obs.Size, 0), obs)
+	u.feed()
+}
+
+// feed has the slots group process the table records it has not yet.
+func (u *unitPipeline) feed() {
+	for ; u.fed < len(u.table); u.fed++ {
+		r := u.table[u.fed]
+		u.pk.forwardToSlots(u.ctx("slots", u.cfg.clockTable(), r.key, r.offset), decodeDecision(u.t, r.value))
+	}
+}
+
+func decodeDecision(t testing.TB, b []byte) *decision {
+	t.Helper()
+	v, err := binCodec[decision, *decision]{}.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(*decision)
+}
+
+func (u *unitPipeline) ctx(group, topic, key string, offset int64) *unitCtx {
+	return &unitCtx{u: u, group: group, topic: topic, key: key, offset: offset}
+}
+
+// take returns the rows written since the last take, of the topics given
+// (all when none is).
+func (u *unitPipeline) take(topics ...string) []unitRow {
+	var got, rest []unitRow
+	for _, r := range u.rows {
+		if len(topics) == 0 || slices.Contains(topics, r.topic) {
+			got = append(got, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	u.rows = rest
+	return got
+}
+
+// gokaCtx names the embedded goka.Context, whose Context method unitCtx
+// has its own of.
+type gokaCtx = goka.Context
+
+// unitCtx is the goka.Context of one callback: what the packer's callbacks
+// call of it. Anything else panics on the nil embedded Context.
+type unitCtx struct {
+	gokaCtx
+	u                 *unitPipeline
+	group, topic, key string
+	offset            int64
+}
+
+func (c *unitCtx) Topic() goka.Stream       { return goka.Stream(c.topic) }
+func (c *unitCtx) Key() string              { return c.key }
+func (c *unitCtx) Partition() int32         { return 0 }
+func (c *unitCtx) Offset() int64            { return c.offset }
+func (c *unitCtx) Headers() goka.Headers    { return nil }
+func (c *unitCtx) Context() context.Context { return context.Background() }
+func (c *unitCtx) Fail(err error) {
+	c.u.t.Fatalf("%s callback at %s offset %d failed: %v", c.group, c.topic, c.offset, err)
+}
+
+// SetValue encodes v at once, as goka does: the clock hands over its own
+// state's decision, which the next record changes.
+func (c *unitCtx) SetValue(v any, _ ...goka.ContextOption) {
+	if c.group != "clock" {
+		c.u.t.Fatalf("the %s group wrote its table", c.group)
+	}
+	b, err := binCodec[decision, *decision]{}.Encode(v)
+	if err == nil {
+		err = c.u.clocks().st.Set(c.key, b)
+	}
+	if err != nil {
+		c.u.t.Fatal(err)
+	}
+	c.u.table = append(c.u.table, tableRecord{offset: int64(len(c.u.table)), key: c.key, value: b})
+}
+
+func (c *unitCtx) Emit(topic goka.Stream, key string, v any, _ ...goka.ContextOption) {
+	c.u.rows = append(c.u.rows, unitRow{group: c.group, topic: string(topic), key: key, offset: c.offset, val: v})
+}
+
+func (c *unitCtx) Loopback(key string, _ any, _ ...goka.ContextOption) {
+	c.u.t.Fatalf("record of %s looped: the unit pipeline has one partition", key)
+}
+
+// countingStorage counts the reads and writes of a storage.
+type countingStorage struct {
+	storage.Storage
+	gets, sets, deletes int
+}
+
+func (s *countingStorage) Get(key string) ([]byte, error) { s.gets++; return s.Storage.Get(key) }
+func (s *countingStorage) Set(key string, v []byte) error { s.sets++; return s.Storage.Set(key, v) }
+func (s *countingStorage) Delete(key string) error        { s.deletes++; return s.Storage.Delete(key) }
+
+func (s *countingStorage) calls() [3]int { return [3]int{s.gets, s.sets, s.deletes} }
+
+// dedupeEntry is a dedupe key parsed back into what it stands for.
+type dedupeEntry struct {
+	size   string
+	stream record.Stream
+	window int64
+	id     string // the id, or "#" and its digest
+}
+
+// entryOf is the dedupe entry an item of window sets.
+func entryOf(rec *validRecord, window int64) dedupeEntry {
+	id, whole := keyID(rec.ID)
+	if !whole {
+		id = "#" + id
+	}
+	return dedupeEntry{size: rec.Size, stream: rec.Stream, window: window, id: id}
+}
+
+// dedupeEntries are the dedupe entries a clock storage holds: every key
+// with a '|' (the others are the sizes' decisions). Each must hold the
+// presence flag.
+func dedupeEntries(t testing.TB, st storage.Storage) map[string]dedupeEntry {
+	t.Helper()
+	out := map[string]dedupeEntry{}
+	for k, v := range storageContents(t, st) {
+		if !strings.Contains(k, "|") {
+			continue
+		}
+		parts := strings.SplitN(k, "|", 5)
+		if len(parts) != 5 || (parts[3] != "i" && parts[3] != "d") {
+			t.Fatalf("storage key %q is not a dedupe key", k)
+		}
+		w, err := strconv.ParseInt(parts[2], 10, 64)
+		if err != nil {
+			t.Fatalf("storage key %q is not a dedupe key: %v", k, err)
+		}
+		if v != string(entryValue) {
+			t.Errorf("dedupe entry %q holds %q, want the presence flag %q", k, v, entryValue)
+		}
+		id := parts[4]
+		if parts[3] == "d" {
+			id = "#" + id
+		}
+		out[k] = dedupeEntry{size: parts[0], stream: record.Stream(parts[1]), window: w, id: id}
+	}
+	return out
+}
+
+// listedIDs are the dedupe keys that the clocks of a partition list for
+// forgetting (windowIDs), each once.
+func listedIDs(t testing.TB, part *tablePart) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for size, st := range part.clocks {
+		for x, ws := range st.ids {
+			for i, w := range ws {
+				if i > 0 && ws[i-1].start >= w.start {
+					t.Errorf("size %s stream %d: windows listed out of order: %d then %d", size, x, ws[i-1].start, w.start)
+				}
+				if len(w.keys) == 0 {
+					t.Errorf("size %s stream %d: window %d listed without keys", size, x, w.start)
+				}
+				for _, k := range windowKeys(w.keys) {
+					if out[k] {
+						t.Errorf("dedupe key %q listed twice", k)
+					}
+					out[k] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// windowKeys splits an idWindow's keys.
+func windowKeys(b []byte) []string {
+	var out []string
+	for len(b) > 0 {
+		l, n := binary.Uvarint(b)
+		out = append(out, string(b[n:n+int(l)]))
+		b = b[n+int(l):]
+	}
+	return out
+}
+
+// expectEntriesListed fails unless the dedupe entries in a partition's
+// storage are exactly those its clocks list: an entry not listed would
+// never be forgotten.
+func expectEntriesListed(t testing.TB, what string, part *tablePart) {
+	t.Helper()
+	listed := listedIDs(t, part)
+	stored := dedupeEntries(t, part.st)
+	for k := range stored {
+		if !listed[k] {
+			t.Errorf("%s: dedupe entry %q is stored but not listed: it would never be forgotten", what, k)
+		}
+	}
+	for k := range listed {
+		if _, ok := stored[k]; !ok {
+			t.Errorf("%s: dedupe entry %q is listed but not stored", what, k)
+		}
+	}
+}
+
+func TestDedupeWindowIDsAddForget(t *testing.T) {
+	long := strings.Repeat("k", 300) // a length that takes two bytes as a uvarint
+	type add struct {
+		start int64
+		key   string
+	}
+	for _, c := range []struct {
+		name       string
+		adds       []add
+		wm         int64
+		deleted    []string // in order
+		keptStarts []int64
+	}{
+		{"nothing listed", nil, 100, nil, nil},
+		{"a window is forgotten once the watermark reaches its end",
+			[]add{{0, "a"}, {0, "b"}, {10, "c"}}, 10, []string{"a", "b"}, []int64{10}},
+		{"not 1µs before",
+			[]add{{0, "a"}, {10, "c"}}, 9, nil, []int64{0, 10}},
+		{"several windows at once, oldest first",
+			[]add{{0, "a"}, {10, "b"}, {20, "c"}, {30, "d"}}, 30, []string{"a", "b", "c"}, []int64{30}},
+		{"windows added out of order are kept in order",
+			[]add{{20, "c"}, {0, "a"}, {10, "b"}, {0, "a2"}, {-10, "z"}}, 15, []string{"z", "a", "a2"}, []int64{10, 20}},
+		{"keys of any length",
+			[]add{{0, long}, {0, ""}, {0, "x|y"}, {10, long + "2"}}, 10, []string{long, "", "x|y"}, []int64{10}},
+		{"negative windows",
+			[]add{{-30, "a"}, {-20, "b"}}, -20, []string{"a"}, []int64{-20}},
+		{"a stream without records forgets nothing",
+			[]add{{-1 << 40, "a"}}, paramsUS{WindowUS: 10}.watermark(streamClock{}), nil, []int64{-1 << 40}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var w windowIDs
+			for _, a := range c.adds {
+				w.add(a.start, a.key)
+			}
+			var deleted []string
+			if err := w.forget(c.wm, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(deleted, c.deleted) {
+				t.Errorf("deleted %q, want %q", deleted, c.deleted)
+			}
+			var starts []int64
+			for _, e := range w {
+				starts = append(starts, e.start)
+			}
+			if !slices.Equal(starts, c.keptStarts) {
+				t.Errorf("windows kept %v, want %v", starts, c.keptStarts)
+			}
+			// What is kept is still listed whole: forgetting it later
+			// deletes every key once.
+			deleted = nil
+			if err := w.forget(1<<62, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			var rest []string
+			for _, a := range c.adds {
+				if !slices.Contains(c.deleted, a.key) {
+					rest = append(rest, a.key)
+				}
+			}
+			slices.Sort(rest)
+			slices.Sort(deleted)
+			if !slices.Equal(deleted, rest) || len(w) != 0 {
+				t.Errorf("forgetting the rest deleted %q, want %q (left %d windows)", deleted, rest, len(w))
+			}
+		})
+	}
+}
+
+// TestDedupeWindowIDsForgetError: a storage error stops the forgetting and
+// is returned, and the window stays listed, so that the next record tries
+// again.
+func TestDedupeWindowIDsForgetError(t *testing.T) {
+	var w windowIDs
+	w.add(0, "a")
+	w.add(0, "b")
+	boom := errors.New("boom")
+	if err := w.forget(10, 10, func(k string) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("forget = %v, want %v", err, boom)
+	}
+	var deleted []string
+	if err := w.forget(10, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil || !slices.Equal(deleted, []string{"a", "b"}) {
+		t.Fatalf("second forget deleted %q (%v), want a and b", deleted, err)
+	}
+}
+
+func micros(clock string) int64 {
+	tm, err := time.Parse(time.RFC3339Nano, at(clock))
+	if err != nil {
+		panic(err)
+	}
+	return tm.UnixMicro()
+}
+
+// TestDedupeEntriesForgottenWithTheirStreamsWatermark: an item's entry
+// lives until its own stream's watermark passes its window's end; the other
+// stream's watermark, and the window's closing, have nothing to do with it.
+func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
+	u := newUnitPipeline(t)
+	w0, w10 := micros("00:00:00"), micros("00:00:10")
+	toyA := dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "a"}, w0)
+	toyB := dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "b"}, w10)
+	boxA := dedupeKey(&validRecord{Stream: record.Boxes, Size: "M", ID: "a"}, w0)
+	expect := func(step string, keys ...string) {
+		t.Helper()
+		got := slices.Sorted(func(yield func(string) bool) {
+			for k := range dedupeEntries(t, u.clocks().st) {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		slices.Sort(keys)
+		if !slices.Equal(got, keys) {
+			t.Errorf("%s: dedupe entries %q, want %q", step, got, keys)
+		}
+		expectEntriesListed(t, step, u.clocks())
+	}
+	u.toy("a", "M", at("00:00:01"))
+	u.box("a", "M", at("00:00:02"))
+	u.toy("b", "M", at("00:00:11"))
+	expect("items", toyA, boxA, toyB)
+	// Heartbeats, late records and duplicates set no entry.
+	u.heartbeat(record.Toys, "M", at("00:00:14.999999"))
+	u.toy("a", "M", at("00:00:03"))
+	expect("toys' watermark 1µs short of window 0's end", toyA, boxA, toyB)
+	u.heartbeat(record.Toys, "M", at("00:00:15"))
+	expect("toys' watermark at window 0's end", boxA, toyB)
+	// Window 0 is still open (the boxes' watermark is far behind), and a
+	// toy of it would be late: late is decided before duplicate.
+	if n := len(u.pk.clocks.m[0].clocks["M"].Open); n != 2 {
+		t.Fatalf("%d windows open, want 2", n)
+	}
+	u.take()
+	gets := u.clockStore.gets
+	off := u.toy("a", "M", at("00:00:04"))
+	if u.clockStore.gets != gets {
+		t.Errorf("a late record's id was looked up (%d reads)", u.clockStore.gets-gets)
+	}
+	if rows := u.take(u.cfg.Topics.Late, u.cfg.Topics.Dead); len(rows) != 1 || rows[0].topic != u.cfg.Topics.Late || rows[0].key != lateKey("toys", 0, off) {
+		t.Errorf("a toy of window 0 after its entries were forgotten: %+v, want one late row", rows)
+	}
+	u.heartbeat(record.Boxes, "M", at("00:00:25"))
+	expect("boxes' watermark past both windows", toyB)
+	u.heartbeat(record.Toys, "M", at("00:00:25"))
+	expect("both past both windows")
+}
+
+// TestDedupeRedeliveryWritesNothing: a record the clock applied already
+// (the group restarted before committing it) is recognised before its id
+// is looked up, and nothing at all is written: no table record, no entry,
+// no row. That holds for an item whose entry has been forgotten since, and
+// for a duplicate, whose dead letter is in the table already.
+func TestDedupeRedeliveryWritesNothing(t *testing.T) {
+	u := newUnitPipeline(t)
+	obs := func(x record.Stream, off int64, id, made string) *validRecord {
+		value := toyValue(id, "M", at(made))
+		if x == record.Boxes {
+			value = boxValue(id, "M", at(made))
+		}
+		return &validRecord{Stream: x, Partition: 0, Offset: off, Size: "M", ID: id, MadeUS: micros(made), MadeAt: at(made),
+			Raw: []byte(value), Key: []byte("M")}
+	}
+	item := u.toy("a", "M", at("00:00:01"))
+	dup := u.toy("a", "M", at("00:00:02"))
+	u.box("x", "M", at("00:00:03"))
+	u.heartbeat(record.Toys, "M", at("00:00:30")) // toys' entries of window 0 forgotten
+	late := u.toy("a", "M", at("00:00:04"))
+	u.take()
+	for _, c := range []struct {
+		name string
+		obs  *validRecord
+	}{
+		{"an item whose entry was forgotten", obs(record.Toys, item, "a", "00:00:01")},
+		{"a duplicate", obs(record.Toys, dup, "a", "00:00:02")},
+		{"an item whose entry is still set", obs(record.Boxes, 0, "x", "00:00:03")},
+		{"a late record", obs(record.Toys, late, "a", "00:00:04")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, table := u.clockStore.calls(), len(u.table)
+			clocks := cloneClock(*u.clocks().clocks["M"])
+			u.redeliver(c.obs)
+			if got := u.clockStore.calls(); got != before {
+				t.Errorf("storage calls (get, set, delete) went from %v to %v", before, got)
+			}
+			if len(u.table) != table {
+				t.Errorf("%d table records written", len(u.table)-table)
+			}
+			if rows := u.take(); len(rows) > 0 {
+				t.Errorf("rows written: %+v", rows)
+			}
+			if st := u.clocks().clocks["M"]; !reflect.DeepEqual(cloneClock(*st), clocks) {
+				t.Errorf("clock changed:\n got %+v\nwant %+v", *st, clocks)
+			}
+		})
+	}
+}
+
+// TestDedupeDeadLetterComesFromSlots: the clock group writes nothing but
+// the decision for a duplicate, which holds the raw record; the slots group
+// writes its dead letter, from the decision alone, each time it processes
+// it.
+func TestDedupeDeadLetterComesFromSlots(t *testing.T) {
+	u := newUnitPipeline(t)
+	u.toy("a", "M", at("00:00:01"))
+	raw := `{"toy_id":"a","size":"M","made_at":"2026-12-24T00:00:02Z","note":"` + strings.Repeat("é", 10) + `"}`
+	off := u.send(record.Toys, "M", raw)
+	rows := u.take()
+	if len(rows) != 1 || rows[0].group != "slots" || rows[0].topic != u.cfg.Topics.Dead || rows[0].key != deadKey("toys", 0, off) {
+		t.Fatalf("rows of the duplicate: %+v, want one dead letter from the slots group", rows)
+	}
+	dl := rows[0].val.(*DeadLetter)
+	if dl.Reason != record.ReasonDuplicate || dl.Stream != record.Toys || dl.Topic != "toys" || dl.Partition != 0 || dl.Offset != off ||
+		dl.Key != "M" || dl.Value == nil || *dl.Value != raw || !dl.ValueCut.IsZero() || !strings.Contains(dl.Detail, `"a"`) {
+		t.Errorf("dead letter %+v", dl)
+	}
+	ev := decodeDecision(t, u.table[len(u.table)-1].value)
+	if ev.Class != classDuplicate || !ev.Rec.Dup || string(ev.Rec.Raw) != raw || string(ev.Rec.Key) != "M" {
+		t.Errorf("decision of the duplicate: %+v", ev)
+	}
+	// Every other decision carries no raw record.
+	for _, r := range u.table[:len(u.table)-1] {
+		if ev := decodeDecision(t, r.value); ev.Rec.Raw != nil || ev.Rec.Key != nil || ev.Rec.Dup {
+			t.Errorf("decision of a %s carries raw %q, key %q, dup %v", ev.Class, ev.Rec.Raw, ev.Rec.Key, ev.Rec.Dup)
+		}
+	}
+	// The slots group processing the decision again writes the same
+	// dead letter again.
+	last := u.table[len(u.table)-1]
+	u.pk.forwardToSlots(u.ctx("slots", u.cfg.clockTable(), last.key, last.offset), decodeDecision(t, last.value))
+	if again := u.take(); len(again) != 1 || again[0].key != rows[0].key || !reflect.DeepEqual(again[0].val, rows[0].val) {
+		t.Errorf("replayed decision wrote %+v, want %+v", again, rows)
+	}
+}
+
+// TestDedupeHugeDuplicateFits: the raw value that a duplicate's decision
+// carries is cut so that the decision fits in one record, also when it
+// closes a window, and its dead letter says how long the whole value was
+// and what its digest is.
+func TestDedupeHugeDuplicateFits(t *testing.T) {
+	u := newUnitPipeline(t)
+	u.pk.lim = limits{record: minRecordBytes}
+	huge := func(made, pad string) string {
+		return `{"toy_id":"a","size":"M","made_at":"` + at(made) + `","pad":"` + strings.Repeat(pad, 2*minRecordBytes) + `"}`
+	}
+	u.box("b", "M", at("00:00:01"))
+	u.toy("a", "M", at("00:00:01"))
+	raw := huge("00:00:09", "x")
+	off := u.send(record.Toys, "M", raw)
+	rows := u.take(u.cfg.Topics.Dead)
+	if len(rows) != 1 {
+		t.Fatalf("dead letters %+v, want the duplicate's", rows)
+	}
+	if dl := rows[0].val.(*DeadLetter); dl.Offset != off || dl.ValueCut != results.CutOf([]byte(raw)) || dl.Value == nil || !strings.HasPrefix(raw, *dl.Value) {
+		t.Errorf("dead letter of a huge duplicate: %+v, want its value cut and described", dl)
+	}
+	// The boxes' watermark passes window 0's end, and a duplicate of
+	// window 10 moves the toys' there too: its decision closes window 0.
+	u.heartbeat(record.Boxes, "M", at("00:00:30"))
+	u.toy("a", "M", at("00:00:10"))
+	dup := u.send(record.Toys, "M", huge("00:00:19.9", "y"))
+	var closing *decision
+	for _, r := range u.table {
+		if n := len(r.key) + len(r.value); n > u.pk.lim.room() {
+			t.Errorf("table record at %d takes %d bytes, room %d", r.offset, n, u.pk.lim.room())
+		}
+		if ev := decodeDecision(t, r.value); ev.Class == classDuplicate && ev.Rec.Offset == dup {
+			closing = ev
+		}
+	}
+	if closing == nil || len(closing.Closed) != 1 || closing.Closed[0].Start != micros("00:00:00") {
+		t.Errorf("the second duplicate's decision %+v, want one that closes window 0", closing)
+	}
+}
+
+// TestDedupeAcrossSourcePartitions: when a producer breaks the contract
+// and one (stream, size) arrives from two partitions, an offset of one
+// says nothing about the other: a record of the second partition is
+// decided (a duplicate, here), never mistaken for a redelivery, and each
+// partition's own redeliveries write nothing.
+func TestDedupeAcrossSourcePartitions(t *testing.T) {
+	u := newUnitPipeline(t)
+	obs := func(part int32, off int64, made string) *validRecord {
+		value := toyValue("a", "M", at(made))
+		return &validRecord{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "a", MadeUS: micros(made), MadeAt: at(made),
+			Raw: []byte(value), Key: []byte("M")}
+	}
+	for i, s := range []struct {
+		obs   *validRecord
+		class class // "" for a redelivery: nothing written
+	}{
+		{obs(0, 50, "00:00:01"), classItem},
+		{obs(3, 5, "00:00:02"), classDuplicate}, // a lower offset of another partition
+		{obs(0, 50, "00:00:01"), ""},
+		{obs(3, 5, "00:00:02"), ""},
+		{obs(3, 50, "00:00:03"), classDuplicate}, // the first's offset, in another partition
+		{obs(0, 51, "00:00:11"), classItem},      // the same id in another window
+		{obs(3, 51, "00:00:12"), classDuplicate},
+	} {
+		n := len(u.table)
+		u.redeliver(s.obs)
+		rows := u.take()
+		switch {
+		case s.class == "" && (len(u.table) != n || len(rows) != 0):
+			t.Errorf("step %d (%d@%d): a redelivery wrote %d decisions and %+v", i, s.obs.Partition, s.obs.Offset, len(u.table)-n, rows)
+		case s.class == "":
+		case len(u.table) != n+1:
+			t.Errorf("step %d (%d@%d): %d decisions written, want 1", i, s.obs.Partition, s.obs.Offset, len(u.table)-n)
+		default:
+			if ev := decodeDecision(t, u.table[n].value); ev.Class != s.class {
+				t.Errorf("step %d (%d@%d): %s, want %s", i, s.obs.Partition, s.obs.Offset, ev.Class, s.class)
+			}
+			if dead := s.class == classDuplicate; dead != (len(rows) == 1 && rows[0].key == deadKey("toys", s.obs.Partition, s.obs.Offset)) {
+				t.Errorf("step %d (%d@%d): rows %+v", i, s.obs.Partition, s.obs.Offset, rows)
+			}
+		}
+	}
+}
+
+// randomInputs are n input records of the four sizes, in offset order per
+// stream, with what makes every classification happen: ids reused within
+// a window (duplicates) and across windows (new items), records behind
+// their stream's clock (late), exact re-sends of earlier records (a
+// duplicate while the window is open for the stream, late once it has
+// closed), heartbeats, and a few dead letters.
+type randomInput struct {
+	x          record.Stream
+	key, value string
+}
+
+func randomInputs(r *rand.Rand, n int, base time.Time) []randomInput {
+	var out []randomInput
+	var sent []randomInput
+	cursor := map[string]time.Duration{}
+	for range n {
+		x := record.Toys
+		if r.IntN(2) == 0 {
+			x = record.Boxes
+		}
+		size := record.Sizes[r.IntN(2)]
+		if r.IntN(5) == 0 {
+			size = record.Sizes[2+r.IntN(2)]
+		}
+		cursor[size] += time.Duration(r.IntN(1500)) * time.Millisecond
+		made := base.Add(cursor[size] + time.Duration(r.IntN(14_000)-11_000)*time.Millisecond + time.Duration(r.IntN(1000))*time.Microsecond)
+		ts := record.FormatTime(made)
+		id := fmt.Sprintf("%c%d", x[0], r.IntN(30))
+		var in randomInput
+		switch k := r.IntN(20); {
+		case k == 0:
+			in = randomInput{x, size, `{"oops"`}
+		case k == 1:
+			in = randomInput{x, "L", fmt.Sprintf(`{%q:%q,"size":%q,"made_at":%q}`, x.IDField(), id, size, ts)}
+		case k < 4:
+			in = randomInput{x, size, fmt.Sprintf(`{"heartbeat":true,"size":%q,"made_at":%q}`, size, ts)}
+		case k < 6 && len(sent) > 0:
+			in = sent[len(sent)-1-r.IntN(min(len(sent), 40))]
+		default:
+			in = randomInput{x, size, fmt.Sprintf(`{%q:%q,"size":%q,"made_at":%q}`, x.IDField(), id, size, ts)}
+			sent = append(sent, in)
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// finalHeartbeats close every window of inputs that start at base: the
+// elves' last records.
+func finalHeartbeats(inputs []randomInput, base time.Time) []randomInput {
+	end := base.Add(time.Duration(len(inputs)) * 1500 * time.Millisecond).Add(time.Minute)
+	var out []randomInput
+	for _, size := range record.Sizes {
+		for _, x := range []record.Stream{record.Toys, record.Boxes} {
+			out = append(out, randomInput{x, size, heartbeatValue(size, record.FormatTime(end))})
+		}
+	}
+	return out
+}
+
+// expectBounded fails unless the packer keeps state only for what is still
+// open: the dedupe entries exactly of the items of windows that their own
+// stream's watermark has not passed (model holds every item, by window),
+// and slots only of windows not closed.
+func (u *unitPipeline) expectBounded(what string, items map[dedupeEntry]bool) {
+	t := u.t
+	t.Helper()
+	p := u.pk.params
+	want := map[dedupeEntry]bool{}
+	for e := range items {
+		st := u.clocks().clocks[e.size]
+		if p.watermark(*st.clock(e.stream)) < e.window+p.WindowUS {
+			want[e] = true
+		}
+	}
+	got := map[dedupeEntry]bool{}
+	for _, e := range dedupeEntries(t, u.clocks().st) {
+		got[e] = true
+	}
+	if !reflect.DeepEqual(got, want) {
+		for e := range got {
+			if !want[e] {
+				t.Errorf("%s: dedupe entry %+v kept, its window closed for its stream or no such item", what, e)
+			}
+		}
+		for e := range want {
+			if !got[e] {
+				t.Errorf("%s: no dedupe entry for item %+v of a window open for its stream", what, e)
+			}
+		}
+		t.FailNow()
+	}
+	expectEntriesListed(t, what, u.clocks())
+	open := map[string]bool{}
+	for size, st := range u.clocks().clocks {
+		for _, w := range st.Open {
+			open[size+"|"+strconv.FormatInt(w.Start, 10)] = true
+		}
+	}
+	for k := range storageContents(t, u.slots().st) {
+		i := strings.LastIndexByte(k, '|')
+		if i < 0 || !open[k[:i]] {
+			t.Fatalf("%s: slot %q kept, its window is not open", what, k)
+		}
+	}
+}
+
+// TestDedupeStateBoundedByOpenWindows runs many records through the
+// groups and checks, all along, that the dedupe entries are exactly those
+// of the items of windows still open for their stream, and the slots only
+// those of windows still open: what the packer keeps does not grow with
+// the records processed.
+func TestDedupeStateBoundedByOpenWindows(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	base := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)
+	u := newUnitPipeline(t)
+	inputs := randomInputs(r, 20_000, base)
+	items := map[dedupeEntry]bool{}
+	most := 0
+	for i, in := range append(inputs, finalHeartbeats(inputs, base)...) {
+		n := len(u.table)
+		u.send(in.x, in.key, in.value)
+		if len(u.table) > n {
+			if ev := decodeDecision(t, u.table[n].value); ev.Class == classItem {
+				items[entryOf(&ev.Rec, ev.Window)] = true
+			}
+		}
+		most = max(most, len(dedupeEntries(t, u.clocks().st)))
+		if i%97 == 0 || i >= len(inputs) {
+			u.expectBounded(fmt.Sprintf("after input %d", i), items)
+		}
+	}
+	if len(items) < 5000 {
+		t.Fatalf("only %d items: a weak run", len(items))
+	}
+	if most > len(items)/20 {
+		t.Errorf("up to %d dedupe entries for %d items", most, len(items))
+	}
+	if n := len(storageContents(t, u.clocks().st)); n != 4 {
+		t.Errorf("after the final heartbeats the clock storage holds %d keys, want the 4 sizes' decisions", n)
+	}
+	if n := len(storageContents(t, u.slots().st)); n != 0 {
+		t.Errorf("after the final heartbeats the slots storage holds %d slots", n)
+	}
+	t.Logf("%d inputs, %d items, at most %d dedupe entries at once", len(inputs), len(items), most)
+}

@@ -1,0 +1,203 @@
+package packer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// The clock table is both the clock group's state and the slots group's
+// input, and a restart of either restores its state from it (recoverClock,
+// restoreSlots). Neither needs all of it: the state a record leaves depends
+// on the records before it only through
+//
+//   - the items of the windows still open (their counts, their ids, their
+//     slots), and
+//   - the last decision of each (size, stream, source partition): its
+//     stream's greatest made_at and the offset the clock skips replays up to,
+//     or a later decision carrying a snapshot of the partition's clocks,
+//     which holds the same (clock.go).
+//
+// So every record before the oldest of those can be deleted. The slots
+// group, which reads the table in order, keeps that bound (horizon); a
+// cleaner deletes the records below it with DeleteRecords once the slots
+// group has committed past the record the bound was taken at, so that no
+// record the group may process again after a restart, and no item of a
+// window such a record mentions, is lost (ARCHITECTURE.md, "Why replays are
+// harmless"). What the table keeps, and what a restart reads, is then about
+// the records of the open windows plus those since the last cleaning.
+
+// horizonEvery is how many decisions pass between two bounds a partition's
+// horizon keeps for the cleaner.
+const horizonEvery = 1024
+
+// horizon follows one partition of the clock table, as the slots group
+// reads it: the first offset of every window not yet closed, and the last
+// decision of each (size, stream, source partition).
+type horizon struct {
+	next   int64               // the offset after the last one observed
+	opened map[windowRef]int64 // first offset of each window with items, until it closes
+	lasts  map[sourceRef]int64 // last decision of each (size, stream, source partition)
+	snap   int64               // the last decision with a snapshot, -1 before one
+	count  int                 // decisions observed
+	mu     sync.Mutex          // guards marks: the cleaner reads them
+	marks  []horizonMark       // oldest first
+	gone   int64               // the offset below which the cleaner deleted the records
+}
+
+type windowRef struct {
+	size  string
+	start int64
+}
+
+type sourceRef struct {
+	size      string
+	stream    string
+	partition int32
+}
+
+// horizonMark says that a restart that processes the table from any offset
+// after at needs no record below keep.
+type horizonMark struct{ at, keep int64 }
+
+func newHorizon() *horizon {
+	return &horizon{opened: map[windowRef]int64{}, lasts: map[sourceRef]int64{}, snap: -1}
+}
+
+// observe takes the decision at offset, once: a restart observes the table
+// while it restores the slots, and then processes part of it again.
+func (h *horizon) observe(offset int64, ev *decision) {
+	if offset < h.next {
+		return
+	}
+	h.next = offset + 1
+	r := &ev.Rec
+	if ev.Class == classItem {
+		w := windowRef{r.Size, ev.Window}
+		if _, ok := h.opened[w]; !ok {
+			h.opened[w] = offset
+		}
+	}
+	for _, c := range ev.Closed {
+		delete(h.opened, windowRef{r.Size, c.Start})
+	}
+	h.lasts[sourceRef{r.Size, string(r.Stream), r.Partition}] = offset
+	if ev.Snapshot != nil {
+		h.snap = offset
+	}
+	if h.count++; h.count%horizonEvery == 0 {
+		h.mark(offset)
+	}
+}
+
+// mark keeps the bound at offset: the oldest offset that an open window or
+// a last decision needs; a last decision older than the last snapshot is
+// needed no more. Windows never open again, lasts and snapshots only move
+// on, so the bound never decreases.
+func (h *horizon) mark(offset int64) {
+	keep := offset
+	for _, o := range h.lasts {
+		keep = min(keep, max(o, h.snap))
+	}
+	for _, o := range h.opened {
+		keep = min(keep, o)
+	}
+	h.mu.Lock()
+	h.marks = append(h.marks, horizonMark{at: offset, keep: keep})
+	h.mu.Unlock()
+}
+
+// deletable is the offset below which the records may be deleted once the
+// slots group has committed offset committed (the next one it processes),
+// or 0 when nothing more may be. It drops the marks that a later one
+// supersedes.
+func (h *horizon) deletable(committed int64) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for n < len(h.marks) && h.marks[n].at < committed {
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	keep := h.marks[n-1].keep
+	h.marks = h.marks[n-1:]
+	if keep <= h.gone {
+		return 0
+	}
+	return keep
+}
+
+// deleted records that the records below offset are gone.
+func (h *horizon) deleted(offset int64) {
+	h.mu.Lock()
+	h.gone = max(h.gone, offset)
+	h.mu.Unlock()
+}
+
+// clean deletes, every interval, the clock table's records that no restart
+// needs any more, in the partitions this packer's slots group holds, until
+// ctx ends. An error is logged and the next round tries again: the records
+// are only kept longer.
+func (p *Packer) clean(ctx context.Context, every time.Duration) {
+	cl, err := p.client()
+	if err != nil {
+		p.log.Warn("clock table cleaner: no Kafka client; the table is not cleaned", "err", err)
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := p.cleanOnce(ctx, adm); err != nil && ctx.Err() == nil {
+			p.log.Warn("clock table cleaner: records not deleted this round", "topic", p.cfg.clockTable(), "err", err)
+		}
+	}
+}
+
+// cleanOnce deletes what may be deleted now.
+func (p *Packer) cleanOnce(ctx context.Context, adm *kadm.Client) error {
+	table := p.cfg.clockTable()
+	committed, err := adm.FetchOffsets(ctx, p.cfg.slotsGroup())
+	if err != nil {
+		return fmt.Errorf("committed offsets of group %s: %w", p.cfg.slotsGroup(), err)
+	}
+	del := kadm.Offsets{}
+	for part, h := range p.slots.horizons() {
+		c, ok := committed.Lookup(table, part)
+		if !ok || c.Err != nil {
+			continue
+		}
+		if keep := h.deletable(c.At); keep > 0 {
+			del.Add(kadm.Offset{Topic: table, Partition: part, At: keep})
+		}
+	}
+	if len(del) == 0 {
+		return nil
+	}
+	resp, err := adm.DeleteRecords(ctx, del)
+	if err != nil {
+		return fmt.Errorf("delete records of %s: %w", table, err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil {
+			err = fmt.Errorf("delete records of %s/%d: %w", r.Topic, r.Partition, r.Err)
+			continue
+		}
+		if h := p.slots.horizonOf(r.Partition); h != nil {
+			h.deleted(r.LowWatermark)
+		}
+		p.log.Debug("clock table cleaned", "topic", r.Topic, "partition", r.Partition, "from", r.LowWatermark)
+	}
+	return err
+}
