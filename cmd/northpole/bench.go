@@ -70,7 +70,8 @@ Columns:
   events/s          input events over the wall time from the packer's start
                     to zero lag (start-up included)
   packer µs/ev      the packer process's user+system CPU (rusage, its whole
-                    life) per input event
+                    life; with --restart less what it used in the tail after
+                    zero lag, read from /proc) per input event
   broker µs/ev      the broker's user+system CPU over the packer process's
                     life, less the bench's lag polls (calibrated after the
                     packer exits: 10 polls), per input event. kfake: the
@@ -89,7 +90,8 @@ Columns:
   sum µs/ev         packer + net
   CPU ratio, rate ratio   packer CPU per event and events/s over the first
                     variant's
-  max RSS MiB       the packer's peak resident set (VmHWM)
+  max RSS MiB       the packer's peak resident set (VmHWM) before it is
+                    stopped
   RSS B/rec         that peak in bytes per input event
   outputs/s         records in the five result topics per second
   inputs, loops, events, tables, outputs (w/r)
@@ -104,6 +106,35 @@ Columns:
                     (their consumers are not counted)
   p50, p99, p999 ms pack latency, live variant only
 After the table, a line per variant says how the broker's CPU was measured.
+
+State (--restart, on by default; not the live and hop variants): once the
+packer's lag is zero it runs on for two of its cleaning intervals and a
+second (2 × 2 s + 1 s), so that its cleaner deletes the records of its clock
+table that no restart needs; then it is stopped, the bench reads its internal
+topics (<group>-clock-loop, <group>-clock-table, <group>-slots-table) and
+starts the same packer again. That tail is left out of events/s, packer
+µs/ev and the broker's figures (they stop at zero lag, plus the packer's
+exit, as without --restart); max RSS MiB is the peak over the whole life,
+tail included. A second table, per variant:
+  written           records ever written to the internal topics (their end
+                    offsets, summed over partitions)
+  kept              records they still hold (end less start offsets): what
+                    a restart reads
+  kept %            kept over written
+  KiB               the internal topics' log size on the brokers
+                    (DescribeLogDirs, every replica), "-" when the broker
+                    does not say (a note says why). A real Kafka frees a
+                    deleted record's bytes only with its whole segment (32
+                    MiB for the tables) and after its retention check, so
+                    there bytes fall later than kept records; kfake frees
+                    them at once
+  restart s         wall time from starting the packer again (same group,
+                    topics and storage: the disk variant keeps its LevelDB)
+                    to its "packer ready" line: both groups have recovered
+                    their tables and consume
+  restart RSS MiB   the restarted packer's peak RSS (VmHWM) at that moment
+--restart=false stops the packer at zero lag and measures none of this
+(about 5 s and a restart less per variant).
 
 Without --brokers the bench uses an in-process kfake broker (in this process,
 so its CPU is not the packer's). Quick run: --records 100000.`,
@@ -128,6 +159,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 			}
 			printBenchTable(os.Stdout, out)
 			printBrokerNotes(os.Stdout, out)
+			printStateTable(os.Stdout, out)
 			return nil
 		},
 	}
@@ -148,6 +180,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	fs.IntSliceVar(&cfg.BrokerPIDs, "broker-pid", nil, "process ids of the real broker whose CPU the \"real\" variant measures, summed (default: the processes of this host listening on the --brokers addresses)")
 	fs.DurationVar(&cfg.Skew, "skew", 0, "put the boxes' event time this far ahead of the toys' (negative: behind), so windows stay open while the toys catch up")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up on one variant after this long")
+	fs.BoolVar(&cfg.Restart, "restart", cfg.Restart, "after zero lag let the packer's cleaner run, then measure what its internal topics keep and time a restart (not live, not hop; see State)")
 	return cmd
 }
 
@@ -269,5 +302,40 @@ func printBrokerNotes(w io.Writer, rs []bench.Result) {
 			how = bench.NotLocal + "; use --broker-pid)"
 		}
 		fmt.Fprintf(w, "broker CPU of %s: %s\n", r.Name, how)
+	}
+}
+
+// printStateTable prints, for the variants whose state was measured
+// (--restart), what the packer's internal topics kept and how long a
+// restart took, then a note per variant whose bytes were not measured.
+func printStateTable(w io.Writer, rs []bench.Result) {
+	var measured []bench.Result
+	for _, r := range rs {
+		if r.Error == "" && r.RestartReadySeconds > 0 {
+			measured = append(measured, r)
+		}
+	}
+	if len(measured) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nstate after the run: the packer's internal topics, and a restart")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tparts\twritten\tkept\tkept %\tKiB\trestart s\trestart RSS MiB\t")
+	for _, r := range measured {
+		kept, size := "-", "-"
+		if r.InternalRecordsWritten > 0 {
+			kept = fmt.Sprintf("%.1f", 100*float64(r.InternalRecordsKept)/float64(r.InternalRecordsWritten))
+		}
+		if r.InternalBytes >= 0 {
+			size = fmt.Sprintf("%.0f", float64(r.InternalBytes)/1024)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.2f\t%.0f\t\n", r.Name, r.Partitions, r.InternalRecordsWritten, r.InternalRecordsKept,
+			kept, size, r.RestartReadySeconds, r.RestartMaxRSSMiB)
+	}
+	tw.Flush()
+	for _, r := range measured {
+		if r.InternalBytes < 0 {
+			fmt.Fprintf(w, "internal bytes of %s: not measured (%s)\n", r.Name, r.InternalBytesError)
+		}
 	}
 }

@@ -74,6 +74,14 @@ func TestBenchRunsItsVariants(t *testing.T) {
 		if wantHop := i == 1; r.Hop != wantHop {
 			t.Errorf("variant %d (%s): hop = %v, want %v", i, r.Name, r.Hop, wantHop)
 		}
+		// --restart is on by default: the packer's state and restart are
+		// measured, the hop's not.
+		measured := r.RestartReadySeconds > 0 && r.InternalRecordsWritten > 0 && r.InternalRecordsKept <= r.InternalRecordsWritten &&
+			len(r.InternalTopics) == 3 && r.InternalBytes > 0 && r.CleanWaitSeconds > 0
+		if i == 0 && !measured || i == 1 && (r.RestartReadySeconds != 0 || r.InternalTopics != nil || r.CleanWaitSeconds != 0) {
+			t.Errorf("variant %s: state written %d, kept %d, %d bytes (%s), restart ready in %v s, topics %+v",
+				r.Name, r.InternalRecordsWritten, r.InternalRecordsKept, r.InternalBytes, r.InternalBytesError, r.RestartReadySeconds, r.InternalTopics)
+		}
 	}
 	if base := got.Results[0]; base.Error == "" && base.OutputRecords == 0 {
 		t.Errorf("the packer wrote no output: %+v", base)
@@ -93,9 +101,14 @@ func TestPrintBench(t *testing.T) {
 		{Variant: bench.Variant{Name: "real broker", Partitions: 4}, InputEvents: 100, BrokerCPU: bench.NotLocal + ")"},
 		{Variant: bench.Variant{Name: "disk", Partitions: 4}, Error: "boom"},
 	}
+	rs[0].InternalRecordsWritten, rs[0].InternalRecordsKept, rs[0].InternalBytes = 2000, 500, 10240
+	rs[0].RestartReadySeconds, rs[0].RestartMaxRSSMiB = 1.234, 42
+	rs[1].InternalRecordsWritten, rs[1].InternalRecordsKept, rs[1].InternalBytes, rs[1].InternalBytesError = 10, 10, -1, "no log dirs"
+	rs[1].RestartReadySeconds = 0.5
 	var b bytes.Buffer
 	printBenchTable(&b, rs)
 	printBrokerNotes(&b, rs)
+	printStateTable(&b, rs)
 	out := b.String()
 	for _, want := range []string{
 		"broker µs/ev", "net µs/ev", "sum µs/ev", "RSS B/rec", "inputs w/r", "loops w/r", "events w/r", "tables w/r", "outputs w/r",
@@ -103,12 +116,26 @@ func TestPrintBench(t *testing.T) {
 		"broker CPU of baseline: kfake: measured",
 		"broker CPU of real broker: not measured (broker not on this host; use --broker-pid)",
 		"disk failed: boom",
+		"kept %", "restart s", "restart RSS MiB", "25.0", "1.23", "internal bytes of real broker: not measured (no log dirs)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if lines := strings.Split(out, "\n"); !strings.Contains(lines[2], "real broker") || strings.Count(lines[2], " - ") < 3 {
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[2], "real broker") || strings.Count(lines[2], " - ") < 3 {
 		t.Errorf("the unmeasured broker's row should show - for broker, net and sum:\n%s", lines[2])
+	}
+	// The state table: a row per measured variant, the baseline's 10 KiB,
+	// "-" for the real broker's unmeasured bytes, none for the failed one.
+	var state []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "state after the run") {
+			state = lines[i+2:]
+		}
+	}
+	if len(state) < 2 || !strings.Contains(state[0], "baseline") || !strings.Contains(state[0], " 10 ") ||
+		!strings.Contains(state[1], "real broker") || !strings.Contains(state[1], " - ") || strings.Contains(strings.Join(state, "\n"), "disk") {
+		t.Errorf("state table rows %q in:\n%s", state, out)
 	}
 }

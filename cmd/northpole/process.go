@@ -44,6 +44,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L (whole microseconds, >= 0)")
 	fs.StringVar(&cfg.InstanceID, "instance-id", cfg.InstanceID, "static consumer-group member id: a restarted instance with the same id resumes at once (never share one between live instances)")
 	fs.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep goka tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
+	fs.DurationVar(&cfg.CleanEvery, "clean-every", cfg.CleanEvery, "how often to delete the clock table's records that no restart needs (0: never, and the table grows with every record)")
 }
 
 // packerArgs is the command line of `northpole process packer` for cfg's
@@ -58,6 +59,9 @@ func packerArgs(cfg packer.Config) []string {
 		"--dead-topic", t.Dead}
 	if cfg.StorageDir != "" {
 		args = append(args, "--storage-dir", cfg.StorageDir)
+	}
+	if cfg.CleanEvery != packer.DefaultConfig().CleanEvery {
+		args = append(args, "--clean-every", cfg.CleanEvery.String())
 	}
 	return args
 }

@@ -3,8 +3,10 @@
 // its tables in memory or on disk, on the in-process kfake or a real Kafka.
 // Per variant it reports input events/s, the worker process's CPU per input
 // event (rusage) and peak RSS (VmHWM), output records/s and, live, the pack
-// latency. `northpole bench` is its command line; docs/PERFORMANCE.md has the
-// numbers.
+// latency; and, with Config.Restart, what the packer's internal topics keep
+// once its cleaner has run and how long a restarted packer takes to be
+// ready (state.go). `northpole bench` is its command line;
+// docs/PERFORMANCE.md has the numbers.
 //
 // The bench does not know the command line of the processes it measures:
 // Config.Args says, for each Worker, what to run.
@@ -92,6 +94,37 @@ type Result struct {
 	// span); fewer received means spans were lost.
 	SpansReceived int64 `json:"spans_received,omitempty"`
 	SpansExpected int64 `json:"spans_expected,omitempty"`
+	// What the packer keeps and what a restart costs, measured when
+	// Config.Restart is on, for every variant but live and hop (zero:
+	// not measured). At zero lag the packer runs on for CleanWaitSeconds
+	// (two of its cleaning intervals and a second), so that its cleaner
+	// deletes the clock table's records no restart needs; that tail is
+	// not in Seconds, CPUSeconds or the broker's CPU (it used
+	// CleanWaitCPUSeconds of the packer's), but MaxRSSMiB is the peak over
+	// the whole life, tail included. Then the packer is stopped and:
+	//
+	// InternalTopics are its loop and tables, per topic: records written
+	// (end offsets), kept (end less start offsets) and bytes on the
+	// brokers. InternalRecordsWritten, InternalRecordsKept and
+	// InternalBytes are their sums; InternalBytes is -1 when the broker
+	// did not say (DescribeLogDirs failed: InternalBytesError says why).
+	// On a real Kafka a deleted record's bytes are freed only with its
+	// whole segment (32 MiB for the tables), so bytes fall later than
+	// records; kfake frees whole batches below the log start at once.
+	//
+	// RestartReadySeconds is the wall time from starting the same worker
+	// again (same group, topics and storage) to its ReadyLine: both groups
+	// have recovered their tables from what was kept and consume.
+	// RestartMaxRSSMiB is that process's peak RSS (VmHWM) at that moment.
+	CleanWaitSeconds       float64      `json:"clean_wait_s,omitempty"`
+	CleanWaitCPUSeconds    float64      `json:"clean_wait_packer_cpu_s,omitempty"`
+	InternalTopics         []TopicState `json:"internal_topics,omitempty"`
+	InternalRecordsWritten int64        `json:"internal_records_written,omitempty"`
+	InternalRecordsKept    int64        `json:"internal_records_kept,omitempty"`
+	InternalBytes          int64        `json:"internal_bytes,omitempty"`
+	InternalBytesError     string       `json:"internal_bytes_error,omitempty"`
+	RestartReadySeconds    float64      `json:"restart_ready_s,omitempty"`
+	RestartMaxRSSMiB       float64      `json:"restart_max_rss_mib,omitempty"`
 	// Ratios to the baseline (the first variant) of CPU per event and events/s.
 	CPURatio  float64 `json:"cpu_per_event_ratio,omitempty"`
 	RateRatio float64 `json:"events_per_s_ratio,omitempty"`
@@ -162,6 +195,11 @@ type Config struct {
 	// Skew puts the boxes' event time this far ahead of the toys' (behind
 	// when negative): while a stream is ahead its windows stay open.
 	Skew time.Duration
+	// Restart: for every variant but live and hop, keep the packer
+	// running after zero lag until its cleaner has run, then measure what
+	// its internal topics keep and how long a restarted packer takes to be
+	// ready (Result's CleanWaitSeconds to RestartMaxRSSMiB).
+	Restart bool
 	// Executable is the program the workers run as; Args gives its
 	// arguments for a Worker.
 	Executable string
@@ -176,7 +214,7 @@ func DefaultConfig() Config {
 		Records: 1_000_000, Partitions: []int32{4, 1, 8},
 		Variants: []string{"base", "trace100", "trace10", "parts", "disk", "real", "live"},
 		LiveRate: 2000, LiveDuration: 30 * time.Second, Elves: 2, Timeout: 30 * time.Minute,
-		Params: contract.DefaultParams(), Progress: io.Discard,
+		Params: contract.DefaultParams(), Restart: true, Progress: io.Discard,
 	}
 }
 
@@ -413,7 +451,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		return r, err
 	}
 	began = time.Now()
-	proc, err := b.start(ctx, w, env)
+	proc, err := b.start(ctx, w, env, false)
 	if err != nil {
 		return r, err
 	}
@@ -435,8 +473,8 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		return r, err
 	}
 	r.Seconds = time.Since(began).Seconds()
-	if err := proc.stop(&r); err != nil {
-		return r, fmt.Errorf("packer process: %w", err)
+	if err := b.stopQuiet(ctx, proc, span, v, w.Packer, &r); err != nil {
+		return r, err
 	}
 	if err := span.end(ctx, &r, lag, int(polls.Load())); err != nil {
 		return r, err
@@ -446,17 +484,37 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 			return r, err
 		}
 	}
-	in, err := endOffsets(ctx, kc, cfg.Topics.Toys, cfg.Topics.Boxes)
-	if err != nil {
+	if err := b.count(ctx, kc, cfg.Topics, uses, before, &r); err != nil {
 		return r, err
 	}
-	outN, err := endOffsets(ctx, kc, cfg.Topics.Packed, cfg.Topics.Unpacked, cfg.Topics.Spare, cfg.Topics.Late, cfg.Topics.Dead)
+	if v.Tracing != "off" {
+		// The packer flushed its spans before it exited.
+		r.SpansReceived = received()
+		b.progress("  %s", r.spansLine())
+	}
+	if b.measuresState(v) {
+		if err := b.state(ctx, kc, w, env, uses, &r); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// count, once the worker has stopped, sets r's records and per-event
+// figures from the end offsets of the topics t and uses (before: those
+// before the run), and prints them.
+func (b *Bench) count(ctx context.Context, kc kafkaconf.Config, t packer.Topics, uses []topicUse, before map[string]int64, r *Result) error {
+	in, err := endOffsets(ctx, kc, t.Toys, t.Boxes)
 	if err != nil {
-		return r, err
+		return err
+	}
+	outN, err := endOffsets(ctx, kc, t.Packed, t.Unpacked, t.Spare, t.Late, t.Dead)
+	if err != nil {
+		return err
 	}
 	after, err := endOffsetsByTopic(ctx, kc, topicsOf(uses), false)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.Records = kindRecords(uses, before, after, in)
 	r.perEvent(in, outN)
@@ -465,12 +523,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		broker = fmt.Sprintf("%.1f µs (%.1f µs less its idle rate)", r.BrokerCPUPerEventUS, r.BrokerNetCPUPerEventUS)
 	}
 	b.progress("  %d events in %.1f s: %.0f events/s, %.1f µs CPU/event, broker CPU/event %s, max RSS %.0f MiB", in, r.Seconds, r.EventsPerSec, r.CPUPerEventUS, broker, r.MaxRSSMiB)
-	if v.Tracing != "off" {
-		// The packer flushed its spans before it exited.
-		r.SpansReceived = received()
-		b.progress("  %s", r.spansLine())
-	}
-	return r, nil
+	return nil
 }
 
 // perEvent completes r from its totals, in input events and output records.

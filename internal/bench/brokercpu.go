@@ -124,6 +124,9 @@ type brokerSpan struct {
 	idleBefore float64
 	cpu0       time.Duration
 	began      time.Time
+	// skipped is the broker's CPU and wall time left out (skip).
+	skippedCPU  time.Duration
+	skippedWall time.Duration
 }
 
 // begin samples the broker's idle rate for two seconds, then starts the
@@ -144,9 +147,32 @@ func (m *brokerMeter) begin(ctx context.Context) (*brokerSpan, error) {
 	return &brokerSpan{m: m, idleBefore: idle, cpu0: cpu0, began: time.Now()}, nil
 }
 
+// skip leaves out of the span the broker's CPU and the wall time from now
+// until resume is called: the packer's tail after zero lag, while its
+// cleaner deletes (Config.Restart). A nil span skips nothing.
+func (s *brokerSpan) skip() (resume func() error, err error) {
+	if s == nil {
+		return func() error { return nil }, nil
+	}
+	c0, err := s.m.cpu()
+	if err != nil {
+		return nil, fmt.Errorf("broker CPU: %w", err)
+	}
+	t0 := time.Now()
+	return func() error {
+		c1, err := s.m.cpu()
+		if err != nil {
+			return fmt.Errorf("broker CPU: %w", err)
+		}
+		s.skippedCPU += c1 - c0
+		s.skippedWall += time.Since(t0)
+		return nil
+	}, nil
+}
+
 // end, once the packer has exited, sets r's broker figures: the CPU since
-// begin less polls calls of lag (calibrated now: ten calls), and the idle
-// rate, the mean of begin's and two seconds' now.
+// begin less what skip left out and polls calls of lag (calibrated now: ten
+// calls), and the idle rate, the mean of begin's and two seconds' now.
 func (s *brokerSpan) end(ctx context.Context, r *Result, lag func(context.Context) (int64, error), polls int) error {
 	if s == nil {
 		return nil
@@ -155,7 +181,7 @@ func (s *brokerSpan) end(ctx context.Context, r *Result, lag func(context.Contex
 	if err != nil {
 		return fmt.Errorf("broker CPU: %w", err)
 	}
-	r.BrokerSeconds = time.Since(s.began).Seconds()
+	r.BrokerSeconds = (time.Since(s.began) - s.skippedWall).Seconds()
 	perPoll, err := s.m.pollCost(ctx, lag, 10)
 	if err != nil {
 		return fmt.Errorf("broker CPU: %w", err)
@@ -166,6 +192,6 @@ func (s *brokerSpan) end(ctx context.Context, r *Result, lag func(context.Contex
 	}
 	r.BrokerIdleCPU = (s.idleBefore + idleAfter) / 2
 	r.Polls, r.PollCPUSeconds = polls, (perPoll * time.Duration(polls)).Seconds()
-	r.BrokerCPU, r.BrokerCPUSeconds = s.m.how, (cpu1 - s.cpu0 - perPoll*time.Duration(polls)).Seconds()
+	r.BrokerCPU, r.BrokerCPUSeconds = s.m.how, (cpu1 - s.cpu0 - s.skippedCPU - perPoll*time.Duration(polls)).Seconds()
 	return nil
 }

@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,21 +18,41 @@ import (
 
 // process is a worker running as its own OS process.
 type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
+	cmd     *exec.Cmd
+	started time.Time // just before the exec
+	exited  chan struct{}
+	err     error
+	// ready, when start was asked to watch, notes when the worker has
+	// printed ReadyLine.
+	ready *lineWatch
 }
 
-// start runs the worker w with environment env until ctx ends or stop.
-func (b *Bench) start(ctx context.Context, w Worker, env []string) (*process, error) {
+// ReadyLine starts the line a packer worker prints on its stderr once both
+// of its goka groups have recovered their tables and consume (`northpole
+// process packer`: "packer ready: consuming ...").
+const ReadyLine = "packer ready"
+
+// start runs the worker w with environment env until ctx ends or stop. Its
+// output goes to Config.Progress; with watch, through a lineWatch for
+// ReadyLine (then a goroutine of this process copies it: not for a run
+// whose broker CPU is this process's).
+func (b *Bench) start(ctx context.Context, w Worker, env []string, watch bool) (*process, error) {
 	c := exec.CommandContext(ctx, b.cfg.Executable, b.cfg.Args(w)...)
 	c.Env, c.Stdout, c.Stderr = env, b.cfg.Progress, b.cfg.Progress
+	var ready *lineWatch
+	if watch {
+		// One writer for both: exec then copies them in one goroutine, so
+		// the watch and Progress see one write at a time.
+		ready = newLineWatch(b.cfg.Progress, ReadyLine)
+		c.Stdout, c.Stderr = ready, ready
+	}
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	c.WaitDelay = 30 * time.Second
+	started := time.Now()
 	if err := c.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: c, exited: make(chan struct{})}
+	p := &process{cmd: c, started: started, exited: make(chan struct{}), ready: ready}
 	go func() {
 		p.err = c.Wait()
 		close(p.exited)
@@ -52,12 +75,71 @@ func (p *process) stop(r *Result) error {
 	// high-water mark of the forking process, this one, whose RSS holds the
 	// in-process broker's data.
 	r.MaxRSSMiB = vmHWM(p.cmd.Process.Pid)
+	cpu, err := p.halt()
+	r.CPUSeconds = cpu.Seconds()
+	return err
+}
+
+// halt ends the process with SIGTERM, waits until it has exited and returns
+// its CPU time (user + system, rusage) and what it exited with.
+func (p *process) halt() (time.Duration, error) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	<-p.exited
+	var cpu time.Duration
 	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	return p.err
+	return cpu, p.err
+}
+
+// cpu is the CPU time the running process has used so far (/proc, in
+// ticks of 10 ms).
+func (p *process) cpu() (time.Duration, error) { return procCPU(p.cmd.Process.Pid) }
+
+// lineWatch passes what a worker writes on to out and notes when a line
+// starting with prefix first comes by.
+type lineWatch struct {
+	out    io.Writer
+	prefix []byte
+	mu     sync.Mutex
+	line   []byte // the start of the current line, while not seen
+	at     time.Time
+	seen   chan struct{}
+}
+
+func newLineWatch(out io.Writer, prefix string) *lineWatch {
+	return &lineWatch{out: out, prefix: []byte(prefix), seen: make(chan struct{})}
+}
+
+// Write passes p on to out (its failure is not the worker's: ignored) and
+// looks for the line.
+func (l *lineWatch) Write(p []byte) (int, error) {
+	_, _ = l.out.Write(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for rest := p; len(rest) > 0 && l.at.IsZero(); {
+		chunk, after, newline := bytes.Cut(rest, []byte{'\n'})
+		// Only the line's first len(prefix) bytes matter.
+		if n := len(l.prefix) - len(l.line); n > 0 {
+			l.line = append(l.line, chunk[:min(n, len(chunk))]...)
+		}
+		if bytes.Equal(l.line, l.prefix) {
+			l.at = time.Now()
+			close(l.seen)
+		}
+		if !newline {
+			break
+		}
+		l.line, rest = l.line[:0], after
+	}
+	return len(p), nil
+}
+
+// when is the time the line was seen, or zero.
+func (l *lineWatch) when() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at
 }
 
 // workerEnv is the worker's environment: the bench decides its tracing; only
