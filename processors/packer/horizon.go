@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"sync"
@@ -30,8 +31,9 @@ import (
 // harmless"). What the table keeps, and what a restart reads, is then about
 // the records of the open windows plus those since the last cleaning.
 
-// horizonEvery is how many decisions pass between two bounds a partition's
-// horizon keeps for the cleaner.
+// horizonEvery is how many decisions pass at most between two bounds a
+// partition's horizon keeps for the cleaner; a decision that closes windows
+// takes one too, as the bound moves on when the oldest window closes.
 const horizonEvery = 1024
 
 // horizon follows one partition of the clock table, as the slots group
@@ -40,6 +42,7 @@ const horizonEvery = 1024
 type horizon struct {
 	next   int64               // the offset after the last one observed
 	opened map[windowRef]int64 // first offset of each window with items, until it closes
+	firsts firstOffsets        // the same offsets, least first; closed ones dropped when met
 	lasts  map[sourceRef]int64 // last decision of each (size, stream, source partition)
 	snap   int64               // the last decision with a snapshot, -1 before one
 	count  int                 // decisions observed
@@ -67,11 +70,26 @@ func newHorizon() *horizon {
 	return &horizon{opened: map[windowRef]int64{}, lasts: map[sourceRef]int64{}, snap: -1}
 }
 
-// observe takes the decision at offset, once: a restart observes the table
-// while it restores the slots, and then processes part of it again.
+// observe takes the decision at offset, once (see follow), and marks the
+// bound every horizonEvery decisions and at every decision that closes
+// windows.
 func (h *horizon) observe(offset int64, ev *decision) {
+	if h.follow(offset, ev) && (h.count%horizonEvery == 0 || len(ev.Closed) > 0) {
+		h.mark(offset)
+	}
+}
+
+// follow takes the decision at offset, once: a restart follows the table
+// while it restores the slots, then processes part of it again. It reports
+// whether the decision was new. A restore follows without marking: its
+// records start where an earlier cleaning cut the table, and a bound taken
+// at a record before that cleaning's mark would not know the windows whose
+// first items went with the records cut. From the first record the group
+// processes on (past that mark, as it committed past it), it knows all it
+// must.
+func (h *horizon) follow(offset int64, ev *decision) bool {
 	if offset < h.next {
-		return
+		return false
 	}
 	h.next = offset + 1
 	r := &ev.Rec
@@ -79,6 +97,7 @@ func (h *horizon) observe(offset int64, ev *decision) {
 		w := windowRef{r.Size, ev.Window}
 		if _, ok := h.opened[w]; !ok {
 			h.opened[w] = offset
+			heap.Push(&h.firsts, windowFirst{offset, w})
 		}
 	}
 	for _, c := range ev.Closed {
@@ -88,9 +107,8 @@ func (h *horizon) observe(offset int64, ev *decision) {
 	if ev.Snapshot != nil {
 		h.snap = offset
 	}
-	if h.count++; h.count%horizonEvery == 0 {
-		h.mark(offset)
-	}
+	h.count++
+	return true
 }
 
 // mark keeps the bound at offset: the oldest offset that an open window or
@@ -102,12 +120,38 @@ func (h *horizon) mark(offset int64) {
 	for _, o := range h.lasts {
 		keep = min(keep, max(o, h.snap))
 	}
-	for _, o := range h.opened {
-		keep = min(keep, o)
+	for len(h.firsts) > 0 {
+		f := h.firsts[0]
+		if o, open := h.opened[f.w]; open && o == f.offset {
+			keep = min(keep, f.offset)
+			break
+		}
+		heap.Pop(&h.firsts)
 	}
 	h.mu.Lock()
-	h.marks = append(h.marks, horizonMark{at: offset, keep: keep})
+	if n := len(h.marks); n == 0 || h.marks[n-1].at < offset {
+		h.marks = append(h.marks, horizonMark{at: offset, keep: keep})
+	}
 	h.mu.Unlock()
+}
+
+// firstOffsets is a min-heap of the open windows' first offsets.
+type firstOffsets []windowFirst
+
+type windowFirst struct {
+	offset int64
+	w      windowRef
+}
+
+func (f firstOffsets) Len() int           { return len(f) }
+func (f firstOffsets) Less(i, j int) bool { return f[i].offset < f[j].offset }
+func (f firstOffsets) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
+func (f *firstOffsets) Push(x any)        { *f = append(*f, x.(windowFirst)) }
+func (f *firstOffsets) Pop() any {
+	old := *f
+	x := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return x
 }
 
 // deletable is the offset below which the records may be deleted once the

@@ -93,12 +93,12 @@ func TestHorizonObserveOnce(t *testing.T) {
 		t.Errorf("observing old offsets again changed the horizon: count %d opened %v lasts %v next %d", h.count, h.opened, h.lasts, h.next)
 	}
 	// The group's records from the next offset on count, and a mark is
-	// taken every horizonEvery decisions.
+	// taken at the closing (offset 2) and every horizonEvery decisions.
 	for off := int64(3); off < 3*horizonEvery; off++ {
 		h.observe(off, hd("M", record.Toys, 0, classHeartbeat, 5))
 		h.observe(off, hd("M", record.Toys, 0, classHeartbeat, 5))
 	}
-	want := []horizonMark{{at: horizonEvery - 1, keep: 1}, {at: 2*horizonEvery - 1, keep: 1}, {at: 3*horizonEvery - 1, keep: 1}}
+	want := []horizonMark{{at: 2, keep: 1}, {at: horizonEvery - 1, keep: 1}, {at: 2*horizonEvery - 1, keep: 1}, {at: 3*horizonEvery - 1, keep: 1}}
 	if !slices.Equal(h.marks, want) {
 		t.Errorf("marks %+v, want %+v", h.marks, want)
 	}
@@ -150,8 +150,9 @@ func TestHorizonDeletable(t *testing.T) {
 // groups, a mark taken after every decision never keeps less than the one
 // before, keeps no more than its own offset, and the cleaner is only
 // offered offsets that grow and that a mark before the committed offset
-// allowed; the slots group's own horizon takes a mark every horizonEvery
-// decisions, each equal to the one a horizon over the table gives.
+// allowed; the slots group's own horizon takes a mark at least every
+// horizonEvery decisions (and at each closing), each equal to the one a
+// horizon over the table gives.
 func TestHorizonMarksNeverDecrease(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	base := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)
@@ -178,8 +179,8 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 		t.Errorf("the last mark %+v, after the final heartbeats, keeps more than the final heartbeats", last)
 	}
 	natural := u.slots().horizon.marks
-	if len(natural) != len(u.table)/horizonEvery {
-		t.Fatalf("%d marks for %d decisions", len(natural), len(u.table))
+	if len(natural) < len(u.table)/horizonEvery {
+		t.Fatalf("%d marks for %d decisions: fewer than one every %d", len(natural), len(u.table), horizonEvery)
 	}
 	for _, m := range natural {
 		if m != every[m.at] {

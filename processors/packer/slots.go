@@ -140,7 +140,7 @@ func (p *Packer) restoreSlots(part *tablePart, offset int64, value []byte) error
 		return err
 	}
 	ev := v.(*decision)
-	part.horizon.observe(offset, ev)
+	part.horizon.follow(offset, ev)
 	r := &ev.Rec
 	if ev.Class == classItem {
 		if _, err := part.updateSlot(slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace}); err != nil {
