@@ -30,6 +30,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 		raw, _ := msg.([]byte)
 		key := ctx.Key()
 		r, err := record.Parse(stream, []byte(key), raw)
+		p.aligner.processed(stream, ctx.Partition(), ctx.Offset(), r.MadeAtMicros(), err == nil)
 		if err != nil {
 			detail := err.Error()
 			if ie := (*record.InvalidError)(nil); errors.As(err, &ie) {

@@ -39,6 +39,8 @@ type Packer struct {
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
 	ready  func()       // WithReady
+	// aligner keeps the clock group's inputs together in event time (align.go).
+	aligner *aligner
 }
 
 // New validates cfg; it does not touch Kafka. A nil log discards the
@@ -50,7 +52,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable())}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable()), aligner: newAligner(cfg.Partitions)}
 	for _, o := range opts {
 		o(p)
 	}

@@ -105,7 +105,16 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 	seq := newSequencer()
 	p.seqs = append(p.seqs, seq)
 	producer := gokakit.ProducerByTopic(kc, group, log, p.hasherFor)
+	// The consumer group is the packer's own: static membership, and the
+	// clock group's pauses (align.go).
+	sc := gokakit.Sarama(kc, group)
+	sc.Consumer.Group.InstanceId = p.cfg.InstanceID
+	cgb := goka.ConsumerGroupBuilderWithConfig(sc)
+	if group == p.cfg.clockGroup() {
+		cgb = p.aligner.capture(cgb)
+	}
 	opts := append(gokakit.Options(kc, group, tm, log),
+		goka.WithConsumerGroupBuilder(cgb),
 		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
 			inner, err := producer(brokers, clientID, hasher)
 			if err != nil {
@@ -120,12 +129,6 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 		store = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
 	}
 	opts = append(opts, goka.WithStorageBuilder(p.storageBuilder(store)))
-	if p.cfg.InstanceID != "" {
-		// Static membership is the consumer group's alone.
-		sc := gokakit.Sarama(kc, group)
-		sc.Consumer.Group.InstanceId = p.cfg.InstanceID
-		opts = append(opts, goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(sc)))
-	}
 	if group == p.cfg.clockGroup() {
 		// A null value (a tombstone) is a dead letter by the contract; goka's
 		// default drops it before any callback runs. Only the input stage gets
@@ -185,6 +188,7 @@ func (p *Packer) Run(ctx context.Context) error {
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
 	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
+	p.aligner = newAligner(p.cfg.Partitions)
 	p.slots.restore = func(partition int32, part *tablePart) error {
 		return p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
 			return p.restoreSlots(part, offset, value)
@@ -211,6 +215,11 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 		})
 	}
 	running := make(chan bool, 1)
+	aligned := make(chan struct{})
+	go func() {
+		defer close(aligned)
+		p.align(gctx)
+	}()
 	cleaned := make(chan struct{})
 	go func() {
 		defer close(cleaned)
@@ -228,6 +237,7 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 	err = unlessStopped(ctx, g.Wait())
 	ran = <-running // Wait has cancelled gctx, so this does not wait long
 	<-cleaned
+	<-aligned
 	if err == nil {
 		return ran, nil
 	}
