@@ -162,13 +162,13 @@ func crashSIGKILL(t *testing.T, bin string, disk bool) {
 		// Most kills come at a random moment; every fourth comes at once,
 		// while the packer joins its groups and recovers its tables, and
 		// every fourth after the packer has run long enough to delete
-		// records from the clock table (it cleans every 2 s).
+		// records from the clock table (it cleans every 2 s, once ready).
 		wait := time.Duration(300+rng.IntN(900)) * time.Millisecond
 		switch kills % 4 {
 		case 1:
 			wait = time.Duration(20+rng.IntN(200)) * time.Millisecond
 		case 3:
-			wait = 3 * time.Second
+			wait = 5 * time.Second
 		}
 		select {
 		case err := <-produced:
