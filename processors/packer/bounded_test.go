@@ -42,7 +42,7 @@ func clockTableKept(t *testing.T, ctx context.Context, kc kafkaconf.Config, topi
 // and starts it again twice while the elves write, each time once the
 // broker has actually deleted records. The restarted packers recover from
 // what the table kept, and the results must equal the reference; at the
-// end the table must hold a small part of what was written to it.
+// end, every window closed, the table must hold almost nothing.
 func TestRestartAfterCleaning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -91,7 +91,7 @@ func TestRestartAfterCleaning(t *testing.T) {
 	pl.check(t, ctx, s)
 	kept, deleted := clockTableKept(t, ctx, kc, table)
 	t.Logf("clock table at the end: %d records kept, %d deleted", kept, deleted)
-	if kept*3 > kept+deleted {
-		t.Errorf("the clock table keeps %d of %d records: more than a third, though every window but the last few closed", kept, kept+deleted)
+	if kept*100 > kept+deleted {
+		t.Errorf("the clock table keeps %d of %d records: more than a hundredth, though the final heartbeats closed every window", kept, kept+deleted)
 	}
 }
