@@ -86,7 +86,7 @@ func (h *horizon) observe(offset int64, ev *decision) {
 // at a record before that cleaning's mark would not know the windows whose
 // first items went with the records cut. From the first record the group
 // processes on (past that mark, as it committed past it), it knows all it
-// must.
+// must, and so it does at the last record restored, which the restore marks.
 func (h *horizon) follow(offset int64, ev *decision) bool {
 	if offset < h.next {
 		return false

@@ -190,9 +190,18 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
 	p.aligner = newAligner(p.cfg.Partitions)
 	p.slots.restore = func(partition int32, part *tablePart) error {
-		return p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
+		err := p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
 			return p.restoreSlots(part, offset, value)
 		})
+		if h := part.horizon; err == nil && h.next > 0 {
+			// The bound at the last record restored is exact (see follow):
+			// the group's committed offset is past the mark the last
+			// cleaning used and at most the end. Without it a packer
+			// restarted on a quiet table would not clean until new
+			// records came.
+			h.mark(h.next - 1)
+		}
+		return err
 	}
 	graphs := p.Graphs()
 	procs := make([]*goka.Processor, len(graphs))
