@@ -127,7 +127,7 @@ func (t *tablePart) forgetWindow(size string, c closedWindow) error {
 }
 
 // restoreSlots rebuilds the slots of one partition from the clock table's
-// records, oldest first (restoreSlotsFrom reads them when goka builds the
+// records, oldest first (readClockTable reads them when goka opens the
 // partition's storage), without writing anything: items fill their slots,
 // closings mark theirs closed. The table holds every item of every window
 // that a decision still to be processed mentions (horizon.go), so those
