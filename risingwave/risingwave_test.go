@@ -95,6 +95,36 @@ func TestScriptRunsTheSharedText(t *testing.T) {
 	}
 }
 
+// TestStatements: the default script splits into its two sources, np_input
+// and one view per contract relation, each a statement without comments or
+// semicolon, in the order the script creates them.
+func TestStatements(t *testing.T) {
+	script, err := Script(DefaultScriptOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels, err := Contract(DefaultScriptOptions().Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := Statements(script)
+	var want []string
+	for _, n := range []string{"SOURCE np_toys_source", "SOURCE np_boxes_source", MaterializedView + " " + Input} {
+		want = append(want, "CREATE "+n+" ")
+	}
+	for _, r := range rels {
+		want = append(want, "CREATE "+MaterializedView+" "+r.Name+" AS")
+	}
+	if len(stmts) != len(want) {
+		t.Fatalf("%d statements, want %d", len(stmts), len(want))
+	}
+	for i, s := range stmts {
+		if !strings.HasPrefix(s, want[i]) || strings.HasSuffix(s, ";") {
+			t.Errorf("statement %d begins %.60q, want %q and no final semicolon", i, s, want[i])
+		}
+	}
+}
+
 func TestScriptRefusesQuotes(t *testing.T) {
 	o := DefaultScriptOptions()
 	o.ToysTopic = "toys'; DROP TABLE x; --"

@@ -90,18 +90,33 @@ func Script(o ScriptOptions) (string, error) {
 	return strings.TrimRight(b.String(), "\n") + "\n", nil
 }
 
+// Statements splits a script into its statements, in order, each without
+// its comment lines and its final semicolon: what psql would send one by one.
+// It relies on the script's shape (Script ends each statement with ";" at
+// the end of a line, and no statement holds one there).
+func Statements(script string) []string {
+	var out []string
+	for _, stmt := range strings.Split(script, ";\n") {
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(stmt), "\n") {
+			if len(lines) == 0 && (strings.HasPrefix(l, "--") || strings.TrimSpace(l) == "") {
+				continue // the comments before the statement
+			}
+			lines = append(lines, l)
+		}
+		if text := strings.TrimSuffix(strings.TrimSpace(strings.Join(lines, "\n")), ";"); text != "" {
+			out = append(out, text)
+		}
+	}
+	return out
+}
+
 // ScriptRelations returns the contract relations a script creates, in order,
 // as (name, body) read back from the script text. The drift test compares
 // them with what the batch engines executed.
 func ScriptRelations(script string) []Relation {
 	var out []Relation
-	for _, stmt := range strings.Split(script, ";\n") {
-		// Drop the comment lines before the statement.
-		lines := strings.Split(strings.TrimSpace(stmt), "\n")
-		for len(lines) > 0 && (strings.HasPrefix(lines[0], "--") || strings.TrimSpace(lines[0]) == "") {
-			lines = lines[1:]
-		}
-		text := strings.Join(lines, "\n")
+	for _, text := range Statements(script) {
 		if !strings.HasPrefix(text, "CREATE "+MaterializedView+" ") {
 			continue
 		}
