@@ -1,7 +1,6 @@
 package kafkaconf
 
 import (
-	"context"
 	"crypto/tls"
 	"log/slog"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/twmb/franz-go/plugin/kslog"
 )
 
 // ProducerMaxBytes is the largest record batch, and so the largest record,
@@ -53,22 +53,12 @@ func (c Config) Kgo() []kgo.Opt {
 	return append(opts, c.Security.kgoOpts()...)
 }
 
-// KgoLogger sends a kgo client's warnings and errors (failed requests,
-// metadata trouble) to l; Info and Debug stay quiet. Without it kgo's retries
-// are silent, and a broker restart a producer rides out would show nowhere.
-func KgoLogger(l *slog.Logger) kgo.Opt { return kgo.WithLogger(kgoSlog{l}) }
-
-type kgoSlog struct{ l *slog.Logger }
-
-func (kgoSlog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (s kgoSlog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	lv := slog.LevelWarn
-	if level == kgo.LogLevelError {
-		lv = slog.LevelError
-	}
-	s.l.Log(context.Background(), lv, "kafka producer: "+msg, keyvals...)
-}
+// KgoLogger sends a kgo client's log to l, at the levels l has enabled:
+// kslog maps them both ways (l at debug asks kgo for its debug output, and
+// each kgo level is logged at slog's). Without it kgo's retries are silent,
+// and a broker restart a producer rides out would show nowhere. Every
+// record says it comes from kgo, as kgo's messages do not.
+func KgoLogger(l *slog.Logger) kgo.Opt { return kgo.WithLogger(kslog.New(l.With("client", "kgo"))) }
 
 // minMetadataAge lets a client refresh its metadata every retryBackoff, as
 // sarama's do, instead of kgo's 5 s. A write answered NOT_LEADER waits for a
