@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,23 +11,24 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
-// kafkaOptions are the flags every command that talks to Kafka shares. Each
-// has an environment variable as fallback. The SASL password has no flag on
-// purpose: argv is visible to every user of the machine.
+// kafkaOptions are the flags every command that talks to Kafka shares. Most
+// have an environment variable as fallback (kafkaconf.Config.FromEnv). The
+// SASL password has no flag on purpose: argv is visible to every user of
+// the machine.
 type kafkaOptions struct {
 	brokers  string
 	retryFor time.Duration
 	flush    time.Duration
 	sec      kafkaconf.Security
 	// inProcessDefault: no --brokers means the in-process Kafka, not
-	// $NORTHPOLE_BROKERS (the demo).
+	// $NORTHPOLE_BROKERS (the demo, the bench).
 	inProcessDefault bool
 }
 
 func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
 	fs.StringVar(&o.brokers, "brokers", "", brokersHelp)
 	fs.DurationVar(&o.retryFor, "kafka-retry-for", 0, "how long to keep retrying writes, and starting goka processors a broker error stopped again, while a broker is unreachable before giving up (default "+
-		kafkaconf.DefaultRetryFor.String()+"; $NORTHPOLE_KAFKA_RETRY_FOR)")
+		kafkaconf.DefaultRetryFor.String()+"; $"+kafkaconf.EnvRetryFor+")")
 	fs.DurationVar(&o.flush, "kafka-flush", 0, "how long a written record may wait in the client's buffer to be batched with others: lower is less latency per hop, higher is less CPU at low rates (default "+
 		kafkaconf.DefaultFlushFrequency.String()+")")
 	fs.BoolVar(&o.sec.TLS, "tls", false, "connect to Kafka with TLS ($"+kafkaconf.EnvTLS+"=true)")
@@ -42,59 +41,24 @@ func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
 	fs.StringVar(&o.sec.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password ($"+kafkaconf.EnvSASLPassFile+")")
 }
 
-func envDefault(v *string, env string) {
-	if *v == "" {
-		*v = os.Getenv(env)
-	}
-}
-
-// config builds a resolved Kafka config: env fallbacks applied, the password
-// and TLS files read once. brokers may be empty when the caller has its own
-// default (the demo's in-process Kafka).
+// config is the Kafka config of the flags, with what they leave unset taken
+// from the environment and resolved (kafkaconf.Config.FromEnv; brokers too,
+// unless inProcessDefault). Brokers may be empty when the caller has its
+// own default (the demo's in-process Kafka).
 func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
-	s := o.sec
-	envDefault(&s.TLSCAFile, kafkaconf.EnvTLSCA)
-	envDefault(&s.TLSCertFile, kafkaconf.EnvTLSCert)
-	envDefault(&s.TLSKeyFile, kafkaconf.EnvTLSKey)
-	envDefault(&s.SASLMechanism, kafkaconf.EnvSASLMechanism)
-	envDefault(&s.SASLUser, kafkaconf.EnvSASLUser)
-	envDefault(&s.SASLPasswordFile, kafkaconf.EnvSASLPassFile)
-	if v := os.Getenv(kafkaconf.EnvTLS); !s.TLS && v != "" {
-		tls, err := strconv.ParseBool(v)
-		if err != nil {
-			// Ignoring it would connect in plaintext to a TLS listener.
-			return kafkaconf.Config{}, usageErr("$%s=%q is not a boolean: use true or false (also 1/0, t/f)", kafkaconf.EnvTLS, v)
-		}
-		s.TLS = tls
-	}
-	s, err := s.Resolve()
+	kc := kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(o.brokers), ClientID: clientID, Security: o.sec, RetryFor: o.retryFor, FlushFrequency: o.flush}
+	kc, err := kc.FromEnv(!o.inProcessDefault)
 	if err != nil {
 		return kafkaconf.Config{}, usageErr("%w", err)
 	}
-	retryFor := o.retryFor
-	if v := os.Getenv("NORTHPOLE_KAFKA_RETRY_FOR"); retryFor == 0 && v != "" {
-		if retryFor, err = time.ParseDuration(v); err != nil {
-			return kafkaconf.Config{}, usageErr("$NORTHPOLE_KAFKA_RETRY_FOR=%q is not a duration (e.g. 2m): %w", v, err)
-		}
-	}
-	if retryFor < 0 {
-		return kafkaconf.Config{}, usageErr("--kafka-retry-for %v is negative", retryFor)
-	}
-	if o.flush < 0 {
-		return kafkaconf.Config{}, usageErr("--kafka-flush %v is negative", o.flush)
-	}
-	brokers := brokersFrom(o.brokers)
-	if o.inProcessDefault {
-		brokers = kafkaconf.SplitBrokers(o.brokers)
-	}
-	return kafkaconf.Config{Brokers: brokers, ClientID: clientID, Security: s, RetryFor: retryFor, FlushFrequency: o.flush}, nil
+	return kc, nil
 }
 
 // kafkaSettingFlags are the flags (and variables) that set each
 // kafkaconf.Config field, as kafkaconf.SettingsError names them.
 var kafkaSettingFlags = map[string]string{
 	"Brokers":                     "--brokers",
-	"RetryFor":                    "--kafka-retry-for",
+	"RetryFor":                    "--kafka-retry-for or $" + kafkaconf.EnvRetryFor,
 	"FlushFrequency":              "--kafka-flush",
 	"Security.TLS":                "--tls or $" + kafkaconf.EnvTLS,
 	"Security.TLSCAFile":          "--tls-ca or $" + kafkaconf.EnvTLSCA,

@@ -2,61 +2,36 @@ package main
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
-// TestKafkaOptionsEnv: --kafka-retry-for and $NORTHPOLE_KAFKA_RETRY_FOR, --tls
-// and $NORTHPOLE_KAFKA_TLS.
-func TestKafkaOptionsEnv(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		flag     time.Duration
-		env      string
-		tlsFlag  bool
-		tlsEnv   string
-		want     time.Duration
-		wantTLS  bool
-		wantCode int // 0: no error
-	}{
-		{name: "default", want: 0},
-		{name: "flag", flag: time.Minute, want: time.Minute},
-		{name: "env", env: "90s", want: 90 * time.Second},
-		{name: "flag wins over env", flag: time.Minute, env: "90s", want: time.Minute},
-		{name: "env not a duration", env: "soon", wantCode: 2},
-		{name: "negative", flag: -time.Second, wantCode: 2},
-		{name: "TLS env true", tlsEnv: "true", wantTLS: true},
-		{name: "TLS env 1", tlsEnv: "1", wantTLS: true},
-		{name: "TLS env false", tlsEnv: "false"},
-		{name: "TLS flag", tlsFlag: true, wantTLS: true},
-		{name: "TLS env not a bool", tlsEnv: "yes", wantCode: 2},
-		{name: "TLS env empty", tlsEnv: ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("NORTHPOLE_KAFKA_RETRY_FOR", tc.env)
-			t.Setenv(kafkaconf.EnvTLS, tc.tlsEnv)
-			o := kafkaOptions{brokers: "k:9092", retryFor: tc.flag}
-			o.sec.TLS = tc.tlsFlag
-			kc, err := o.config("test")
-			if tc.wantCode != 0 {
-				var ee *exitError
-				if !errors.As(err, &ee) || ee.code != tc.wantCode {
-					t.Fatalf("config() = %v, want a usage error (exit %d)", err, tc.wantCode)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if kc.RetryFor != tc.want {
-				t.Errorf("RetryFor = %v, want %v", kc.RetryFor, tc.want)
-			}
-			if kc.Security.TLS != tc.wantTLS {
-				t.Errorf("TLS = %v, want %v", kc.Security.TLS, tc.wantTLS)
-			}
-		})
+// TestKafkaOptionsConfig: the flags reach the config, $NORTHPOLE_BROKERS
+// stands in for --brokers except where the default is the in-process Kafka,
+// and a setting that cannot work, from a flag or a variable, is a usage
+// error naming both (kafkaconf's TestFromEnv has the rules).
+func TestKafkaOptionsConfig(t *testing.T) {
+	t.Setenv(kafkaconf.EnvBrokers, "env:9092")
+	t.Setenv(kafkaconf.EnvRetryFor, "")
+	t.Setenv(kafkaconf.EnvTLS, "")
+	kc, err := (&kafkaOptions{brokers: "k:9092", retryFor: time.Minute}).config("test")
+	if err != nil || kc.RetryFor != time.Minute || strings.Join(kc.Brokers, ",") != "k:9092" || kc.ClientID != "test" {
+		t.Errorf("config() = %+v, %v; want k:9092, RetryFor 1m, client id test", kc, err)
+	}
+	if kc, _ := (&kafkaOptions{}).config("test"); strings.Join(kc.Brokers, ",") != "env:9092" {
+		t.Errorf("no --brokers: brokers %v, want $%s's", kc.Brokers, kafkaconf.EnvBrokers)
+	}
+	if kc, _ := (&kafkaOptions{inProcessDefault: true}).config("test"); len(kc.Brokers) != 0 {
+		t.Errorf("no --brokers, in-process default: brokers %v, want none", kc.Brokers)
+	}
+	t.Setenv(kafkaconf.EnvRetryFor, "soon")
+	_, err = (&kafkaOptions{brokers: "k:9092"}).config("test")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "(--kafka-retry-for or $NORTHPOLE_KAFKA_RETRY_FOR)") {
+		t.Errorf("$%s=soon: %v, want a usage error naming the flag and the variable", kafkaconf.EnvRetryFor, err)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
@@ -175,14 +174,6 @@ func needSubcommand(cmd *cobra.Command, args []string) error {
 		hint = fmt.Sprintf(" (did you mean %q?)", s[0])
 	}
 	return usageErr("%sunknown command %q%s: want one of %s", what, args[0], hint, want)
-}
-
-// brokersFlag reads --brokers, falling back to $NORTHPOLE_BROKERS.
-func brokersFrom(flag string) []string {
-	if flag == "" {
-		flag = os.Getenv("NORTHPOLE_BROKERS")
-	}
-	return kafkaconf.SplitBrokers(flag)
 }
 
 // usageErr is a usage error (exit 2). Kafka settings that cannot work are

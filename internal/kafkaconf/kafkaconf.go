@@ -68,6 +68,12 @@ func (c Config) Validate() error {
 	if err := c.Security.Validate(); err != nil {
 		return err
 	}
+	return c.validDurations()
+}
+
+// validDurations is the part of Validate that FromEnv checks too: the
+// durations, which a command has whole before it knows its brokers.
+func (c Config) validDurations() error {
 	if c.FlushFrequency < 0 {
 		return settingsErr(fmt.Sprintf("flush frequency %v is negative", c.FlushFrequency), "FlushFrequency")
 	}

@@ -19,17 +19,9 @@ import (
 
 // SASL mechanisms northpole supports.
 const (
-	SASLPlain        = "PLAIN"
-	SASLScramSHA256  = "SCRAM-SHA-256"
-	SASLScramSHA512  = "SCRAM-SHA-512"
-	EnvSASLPassword  = "NORTHPOLE_KAFKA_SASL_PASSWORD"
-	EnvSASLMechanism = "NORTHPOLE_KAFKA_SASL_MECHANISM"
-	EnvSASLUser      = "NORTHPOLE_KAFKA_SASL_USER"
-	EnvSASLPassFile  = "NORTHPOLE_KAFKA_SASL_PASSWORD_FILE"
-	EnvTLS           = "NORTHPOLE_KAFKA_TLS"
-	EnvTLSCA         = "NORTHPOLE_KAFKA_TLS_CA"
-	EnvTLSCert       = "NORTHPOLE_KAFKA_TLS_CERT"
-	EnvTLSKey        = "NORTHPOLE_KAFKA_TLS_KEY"
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
 )
 
 // Security is how clients authenticate and encrypt. Secrets never come from
