@@ -30,6 +30,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/outputs"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
@@ -415,7 +416,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 		_, _, err := p.Produce(ctx, b.elvesProgress())
 		return err
 	}
-	lag := p.Packer().Lag
+	lag := func(ctx context.Context) (int64, error) { return outputs.Lag(ctx, cfg) }
 	graphs := p.Packer().Graphs()
 	what := "packer"
 	if v.Hop {

@@ -7,22 +7,18 @@
 package demo
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/outputs"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
@@ -94,7 +90,7 @@ type Summary struct {
 	BySize          map[string]results.Counts `json:"by_size"`
 	DeadWithoutSize int                       `json:"dead_without_size"`
 	DeadBy          map[string]int            `json:"dead_by_reason"`
-	RawOutput       packer.OutputCounts       `json:"raw_output"`
+	RawOutput       outputs.Counts            `json:"raw_output"`
 	Reference       string                    `json:"reference_check"`
 	SQLCheck        string                    `json:"sql_check"`
 	Seconds         float64                   `json:"seconds"`
@@ -103,12 +99,9 @@ type Summary struct {
 // Report is what Run found.
 type Report struct {
 	Summary Summary
-	// Run is what the elves wrote and what Kafka held afterwards.
+	// Run is what the elves wrote and what Kafka held afterwards, the
+	// dead-letters topic's records whole among it (Run.DeadLetters).
 	Run pipeline.Result
-	// DeadLetters are the dead-letters topic's records as the packer wrote
-	// them (with the reason's detail and the raw record), one per key, in
-	// the order of Run.Goka.Dead.
-	DeadLetters []packer.DeadLetter
 	// Reference is the differences between Goka and the batch reference
 	// (contract.Compute in mode ClosedOnly): none when they are equal.
 	Reference []results.Diff
@@ -138,9 +131,6 @@ func (d *Demo) Run(ctx context.Context) (Report, error) {
 	r.Params = params
 	inputs := res.Inputs()
 	r.Reference = results.Compare(res.Goka, contract.Compute(inputs, params, contract.ClosedOnly))
-	if r.DeadLetters, err = readDeadLetters(ctx, cfg.Kafka, cfg.Packer.Topics.Dead); err != nil {
-		return r, err
-	}
 	if r.SQL, err = compare.EmbeddedSQL(ctx, inputs, params, d.log); err != nil {
 		return r, fmt.Errorf("embedded SQL: %w", err)
 	}
@@ -218,31 +208,4 @@ func (d *Demo) Close() {
 func topicsByRole(t packer.Topics) map[string]string {
 	return map[string]string{"toys": t.Toys, "boxes": t.Boxes, "packed": t.Packed, "unpacked": t.Unpacked,
 		"spare": t.Spare, "late": t.Late, "dead": t.Dead}
-}
-
-// readDeadLetters reads the dead-letters topic whole, the first record of
-// each key (as packer.ReadResults does), sorted as results.Set sorts its
-// dead rows.
-func readDeadLetters(ctx context.Context, kc kafkaconf.Config, topic string) ([]packer.DeadLetter, error) {
-	msgs, err := topicread.All(ctx, kc, topic)
-	if err != nil {
-		return nil, fmt.Errorf("read dead letters from %s: %w", topic, err)
-	}
-	seen := map[string]bool{}
-	var out []packer.DeadLetter
-	for _, m := range msgs {
-		if seen[string(m.Key)] {
-			continue
-		}
-		seen[string(m.Key)] = true
-		var dl packer.DeadLetter
-		if err := json.Unmarshal(m.Value, &dl); err != nil {
-			return nil, fmt.Errorf("decode dead letter %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
-		}
-		out = append(out, dl)
-	}
-	slices.SortFunc(out, func(a, b packer.DeadLetter) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
-	})
-	return out, nil
 }

@@ -54,7 +54,7 @@ func WriteFiles(dir string, r Report) error {
 		files = append(files, file{side + "/packed.jsonl", s.Packed}, file{side + "/unpacked.jsonl", s.Unpacked},
 			file{side + "/spare.jsonl", s.Spare}, file{side + "/late.jsonl", s.Late})
 	}
-	files = append(files, file{"goka/dead.jsonl", r.DeadLetters}, file{"sql/dead.jsonl", r.SQL.Dead})
+	files = append(files, file{"goka/dead.jsonl", r.Run.DeadLetters}, file{"sql/dead.jsonl", r.SQL.Dead})
 	for _, f := range files {
 		if err := writeJSONL(filepath.Join(dir, f.name), f.rows); err != nil {
 			return err

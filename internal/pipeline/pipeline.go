@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/outputs"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/topicread"
@@ -173,7 +174,7 @@ type Progress struct {
 	Phase   string
 	// Toys and Boxes are what the elves last reported.
 	Toys, Boxes producers.Stats
-	// Lag is the packer's backlog (packer.Lag), or LagErr why it is unknown.
+	// Lag is the packer's backlog (outputs.Lag), or LagErr why it is unknown.
 	Lag    int64
 	LagErr error
 }
@@ -186,7 +187,7 @@ type Pipeline struct {
 	tracing       func(string) trace.TracerProvider
 	progressEvery time.Duration
 	progress      func(Progress)
-	pk            *packer.Packer // never run: topics, lag and quiescence
+	pk            *packer.Packer // never run: topics and goka graphs
 	running       *RunningPacker // the one Start started
 	sleigh        *sleigh.Sleigh
 	sleighStop    context.CancelFunc
@@ -246,8 +247,9 @@ func (p *Pipeline) newPacker() (*packer.Packer, error) {
 func (p *Pipeline) Config() Config { return p.cfg }
 
 // Packer is a packer of the pipeline's configuration that New built and
-// nothing runs: for its topics, its lag and waiting until the packers that
-// run (here or in other processes) are quiet.
+// nothing runs: for its topics and its goka graphs. Its lag, and waiting
+// until the packers that run (here or in other processes) are quiet, are
+// outputs.Lag and outputs.WaitQuiet of Config().Packer.
 func (p *Pipeline) Packer() *packer.Packer { return p.pk }
 
 // EnsureTopics creates the packer's topics, the elves' among them: the elves
@@ -258,7 +260,8 @@ func (p *Pipeline) EnsureTopics(ctx context.Context) error {
 
 // RunningPacker is a packer running in this process.
 type RunningPacker struct {
-	pk     *packer.Packer
+	cfg    packer.Config
+	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
@@ -277,7 +280,7 @@ func (p *Pipeline) StartPacker(ctx context.Context) (*RunningPacker, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &RunningPacker{pk: pk, cancel: cancel, done: make(chan struct{})}
+	r := &RunningPacker{cfg: p.cfg.Packer, log: p.log, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.err = pk.Run(ctx)
@@ -288,16 +291,13 @@ func (p *Pipeline) StartPacker(ctx context.Context) (*RunningPacker, error) {
 	return r, nil
 }
 
-// Packer is the running packer.
-func (r *RunningPacker) Packer() *packer.Packer { return r.pk }
-
 // WaitQuiet returns once the packer's groups have consumed everything
-// (packer.WaitQuiet), polling every interval; or with an error once ctx ends
-// or this packer has stopped.
+// (outputs.WaitQuiet), polling every interval; or with an error once ctx
+// ends or this packer has stopped.
 func (r *RunningPacker) WaitQuiet(ctx context.Context, every time.Duration) error {
 	stopped := make(chan error, 1)
 	go func() { <-r.done; stopped <- r.err }()
-	return r.pk.WaitQuiet(ctx, every, stopped)
+	return outputs.WaitQuiet(ctx, r.cfg, every, stopped, r.log)
 }
 
 // Stop stops the packer and returns what its Run returned (nil for a clean
@@ -428,11 +428,13 @@ func (p *Pipeline) Close() error {
 }
 
 // ReadBack is what a run left in Kafka: the input records, as the packer read
-// them, and its five result sets deduplicated by key.
+// them, and its five result sets deduplicated by key (outputs.Read).
 type ReadBack struct {
 	Toys, Boxes []record.Input
 	Goka        results.Set
-	Raw         packer.OutputCounts
+	// DeadLetters are Goka.Dead's records whole, as the packer wrote them.
+	DeadLetters []packer.DeadLetter
+	Raw         outputs.Counts
 }
 
 // Inputs are the toys and then the boxes.
@@ -448,9 +450,11 @@ func Read(ctx context.Context, kc kafkaconf.Config, t packer.Topics) (ReadBack, 
 	if r.Boxes, err = topicread.Inputs(ctx, kc, t.Boxes, record.Boxes); err != nil {
 		return r, fmt.Errorf("read input topic %s: %w", t.Boxes, err)
 	}
-	if r.Goka, r.Raw, err = packer.ReadResults(ctx, kc, t); err != nil {
+	out, err := outputs.Read(ctx, kc, t)
+	if err != nil {
 		return r, fmt.Errorf("read Goka's result topics: %w", err)
 	}
+	r.Goka, r.DeadLetters, r.Raw = out.Set, out.DeadLetters, out.Raw
 	return r, nil
 }
 
@@ -541,7 +545,7 @@ func (p *Pipeline) startProgress(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
-			lag, err := p.pk.Lag(ctx)
+			lag, err := outputs.Lag(ctx, p.cfg.Packer)
 			if ctx.Err() != nil {
 				return
 			}

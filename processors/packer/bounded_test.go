@@ -56,7 +56,7 @@ func TestRestartAfterCleaning(t *testing.T) {
 	pl := newPipeline(t, kc, s)
 	pl.cfg.CleanEvery = 100 * time.Millisecond
 	table := pl.cfg.Group + "-clock-table"
-	pk, stop := pl.startPacker(t, ctx)
+	stop := pl.startPacker(t, ctx)
 
 	produced := make(chan error, 1)
 	go func() { produced <- pl.produceAt(ctx, s, 1500) }()
@@ -76,12 +76,12 @@ func TestRestartAfterCleaning(t *testing.T) {
 		}
 		kept, deleted := clockTableKept(t, ctx, kc, table)
 		t.Logf("round %d: packer stopped with %d clock table records kept, %d deleted; starting another", round, kept, deleted)
-		pk, stop = pl.startPacker(t, ctx)
+		stop = pl.startPacker(t, ctx)
 	}
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
-	waitQuiet(t, ctx, pk)
+	pl.waitQuiet(t, ctx)
 	// The final heartbeats closed every window: once the slots group has
 	// committed past them (sarama commits every second) and the cleaner
 	// has run again, the table keeps only what the last decisions of each

@@ -127,6 +127,10 @@ func (c Config) slotsGroup() string { return c.Group + "-slots" }
 // restart needs are deleted (horizon.go).
 func (c Config) clockTable() string { return string(goka.GroupTable(goka.Group(c.clockGroup()))) }
 
+// clockLoop is the clock group's loop, goka's name for it: records of a
+// size that came in another partition than its size's (dedupe.go).
+func (c Config) clockLoop() string { return c.clockGroup() + "-loop" }
+
 // slotTable is the slots group's own table. It is never written: it gives
 // the group a storage per partition, where the slots live (slots.go).
 func (c Config) slotTable() string { return string(goka.GroupTable(goka.Group(c.slotsGroup()))) }
@@ -147,11 +151,27 @@ type internalTopic struct {
 // and the tables.
 func (c Config) internalTopics() []internalTopic {
 	return []internalTopic{
-		{c.clockGroup() + "-loop", loopTopic}, {c.clockTable(), tableTopic}, {c.slotTable(), tableTopic},
+		{c.clockLoop(), loopTopic}, {c.clockTable(), tableTopic}, {c.slotTable(), tableTopic},
 	}
 }
 
 // Groups are the goka groups of the packer, in pipeline order.
 func (c Config) Groups() []string {
 	return []string{c.clockGroup(), c.slotsGroup()}
+}
+
+// GroupInput is one goka group of the packer and every topic it consumes.
+type GroupInput struct {
+	Group  string
+	Topics []string
+}
+
+// GroupInputs are the packer's groups, in pipeline order, each with every
+// topic it consumes, its loop and the table it reads as a stream included:
+// what a reader from outside measures the group's lag over.
+func (c Config) GroupInputs() []GroupInput {
+	return []GroupInput{
+		{c.clockGroup(), []string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop()}},
+		{c.slotsGroup(), []string{c.clockTable()}},
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/outputs"
 	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -106,7 +107,7 @@ func TestHostileInputs(t *testing.T) {
 	run := startRun(t, ctx, pk)
 	recs := slices.Concat(hostile.Records(), hostile.FinalHeartbeats())
 	produceRaw(t, ctx, rawProducer(t, kc), pl, recs)
-	if err := pk.WaitQuiet(ctx, 200*time.Millisecond, run.done); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 200*time.Millisecond, run.done, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	if run.stopped() {
@@ -292,21 +293,21 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 	kc := testkafka.Config(t)
 	pl := newPipeline(t, kc, scenario{partitions: 1, window: 10 * time.Second, lateness: 5 * time.Second})
 	prod := rawProducer(t, kc)
-	start := func() (*packer.Packer, *run) {
+	start := func() *run {
 		pk, err := packer.New(pl.cfg, slog.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return pk, startRun(t, ctx, pk)
+		return startRun(t, ctx, pk)
 	}
 	M := []byte("M")
-	pk, r := start()
+	r := start()
 	first := []*hostile.Record{
 		{Name: "toy 1", Stream: record.Toys, Key: M, Value: hostile.ToyJSON("t1", "M", hostile.At(1))},
 		{Name: "box 1", Stream: record.Boxes, Key: M, Value: hostile.BoxJSON("b1", "M", hostile.At(1))},
 	}
 	produceRaw(t, ctx, prod, pl, first)
-	if err := pk.WaitQuiet(ctx, 100*time.Millisecond, r.done); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 100*time.Millisecond, r.done, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -334,7 +335,7 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 	}
 
 	// Restarted with the limit still too small, it says so and stops.
-	_, r = start()
+	r = start()
 	select {
 	case err := <-r.done:
 		close(r.done)
@@ -346,9 +347,9 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 	}
 
 	alterMaxMessageBytes(t, ctx, kc, pl.cfg.Topics.Dead, "")
-	pk, r = start()
+	r = start()
 	produceRaw(t, ctx, prod, pl, hostile.FinalHeartbeats())
-	if err := pk.WaitQuiet(ctx, 100*time.Millisecond, r.done); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 100*time.Millisecond, r.done, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	got := pl.checkAgainstReference(t, ctx)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/outputs"
 	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -114,10 +115,9 @@ func (pl pipeline) produceAt(ctx context.Context, s scenario, rate float64) erro
 }
 
 // startPacker runs a packer until the returned stop is called.
-func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (pk *packer.Packer, stop func() error) {
+func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (stop func() error) {
 	t.Helper()
-	r := pl.startRunning(t, ctx)
-	return r.Packer(), r.Stop
+	return pl.startRunning(t, ctx).Stop
 }
 
 // startRunning runs a packer until its Stop; its WaitQuiet fails as soon as
@@ -137,16 +137,18 @@ func (pl pipeline) startRunning(t *testing.T, ctx context.Context) *harness.Runn
 	return r
 }
 
-func waitQuiet(t *testing.T, ctx context.Context, pk *packer.Packer) {
+// waitQuiet waits until the packers of the pipeline's configuration have
+// consumed everything.
+func (pl pipeline) waitQuiet(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if err := pk.WaitQuiet(ctx, 200*time.Millisecond, nil); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 200*time.Millisecond, nil, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // check compares the packer's deduplicated outputs with the reference on the
 // records actually in the input topics.
-func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results.Set, packer.OutputCounts) {
+func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results.Set, outputs.Counts) {
 	t.Helper()
 	rb, err := harness.Read(ctx, pl.kc, pl.cfg.Topics)
 	if err != nil {
@@ -191,11 +193,11 @@ func TestRandomizedRunsEqualReference(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			pl := newPipeline(t, kc, s)
-			pk, stop := pl.startPacker(t, ctx)
+			stop := pl.startPacker(t, ctx)
 			if err := pl.produce(ctx, s); err != nil {
 				t.Fatal(err)
 			}
-			waitQuiet(t, ctx, pk)
+			pl.waitQuiet(t, ctx)
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +247,7 @@ func TestRestartMidRun(t *testing.T) {
 			// cleaner deleted from the clock table, as commits only move on
 			// (TestRestartAfterCleaning restarts a cleaned packer).
 			pl.cfg.CleanEvery = 0
-			pk, stop := pl.startPacker(t, ctx)
+			stop := pl.startPacker(t, ctx)
 
 			produced := make(chan error, 1)
 			// A rate makes the run long enough to stop the packer in the middle.
@@ -265,12 +267,12 @@ func TestRestartMidRun(t *testing.T) {
 				}
 				rewound := pl.rewindGroups(t, 0.5)
 				t.Logf("packer stopped (round %d), %d committed offsets rewound by half", round, rewound)
-				pk, stop = pl.startPacker(t, ctx)
+				stop = pl.startPacker(t, ctx)
 			}
 			if err := <-produced; err != nil {
 				t.Fatal(err)
 			}
-			waitQuiet(t, ctx, pk)
+			pl.waitQuiet(t, ctx)
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +361,7 @@ func TestStrayPartitionLosesNothing(t *testing.T) {
 	s := scenario{seed: 77, toys: 300, boxes: 300, elves: 1, partitions: 4,
 		window: 2 * time.Second, lateness: time.Second, spacing: 10 * time.Millisecond}
 	pl := newPipeline(t, kc, s)
-	pk, stop := pl.startPacker(t, ctx)
+	stop := pl.startPacker(t, ctx)
 
 	// Where the elves (and sarama, and goka) put key "M": the reference.
 	home, err := sarama.NewHashPartitioner("").Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder("M")}, s.partitions)
@@ -389,15 +391,16 @@ func TestStrayPartitionLosesNothing(t *testing.T) {
 	if err := pl.produce(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	waitQuiet(t, ctx, pk)
+	pl.waitQuiet(t, ctx)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	got, _, err := packer.ReadResults(ctx, kc, pl.cfg.Topics)
+	out, err := outputs.Read(ctx, kc, pl.cfg.Topics)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := out.Set
 	outcome := map[string]int{} // stream|size|id -> outcomes
 	for _, r := range got.Packed {
 		outcome["toys|"+r.Size+"|"+r.ToyID]++

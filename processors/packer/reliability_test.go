@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/outputs"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
@@ -195,7 +197,7 @@ func crashSIGKILL(t *testing.T, bin string, disk bool) {
 		t.Errorf("no kill came before the packer was ready: the test did not kill a recovering packer")
 	}
 	began := time.Now()
-	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 250*time.Millisecond, nil, slog.Default()); err != nil {
 		b, _ := os.ReadFile(logPath)
 		t.Fatalf("%v\npacker log tail:\n%s", err, tail(string(b), 3000))
 	}
@@ -240,8 +242,8 @@ func TestRebalanceTwoInstances(t *testing.T) {
 		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
 		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
 	pl := newPipeline(t, kc, s)
-	a, stopA := pl.startPacker(t, ctx)
-	_, stopB := pl.startPacker(t, ctx)
+	stopA := pl.startPacker(t, ctx)
+	stopB := pl.startPacker(t, ctx)
 	produced := make(chan error, 1)
 	go func() { produced <- pl.produceAt(ctx, s, 400) }()
 
@@ -252,16 +254,12 @@ func TestRebalanceTwoInstances(t *testing.T) {
 		}
 		t.Logf("instance %d stopped; the other takes over its partitions", i)
 		time.Sleep(1500 * time.Millisecond)
-		var pk *packer.Packer
-		pk, *stop = pl.startPacker(t, ctx)
-		if i == 0 {
-			a = pk
-		}
+		*stop = pl.startPacker(t, ctx)
 	}
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
-	if err := a.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 250*time.Millisecond, nil, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	for _, stop := range []func() error{stopA, stopB} {
@@ -294,7 +292,7 @@ func TestBrokerRestart(t *testing.T) {
 		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
 		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
 	pl := newPipeline(t, kc, s)
-	pk, stop := pl.startPacker(t, ctx)
+	stop := pl.startPacker(t, ctx)
 	produced := make(chan error, 1)
 	go func() { produced <- pl.produceAt(ctx, s, 300) }()
 	time.Sleep(3 * time.Second)
@@ -307,7 +305,7 @@ func TestBrokerRestart(t *testing.T) {
 	if err := <-produced; err != nil {
 		t.Fatalf("elves did not survive the broker restart: %v", err)
 	}
-	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 250*time.Millisecond, nil, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("packer caught up %v after the restart began", time.Since(began).Round(100*time.Millisecond))
@@ -354,7 +352,7 @@ func TestReplicatedClusterNodeLoss(t *testing.T) {
 		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
 	pl := newPipeline(t, kc, s)
 	pl.cfg.Replication = 3
-	pk, stop := pl.startPacker(t, ctx)
+	stop := pl.startPacker(t, ctx)
 	produced := make(chan error, 1)
 	go func() { produced <- pl.produceAt(ctx, s, 300) }()
 	time.Sleep(3 * time.Second)
@@ -364,7 +362,7 @@ func TestReplicatedClusterNodeLoss(t *testing.T) {
 	if err := <-produced; err != nil {
 		t.Fatalf("elves did not survive losing a broker: %v", err)
 	}
-	if err := pk.WaitQuiet(ctx, 250*time.Millisecond, nil); err != nil {
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 250*time.Millisecond, nil, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	if err := stop(); err != nil {
