@@ -13,17 +13,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/english"
-
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/compare"
 	"github.com/northpole-workshop/northpole/internal/demo"
+	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/report"
-	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -40,6 +38,7 @@ type demoOptions struct {
 	kafka       kafkaOptions
 	out         string
 	topicPrefix string
+	groupSet    bool // --group given: not named after the prefix
 	timeout     time.Duration
 	packer      packer.Config
 	trace       demoTraceOptions
@@ -99,11 +98,9 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
 			if !f.Changed("topic-prefix") && len(kafkaconf.SplitBrokers(o.kafka.brokers)) > 0 {
-				o.topicPrefix = "demo-" + time.Now().UTC().Format("20060102-150405.000")
+				o.topicPrefix = demo.FreshPrefix(time.Now())
 			}
-			if o.topicPrefix != "" && !f.Changed("group") {
-				o.packer.Group = o.topicPrefix + "-packer"
-			}
+			o.groupSet = f.Changed("group")
 			return runDemo(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -131,15 +128,20 @@ Exit status: 0 when the Goka results equal the reference, 3 when they differ,
 }
 
 // pipelineConfig is the demo's pipeline on kc (no brokers: an in-process
-// Kafka): the packer of the flags and both streams' elves.
+// Kafka): the packer of the flags, its topics and group named after the
+// prefix (pipeline.Named) unless --group names the group, and both streams'
+// elves.
 func (o demoOptions) pipelineConfig(kc kafkaconf.Config) pipeline.Config {
 	c := pipeline.DefaultConfig()
-	topics := c.Packer.Topics
 	if o.topicPrefix != "" {
-		topics = pipeline.Topics(o.topicPrefix)
+		c = pipeline.Named(o.topicPrefix)
 	}
+	named := c.Packer
 	c.Kafka, c.Packer = kc, o.packer
-	c.Packer.Topics = topics
+	c.Packer.Topics = named.Topics
+	if !o.groupSet {
+		c.Packer.Group = named.Group
+	}
 	c.Toys.Count, c.Boxes.Count = o.toys, o.boxes
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		e.Rate, e.Elves, e.Seed = o.rate, o.elves, o.seed
@@ -160,7 +162,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if o.timeout <= 0 {
 		return usageErr("--timeout must be positive, got %v", o.timeout)
 	}
-	if err := validTopicPrefix(o.topicPrefix); err != nil {
+	if err := pipeline.ValidPrefix(o.topicPrefix); err != nil {
 		return usageErr("--topic-prefix %q: %w", o.topicPrefix, err)
 	}
 	if err := o.packer.Params.Validate(); err != nil {
@@ -183,7 +185,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	defer dt.close()
 	prog := &progress{w: stderr, tty: isTerminal(stderr), toysWant: o.toys, boxesWant: o.boxes}
-	d, err := demo.New(o.pipelineConfig(kc), slog.Default(), pipeline.WithTracing(dt.provider), pipeline.WithProgress(prog.every(), prog.show))
+	pc := o.pipelineConfig(kc)
+	d, err := demo.New(pc, slog.Default(), pipeline.WithTracing(dt.provider), pipeline.WithProgress(prog.every(), prog.show))
 	if err != nil {
 		var se *demo.StartError
 		if errors.As(err, &se) {
@@ -195,7 +198,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	fmt.Fprintf(stderr, "northpole demo on %s: %s, %s, %s, W=%v L=%v, seed %d\n",
 		d.Where(), english.Count(o.toys, "toy"), english.Count(o.boxes, "box"), english.Count(o.packer.Partitions, "partition"), o.packer.Window, o.packer.Lateness, o.seed)
 	if o.topicPrefix != "" {
-		fmt.Fprintf(stderr, "topics %s-{toys,boxes,packed,unpacked,spare,late,dead}, groups %s-{clock,slots,sleigh}\n", o.topicPrefix, o.packer.Group)
+		fmt.Fprintf(stderr, "topics %s-{toys,boxes,packed,unpacked,spare,late,dead}, groups %s-{clock,slots,sleigh}\n", o.topicPrefix, pc.Packer.Group)
 	}
 	r, err := d.Run(ctx)
 	if err != nil {
@@ -248,19 +251,15 @@ func printSummary(w io.Writer, s demo.Summary, where string) {
 	fmt.Fprint(w, ".\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tpacked\tunpacked\tspare\tlate\tdead\t")
-	var total results.Counts
 	for _, size := range record.Sizes {
 		c := s.BySize[size]
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", size, c.Packed, c.Unpacked, c.Spare, c.Late, c.Dead)
-		total.Packed += c.Packed
-		total.Unpacked += c.Unpacked
-		total.Spare += c.Spare
-		total.Late += c.Late
 	}
 	if s.DeadWithoutSize > 0 {
 		fmt.Fprintf(tw, "no size\t\t\t\t\t%d\t\n", s.DeadWithoutSize)
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t\n", total.Packed, total.Unpacked, total.Spare, total.Late, s.Results.Dead)
+	all := s.Results
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t\n", all.Packed, all.Unpacked, all.Spare, all.Late, all.Dead)
 	tw.Flush()
 	var reasons []string
 	for _, r := range slices.Sorted(maps.Keys(s.DeadBy)) {
@@ -309,21 +308,6 @@ func printDiffs(w io.Writer, r demo.Report) {
 
 // maxDiffRows bounds the differing rows printed per set and side.
 const maxDiffRows = 10
-
-// validTopicPrefix refuses a prefix that makes illegal Kafka topic names:
-// they are at most 249 characters of [a-zA-Z0-9._-] ("-dead-letters"
-// being the longest suffix the packer adds, with its group's).
-func validTopicPrefix(p string) error {
-	if len(p) > 200 {
-		return fmt.Errorf("%d characters: at most 200, so that every topic name fits Kafka's 249", len(p))
-	}
-	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("%q is not allowed in a Kafka topic name (letters, digits, '.', '_' and '-' are)", r)
-		}
-	}
-	return nil
-}
 
 // progress shows one status line while the demo runs: rewritten in place on a
 // terminal, a line every few seconds otherwise (CI logs).

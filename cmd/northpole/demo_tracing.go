@@ -8,11 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/northpole-workshop/northpole/internal/english"
-
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"

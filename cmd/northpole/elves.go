@@ -11,10 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/english"
-
 	"github.com/spf13/cobra"
 
+	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"

@@ -67,6 +67,11 @@ func New(cfg pipeline.Config, log *slog.Logger, opts ...pipeline.Option) (*Demo,
 	return d, nil
 }
 
+// FreshPrefix is the prefix a demo names its topics and groups after on a
+// given Kafka when none is chosen (pipeline.Named): demo-<UTC time, to the
+// ms>, so that no earlier run's records count too.
+func FreshPrefix(now time.Time) string { return "demo-" + now.UTC().Format("20060102-150405.000") }
+
 // Where says which Kafka the demo runs on, for people.
 func (d *Demo) Where() string { return d.where }
 

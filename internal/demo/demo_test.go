@@ -19,6 +19,22 @@ import (
 	"github.com/northpole-workshop/northpole/producers"
 )
 
+// TestFreshPrefix: the prefix of a demo on a given Kafka is one the harness
+// takes, and demos a millisecond apart get different ones.
+func TestFreshPrefix(t *testing.T) {
+	now := time.Date(2026, 12, 24, 23, 59, 59, 999_000_000, time.FixedZone("CET", 3600))
+	p := demo.FreshPrefix(now)
+	if p != "demo-20261224-225959.999" {
+		t.Errorf("FreshPrefix = %q, want the UTC time to the ms", p)
+	}
+	if err := pipeline.ValidPrefix(p); err != nil {
+		t.Error(err)
+	}
+	if demo.FreshPrefix(now.Add(time.Millisecond)) == p {
+		t.Error("two demos a millisecond apart share their topics")
+	}
+}
+
 // TestRun: the demo on its in-process Kafka equals the reference and the
 // embedded SQL, the sleigh holds every packed pair, and WriteFiles writes the
 // same rows under goka/ and sql/.

@@ -104,6 +104,22 @@ func Named(prefix string) Config {
 	return c
 }
 
+// ValidPrefix refuses a prefix that would make names Kafka refuses: a topic
+// name is at most 249 characters of [a-zA-Z0-9._-]. The longest name Named
+// makes from a prefix is the sleigh's table, PREFIX-packer-sleigh-table (20
+// characters more); at most 200 leaves room to spare.
+func ValidPrefix(prefix string) error {
+	if len(prefix) > 200 {
+		return fmt.Errorf("%d characters: at most 200, so that every topic name fits Kafka's 249", len(prefix))
+	}
+	for _, r := range prefix {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%q is not allowed in a Kafka topic name (letters, digits, '.', '_' and '-' are)", r)
+		}
+	}
+	return nil
+}
+
 // complete ties the parts of c together (see Config).
 func (c Config) complete() Config {
 	c.Packer.Kafka = c.Kafka

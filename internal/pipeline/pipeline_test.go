@@ -30,6 +30,36 @@ func TestTopicsAndNames(t *testing.T) {
 	}
 }
 
+// TestValidPrefix: a prefix of up to 200 allowed characters names topics
+// Kafka takes, the longest (the sleigh's table) included; a longer one, or
+// a character Kafka refuses, is refused.
+func TestValidPrefix(t *testing.T) {
+	long := strings.Repeat("p", 200)
+	if err := pipeline.ValidPrefix(long); err != nil {
+		t.Fatal(err)
+	}
+	c := pipeline.Named(long)
+	tp := c.Packer.Topics
+	names := []string{tp.Toys, tp.Boxes, tp.Packed, tp.Unpacked, tp.Spare, tp.Late, tp.Dead,
+		c.Packer.Group + "-slots-table", c.Packer.Group + "-sleigh-table"}
+	for _, g := range c.Packer.GroupInputs() {
+		names = append(names, g.Topics...)
+	}
+	for _, n := range names {
+		if len(n) > 249 {
+			t.Errorf("%d characters in %s...: more than Kafka's 249", len(n), n[195:])
+		}
+	}
+	for _, bad := range []string{long + "p", "a b", "démo", "a/b"} {
+		if pipeline.ValidPrefix(bad) == nil {
+			t.Errorf("ValidPrefix(%.20q) = nil, want an error", bad)
+		}
+	}
+	if err := pipeline.ValidPrefix("demo-20261224-000000.000_x"); err != nil {
+		t.Errorf("a prefix of every allowed kind: %v", err)
+	}
+}
+
 // TestNewTiesThePartsTogether: the elves write to the packer's input topics
 // with the packer's W and L, and both streams' final heartbeats reach the
 // horizon of the longer one.
