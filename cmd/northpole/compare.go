@@ -188,7 +188,7 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 		if len(c.PartitionSpread) > 0 {
 			why = "; the input topics hold records of one (stream, size) in more than one partition (partition_spread), which the contract does not allow: see the warning"
 		}
-		return &exitError{code: 3, err: fmt.Errorf("the results of Goka and %s differ on %s (%d conflicting Goka keys)%s", c.SQL, english.Count(len(c.Differences), "row"), c.GokaConflicts, why)}
+		return &exitError{code: exitDiffer, err: fmt.Errorf("the results of Goka and %s differ on %s (%d conflicting Goka keys)%s", c.SQL, english.Count(len(c.Differences), "row"), c.GokaConflicts, why)}
 	}
 	return nil
 }

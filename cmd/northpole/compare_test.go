@@ -303,7 +303,8 @@ func TestCompareReadsSQLRelations(t *testing.T) {
 
 // TestDemoWritesSQLFiles: the demo runs the embedded comparison, says so, and
 // with --out writes DIR/sql/*.jsonl beside DIR/goka/*.jsonl (that they hold
-// the same rows is internal/demo's TestRun).
+// the same rows is internal/demo's TestRun), and the map check's verdict in
+// summary.json and report.html.
 func TestDemoWritesSQLFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -332,10 +333,17 @@ func TestDemoWritesSQLFiles(t *testing.T) {
 	if err != nil || !strings.Contains(out, "wrote "+dir+"/report.html") {
 		t.Fatalf("report.html: %v\n%s", err, out)
 	}
-	for _, s := range []string{"<b>equal</b>: Goka vs the embedded SQLite", ">packer</text>", `<tr data-size="S">`} {
+	for _, s := range []string{"<b>equal</b>: Goka vs the embedded SQLite", ">packer</text>", `<tr data-size="S">`,
+		"<b>equal</b>: the service map vs the records read back"} {
 		if !bytes.Contains(page, []byte(s)) {
 			t.Errorf("report.html lacks %q", s)
 		}
+	}
+	var summary struct {
+		MapCheck string `json:"map_check"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "summary.json")); err != nil || json.Unmarshal(b, &summary) != nil || summary.MapCheck != "equal" {
+		t.Errorf("summary.json: map_check %q (%v), want equal", summary.MapCheck, err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/report"
+	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -74,7 +76,10 @@ With --out DIR it writes:
                                                 letter counts under by_size
                                                 when its record has a valid
                                                 size that is its key, else
-                                                under dead_without_size)
+                                                under dead_without_size) and
+                                                the verdicts: reference_check,
+                                                sql_check, map_check (with
+                                                map_edges)
   DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
   DIR/report.html                               one page to open in a browser: the
                                                 counts per size, the windows, the
@@ -90,9 +95,12 @@ map, printed at the end (--servicemap=false: no tracing unless OTEL_* asks);
 with OTEL_EXPORTER_OTLP_ENDPOINT set the spans also go there (SigNoz, Jaeger).
 The demo then says how many spans each got and how many were dropped (a span
 waits for room in the export queue rather than being dropped, unless that
-exporter is failing), and checks the map's edges against the records read back.
+exporter is failing), and checks the map's edges against the records read back
+(the map check, also in summary.json and report.html).
 
-Exit status: 0 when the Goka results equal the reference, 3 when they differ,
+Exit status: 0 when the Goka results equal the reference and the embedded
+SQL and the service map equals the records read back; 3 when the results
+differ; 4 when only the map differs (spans lost, or records redelivered);
 1 on error, 2 on bad flags, 130 when interrupted (Ctrl-C; 143: SIGTERM).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -205,39 +213,60 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	printSummary(stdout, r.Summary, d.Where())
-	if o.out != "" {
-		if err := demo.WriteFiles(o.out, r); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", o.out, o.out)
-	}
 	got := r.Run.Goka
 	m, c, sleighErr := d.FinishSleigh(ctx, len(got.Packed))
 	if sleighErr == nil {
 		fmt.Fprintf(stdout, "sleigh manifest: %s in %s, one per packed key (%s skipped, %s)\n",
 			english.Count(m.Pairs, "pair"), english.Count(len(m.Sizes), "size class"), english.Count(c.Repeats, "re-sent record"), english.Count(c.Conflicts, "conflict"))
 	}
-	if err := dt.finish(stdout, demoCounts{toys: len(r.Run.Toys), boxes: len(r.Run.Boxes), packed: len(got.Packed)}, o.out); err != nil {
+	g, err := dt.finish(stdout)
+	if err != nil {
 		return err
 	}
+	if g != nil {
+		printMapCheck(stdout, r.CheckMap(*g))
+	}
 	if o.out != "" {
-		if err := demo.WriteReport(o.out, r, d.Where(), dt.graph()); err != nil {
+		if err := writeDemoFiles(stdout, o.out, r, d.Where(), g); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s/%s: open it in a browser\n", o.out, report.FileName)
 	}
 	if sleighErr != nil {
 		return sleighErr
 	}
 	if len(r.Reference) > 0 {
 		printDiffs(stdout, r)
-		return &exitError{code: 3, err: errors.New("the Goka results differ from the reference implementation")}
+		return &exitError{code: exitDiffer, err: errors.New("the Goka results differ from the reference implementation")}
 	}
 	if !r.SQLComparison.Equal {
 		fmt.Fprintln(stdout)
 		compare.WriteText(stdout, r.SQLComparison, 10, moreRowsHint)
-		return &exitError{code: 3, err: errors.New("the Goka results differ from the embedded SQL engine's")}
+		return &exitError{code: exitDiffer, err: errors.New("the Goka results differ from the embedded SQL engine's")}
 	}
+	if r.Summary.MapCheck == "different" {
+		return &exitError{code: exitMapDiffers, err: errors.New("the service map's edges differ from the records read back (" + demo.MapDiffers + ")")}
+	}
+	return nil
+}
+
+// writeDemoFiles writes what --out asks for under dir, saying so: the
+// records and results, summary.json (with the map check, once made), the
+// service map g (nil: none) and report.html.
+func writeDemoFiles(stdout io.Writer, dir string, r demo.Report, where string, g *servicemap.Graph) error {
+	if err := demo.WriteFiles(dir, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", dir, dir)
+	if g != nil {
+		if err := writeServicemap(*g, filepath.Join(dir, "servicemap.mmd"), filepath.Join(dir, "servicemap.svg"), false, io.Discard); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s/servicemap.{mmd,svg}\n", dir)
+	}
+	if err := demo.WriteReport(dir, r, where, g); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s/%s: open it in a browser\n", dir, report.FileName)
 	return nil
 }
 

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/internal/english"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/internal/demo"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
@@ -59,46 +56,24 @@ func (d *demoTracing) provider(service string) trace.TracerProvider {
 	return d.tel.TracerProvider(service)
 }
 
-// demoCounts are what the demo read back from Kafka, which the map's
-// edges must equal.
-type demoCounts struct {
-	toys, boxes, packed int
-}
-
 // finish flushes the spans (every component has stopped), prints what became
-// of them and the service map (also written as Mermaid and SVG under outDir,
-// when given).
-func (d *demoTracing) finish(w io.Writer, n demoCounts, outDir string) error {
+// of them and the service map, and returns the map: nil when the demo traced
+// nothing into one.
+func (d *demoTracing) finish(w io.Writer) (*servicemap.Graph, error) {
 	d.close()
 	if stats := d.tel.SpanStats(); len(stats) > 0 {
 		fmt.Fprintln(w)
 		printSpanStats(w, stats)
 	}
 	if d.b == nil {
-		return nil
+		return nil, nil
 	}
 	g := d.b.Graph()
 	fmt.Fprintln(w)
 	if err := g.WriteText(w); err != nil {
-		return err
+		return nil, err
 	}
-	printMapCheck(w, g, n)
-	if outDir != "" {
-		if err := writeServicemap(g, filepath.Join(outDir, "servicemap.mmd"), filepath.Join(outDir, "servicemap.svg"), false, io.Discard); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "wrote %s/servicemap.{mmd,svg}\n", outDir)
-	}
-	return nil
-}
-
-// graph is the service map, or nil when the demo traced nothing into one.
-func (d *demoTracing) graph() *servicemap.Graph {
-	if d.b == nil {
-		return nil
-	}
-	g := d.b.Graph()
-	return &g
+	return &g, nil
 }
 
 // close flushes the telemetry, once.
@@ -126,30 +101,12 @@ func printSpanStats(w io.Writer, stats []telemetry.SpanStats) {
 	}
 }
 
-// printMapCheck compares the map's edges into the packer and the sleigh with
-// the records read back: one process span per input record, one per packed
-// pair.
-func printMapCheck(w io.Writer, g servicemap.Graph, n demoCounts) {
-	checks := []struct {
-		from, to string
-		want     int
-		what     string
-	}{
-		{pipeline.ServiceToyElves, pipeline.ServicePacker, n.toys, "record read back from the toys topic"},
-		{pipeline.ServiceBoxElves, pipeline.ServicePacker, n.boxes, "record read back from the boxes topic"},
-		{pipeline.ServicePacker, pipeline.ServiceSleigh, n.packed, "pair packed"},
-	}
-	equal := true
-	parts := make([]string, len(checks))
-	for i, c := range checks {
-		e, _ := g.Edge(c.from, c.to)
-		noun, rest, _ := strings.Cut(c.what, " ")
-		parts[i] = fmt.Sprintf("%s -> %s %s for %s %s", c.from, c.to, english.Count(e.Calls, "call"), english.Count(c.want, noun), rest)
-		equal = equal && e.Calls == c.want
-	}
+// printMapCheck says whether the map's edges into the packer and the
+// sleigh equal the records read back (demo.Report.CheckMap).
+func printMapCheck(w io.Writer, edges demo.MapEdges) {
 	verdict := "equal"
-	if !equal {
-		verdict = "DIFFERENT (spans lost, or records redelivered)"
+	if !edges.Equal() {
+		verdict = "DIFFERENT (" + demo.MapDiffers + ")"
 	}
-	fmt.Fprintf(w, "map check: %s: %s\n", strings.Join(parts, ", "), verdict)
+	fmt.Fprintf(w, "map check: %s: %s\n", edges, verdict)
 }

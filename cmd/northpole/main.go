@@ -18,7 +18,16 @@ import (
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
-// exitError carries a specific exit code (e.g. 3: results differ).
+// Exit codes other than 0, 1 and 128 + a signal's number; the root
+// command's help and the README list them.
+const (
+	exitUsage      = 2 // bad flags or arguments
+	exitDiffer     = 3 // the results differ (demo, compare)
+	exitMapDiffers = 4 // the demo's service map differs from the records read back
+)
+
+// exitError carries a specific exit code (exitUsage, exitDiffer,
+// exitMapDiffers).
 type exitError struct {
 	code int
 	err  error
@@ -52,14 +61,16 @@ func main() {
 // print: 0 for nil (a service stopped by a signal is done, not failed);
 // 128 + the signal's number, saying "interrupted", when a signal stopped a
 // command before it finished (whatever error the stop surfaced as); else
-// the exitError's code (2 bad flags, 3 results differ), or 1.
+// the exitError's code, or 1. A usage error or a verdict (the results, the
+// map) stays what it is when a signal comes late: the command had finished.
 func exitStatus(err error, sig os.Signal) (int, string) {
 	if err == nil {
 		return 0, ""
 	}
 	var ee *exitError
 	isExit := errors.As(err, &ee)
-	if s, ok := sig.(syscall.Signal); ok && !(isExit && (ee.code == 2 || ee.code == 3)) {
+	final := isExit && (ee.code == exitUsage || ee.code == exitDiffer || ee.code == exitMapDiffers)
+	if s, ok := sig.(syscall.Signal); ok && !final {
 		name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[s]
 		if name == "" {
 			name = s.String()
@@ -95,9 +106,11 @@ docs/SEMANTICS.md.
 
 Exit status, every command: 0 done (also a service, process packer|sleigh or
 servicemap, stopped by Ctrl-C or SIGTERM); 1 error; 2 bad flags or arguments;
-3 the results differ (demo, compare); 130 (SIGINT, Ctrl-C) or 143 (SIGTERM)
-when a signal stopped a command before it finished (demo, elves, compare,
-bench), after printing "interrupted".`,
+3 the results differ (demo, compare); 4 the demo's service map differs from
+the records it read back (spans lost, or records redelivered; 3 wins when
+the results differ too); 130 (SIGINT, Ctrl-C) or 143 (SIGTERM) when a
+signal stopped a command before it finished (demo, elves, compare, bench),
+after printing "interrupted".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -184,5 +197,5 @@ func usageErr(format string, args ...any) error {
 	if inner := (*exitError)(nil); !errors.As(err, &inner) {
 		err = withKafkaFlags(err)
 	}
-	return &exitError{code: 2, err: err}
+	return &exitError{code: exitUsage, err: err}
 }

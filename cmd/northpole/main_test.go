@@ -35,11 +35,13 @@ func TestExitStatus(t *testing.T) {
 		{"a service stopped by a signal is done", nil, syscall.SIGINT, 0, ""},
 		{"an error", errors.New("boom"), nil, 1, "boom"},
 		{"bad flags", usageErr("--toys must be at least 1"), nil, 2, "--toys must be at least 1"},
-		{"results differ", &exitError{code: 3, err: errors.New("differ")}, nil, 3, "differ"},
+		{"results differ", &exitError{code: exitDiffer, err: errors.New("differ")}, nil, 3, "differ"},
+		{"the map differs", &exitError{code: exitMapDiffers, err: errors.New("map")}, nil, 4, "map"},
 		{"Ctrl-C", canceled, syscall.SIGINT, 130, "interrupted by SIGINT"},
 		{"SIGTERM", canceled, syscall.SIGTERM, 143, "interrupted by SIGTERM"},
 		{"the elves' own 130", &exitError{code: 130, err: canceled}, syscall.SIGINT, 130, "interrupted by SIGINT"},
-		{"results that differ stay 3 after a late signal", &exitError{code: 3, err: errors.New("differ")}, syscall.SIGINT, 3, "differ"},
+		{"results that differ stay 3 after a late signal", &exitError{code: exitDiffer, err: errors.New("differ")}, syscall.SIGINT, 3, "differ"},
+		{"a map that differs stays 4 after a late signal", &exitError{code: exitMapDiffers, err: errors.New("map")}, syscall.SIGTERM, 4, "map"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, text := exitStatus(tc.err, tc.sig)

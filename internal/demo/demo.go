@@ -98,7 +98,13 @@ type Summary struct {
 	RawOutput       outputs.Counts            `json:"raw_output"`
 	Reference       string                    `json:"reference_check"`
 	SQLCheck        string                    `json:"sql_check"`
-	Seconds         float64                   `json:"seconds"`
+	// MapCheck is the service map's verdict, "equal" or "different": its
+	// edges into the packer and the sleigh against the records read back
+	// (MapEdges, Report.CheckMap). Both are absent when the demo drew no
+	// map.
+	MapCheck string   `json:"map_check,omitempty"`
+	MapEdges MapEdges `json:"map_edges,omitempty"`
+	Seconds  float64  `json:"seconds"`
 }
 
 // Report is what Run found.

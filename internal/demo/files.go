@@ -90,12 +90,21 @@ func writeJSONL(path string, rows any) error {
 }
 
 // WriteReport writes dir/report.html (internal/report) for the run, with
-// the service map g when there is one; where says which Kafka it ran on.
+// the service map g when there is one and its check (Report.CheckMap) when
+// that was made; where says which Kafka it ran on.
 func WriteReport(dir string, r Report, where string, g *servicemap.Graph) error {
 	sql := r.SQLComparison
 	sql.SQL = "the embedded SQLite (the shared contract SQL on the input records)"
-	return report.WriteFile(dir, report.Input{
+	in := report.Input{
 		Title: "northpole demo", Goka: "Goka's results on " + where, Params: r.Params,
 		Set: r.Run.Goka, Inputs: r.Run.Inputs(), Reference: r.Reference, SQL: sql, ServiceMap: g,
-	})
+	}
+	if edges := r.Summary.MapEdges; r.Summary.MapCheck != "" {
+		v := report.Verdict{Check: "the service map vs the records read back", Equal: edges.Equal(), Detail: edges.String()}
+		if !v.Equal {
+			v.Detail += " (" + MapDiffers + ")"
+		}
+		in.MapCheck = &v
+	}
+	return report.WriteFile(dir, in)
 }

@@ -97,7 +97,8 @@ func cell(t *testing.T, dom, size, set string) string {
 // TestPageInBrowser runs a small demo with tracing into a service map,
 // writes its report.html, loads it in headless Chromium and checks that the
 // page loads without a console message, and that the DOM shows the counts
-// the demo's summary holds, the verdict and the service map.
+// the demo's summary holds, the verdicts (the map check's too) and the
+// service map.
 func TestPageInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -142,6 +143,9 @@ func TestPageInBrowser(t *testing.T) {
 	if len(g.Edges) == 0 {
 		t.Fatal("the service map has no edges")
 	}
+	if edges := r.CheckMap(g); !edges.Equal() {
+		t.Errorf("map check: %v", edges)
+	}
 	dir := t.TempDir()
 	if err := demo.WriteReport(dir, r, d.Where(), &g); err != nil {
 		t.Fatal(err)
@@ -170,6 +174,7 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<b>equal</b>: Goka vs the batch reference", "<b>equal</b>: Goka vs the embedded SQLite",
+		"<b>equal</b>: the service map vs the records read back",
 		">toy-elves</text>", ">kafka</text>", "red: some of those spans have status ERROR",
 		`<g class="strip" data-size="S">`, "windows along event time",
 	} {

@@ -1,8 +1,9 @@
 // Package report makes report.html, the page a person opens after a demo or
 // a comparison: per size class the counts of the five result sets as a
 // chart, the windows along event time with the pairs each held, the service
-// map, and the verdict of Goka against the batch reference and a SQL engine,
-// with the differing rows and the input records behind them
+// map, and the verdict of Goka against the batch reference and a SQL engine
+// (and of the demo's service map against the records read back), with the
+// differing rows and the input records behind them
 // (compare.Build's explanations). The page is one self-contained file: inline
 // CSS and SVG, no script, nothing fetched.
 package report
@@ -39,6 +40,9 @@ type Input struct {
 	SQL compare.Comparison
 	// ServiceMap, when not nil, is drawn.
 	ServiceMap *servicemap.Graph
+	// MapCheck, when not nil, is the service map's edges against the
+	// records read back (the demo's), shown after the other verdicts.
+	MapCheck *Verdict
 }
 
 // FromCompare is the page of `northpole compare`.
@@ -84,7 +88,8 @@ type SizeCounts struct {
 	results.Counts
 }
 
-// Verdict is one check: Goka against the reference, or against the SQL.
+// Verdict is one check: Goka against the reference, or against the SQL; or
+// the service map against the records read back.
 type Verdict struct {
 	Check  string
 	Equal  bool
@@ -156,6 +161,10 @@ func Build(in Input) Page {
 		}
 	}
 	p.Verdicts = []Verdict{ref, sql}
+	if in.MapCheck != nil {
+		p.Verdicts = append(p.Verdicts, *in.MapCheck)
+	}
+	// The differing rows are Goka's against the others: the map has none.
 	p.Equal = ref.Equal && sql.Equal
 	for _, d := range in.SQL.Differences {
 		if len(p.Differences) == maxDifferences {
