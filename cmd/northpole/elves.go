@@ -179,9 +179,7 @@ func runElves(ctx context.Context, kc kafkaconf.Config, c producers.Config, stdo
 	if err == nil || stats.Sent > 0 {
 		printElvesSummary(stdout, stats, err)
 	}
-	if err != nil && errors.Is(err, context.Canceled) && stats.Failed == 0 {
-		return &exitError{code: 130, err: err}
-	}
+	// Stopped by a signal, main.exitStatus says interrupted, with its code.
 	return err
 }
 

@@ -12,12 +12,12 @@ import (
 // reach the collector.
 const flushTimeout = 10 * time.Second
 
-// startTelemetry builds the OpenTelemetry providers of a command from the
-// standard OTEL_* environment (off when nothing is configured). stop flushes
-// them; call it before the command returns.
 // serviceCompare is the default service.name of compare's SQL client spans.
 const serviceCompare = "compare"
 
+// startTelemetry builds the OpenTelemetry providers of a command from the
+// standard OTEL_* environment (off when nothing is configured). stop flushes
+// them; call it before the command returns.
 func startTelemetry(ctx context.Context, opts telemetry.Options) (tel *telemetry.Telemetry, stop func(), err error) {
 	tel, err = telemetry.New(ctx, opts)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
@@ -60,12 +61,10 @@ func Spreads(inputs []record.Input) []Spread {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Spread) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(sizeRank(a.Size), sizeRank(b.Size)))
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(record.SizeRank(a.Size), record.SizeRank(b.Size)))
 	})
 	return out
 }
-
-func sizeRank(s string) int { return slices.Index(record.Sizes, s) }
 
 // writeSpreads explains spreads (none: nothing): what is wrong with the
 // input topics, what it does to the comparison, and how to fix it.
@@ -77,7 +76,7 @@ func writeSpreads(w io.Writer, spreads []Spread) {
 	for _, s := range spreads {
 		var ps []string
 		for _, p := range s.Partitions {
-			ps = append(ps, fmt.Sprintf("partition %d: %s", p.Partition, plural(p.Records, "record")))
+			ps = append(ps, fmt.Sprintf("partition %d: %s", p.Partition, english.Count(p.Records, "record")))
 		}
 		fmt.Fprintf(w, "  %s of size %s: %s\n", s.Stream, s.Size, strings.Join(ps, ", "))
 	}
@@ -89,12 +88,4 @@ Fix: every producer keys each record by its size and partitions with FNV-1a, as 
 elves, sarama and goka do (kcat and other librdkafka clients: -X topic.partitioner=fnv1a);
 then produce again into fresh topics.
 `)
-}
-
-// plural says n things, adding an s unless n is one.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
@@ -34,7 +35,7 @@ func abridge(s string, n int) string {
 // maxRows rows per set and side; moreHint, when not empty, says (in
 // parentheses) how to see the rows left out.
 func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
-	fmt.Fprintf(w, "%s\n  vs %s\n  W=%s L=%s, %s\n\n", c.Goka, c.SQL, c.Window, c.Lateness, plural(c.Inputs, "input record"))
+	fmt.Fprintf(w, "%s\n  vs %s\n  W=%s L=%s, %s\n\n", c.Goka, c.SQL, c.Window, c.Lateness, english.Count(c.Inputs, "input record"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tset\tgoka\tsql\tequal\tonly goka\tonly sql\t")
 	for _, size := range append(slices.Clone(record.Sizes), "all") {
@@ -51,7 +52,7 @@ func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
 	}
 	tw.Flush()
 	if c.GokaConflicts > 0 {
-		fmt.Fprintf(w, "\nGoka wrote %s with two different values (the first of each is compared)\n", plural(c.GokaConflicts, "output key"))
+		fmt.Fprintf(w, "\nGoka wrote %s with two different values (the first of each is compared)\n", english.Count(c.GokaConflicts, "output key"))
 	}
 	if c.Equal {
 		fmt.Fprintln(w, "\nequal: Goka and the SQL engine have the same rows in all five sets")

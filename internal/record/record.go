@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,16 @@ func (s Stream) IDField() string {
 
 // Sizes are the four size classes, in display order.
 var Sizes = []string{"S", "M", "L", "XL"}
+
+// SizeRank is s's place in Sizes, the order sizes are shown in. A string
+// that is no size class ranks after every size class (len(Sizes)), so that
+// sorting by it puts what is unknown last (all of it tied).
+func SizeRank(s string) int {
+	if i := slices.Index(Sizes, s); i >= 0 {
+		return i
+	}
+	return len(Sizes)
+}
 
 // ValidSize reports whether s is one of the four size classes.
 func ValidSize(s string) bool {

@@ -394,3 +394,17 @@ func TestStreamsAndSizes(t *testing.T) {
 		t.Errorf("Sizes = %v", Sizes)
 	}
 }
+
+// TestSizeRank: the sizes in display order, and anything else after them.
+func TestSizeRank(t *testing.T) {
+	for i, s := range Sizes {
+		if SizeRank(s) != i {
+			t.Errorf("SizeRank(%q) = %d, want %d", s, SizeRank(s), i)
+		}
+	}
+	for _, s := range []string{"", "XXL", "m", "S "} {
+		if SizeRank(s) != len(Sizes) {
+			t.Errorf("SizeRank(%q) = %d, want %d: after every size class", s, SizeRank(s), len(Sizes))
+		}
+	}
+}

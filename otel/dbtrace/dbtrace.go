@@ -161,13 +161,15 @@ func Operation(query string) string {
 }
 
 // PgxTracer is a pgx.QueryTracer: set it as pgx.ConnConfig.Tracer (or
-// pgxpool.Config.ConnConfig.Tracer) and every query gets its span. Nil when
-// tracing is off, which pgx treats as no tracer.
+// pgxpool.Config.ConnConfig.Tracer) and every query gets its span. It is
+// nil when tracing is off: set it only when it is not, since a nil
+// *PgxTracer in the Tracer interface is not a nil interface, and pgx would
+// call its methods.
 type PgxTracer struct{ t *Tracer }
 
 var _ pgx.QueryTracer = (*PgxTracer)(nil)
 
-// NewPgxTracer returns nil (no tracer) when tp is nil or a no-op provider.
+// NewPgxTracer returns nil when tp is nil or a no-op provider (see PgxTracer).
 // The database name and server come from each connection's config.
 func NewPgxTracer(tp trace.TracerProvider) *PgxTracer {
 	if !kafkatrace.Enabled(tp) {
