@@ -196,12 +196,14 @@ func TestRunDurationAndRate(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	t.Logf("elapsed %v stats %+v", elapsed, stats)
-	if elapsed < 450*time.Millisecond || elapsed > 10*time.Second {
-		t.Fatalf("a 500 ms run took %v", elapsed)
+	if elapsed < 450*time.Millisecond {
+		t.Fatalf("a 500 ms run ended after %v", elapsed)
 	}
-	// 400/s for 0.5 s: about 200 records (plus the burst allowance).
-	if stats.Records < 120 || stats.Records > 260 {
-		t.Fatalf("%d records in 500 ms at 400/s", stats.Records)
+	// The limiter lets at most 400/s through, plus a burst of 20 ms: an upper
+	// bound however slow the machine is (a lower one would measure the
+	// machine, not the limiter).
+	if limit := int64(400*elapsed.Seconds()) + 1 + int64(400*0.02); stats.Records > limit || stats.Records == 0 {
+		t.Fatalf("%d records in %v at 400/s, want 1 to %d", stats.Records, elapsed, limit)
 	}
 	if stats.Acked != stats.Sent || stats.FinalHeartbeatAt.IsZero() {
 		t.Fatalf("stats %+v: want everything acked and final heartbeats", stats)
