@@ -170,7 +170,7 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<b>equal</b>: Goka vs the batch reference", "<b>equal</b>: Goka vs the embedded SQLite",
-		">toy-elves</text>", ">kafka</text>", "red: some of those spans have status ERROR",
+		">toy-elves</text>", ">kafka</text>", "red: some of its spans have status ERROR",
 		`<g class="strip" data-size="S">`, "windows along event time",
 	} {
 		if !strings.Contains(page.dom, want) {
