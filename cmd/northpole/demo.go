@@ -77,6 +77,7 @@ With --out DIR it writes:
                                                 size that is its key, else
                                                 under dead_without_size)
   DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
+  DIR/servicemap-topics.{mmd,svg}               the map with a node per topic
   DIR/report.html                               one page to open in a browser: the
                                                 counts per size, the windows, the
                                                 service map, the verdict and any

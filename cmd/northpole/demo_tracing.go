@@ -68,7 +68,7 @@ type demoCounts struct {
 
 // finish flushes the spans (every component has stopped), prints what became
 // of them and the service map (also written as Mermaid and SVG under outDir,
-// when given).
+// when given, SigNoz's and the one with topics).
 func (d *demoTracing) finish(w io.Writer, n demoCounts, outDir string) error {
 	d.close()
 	if stats := d.tel.SpanStats(); len(stats) > 0 {
@@ -85,20 +85,29 @@ func (d *demoTracing) finish(w io.Writer, n demoCounts, outDir string) error {
 	}
 	printMapCheck(w, g, n)
 	if outDir != "" {
-		if err := writeServicemap(g, filepath.Join(outDir, "servicemap.mmd"), filepath.Join(outDir, "servicemap.svg"), false, io.Discard); err != nil {
-			return err
+		for _, m := range []struct {
+			name string
+			g    servicemap.Graph
+		}{{"servicemap", g}, {"servicemap-topics", d.b.TopicGraph()}} {
+			if err := writeServicemap(m.g, filepath.Join(outDir, m.name+".mmd"), filepath.Join(outDir, m.name+".svg"), false, io.Discard); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(w, "wrote %s/servicemap.{mmd,svg}\n", outDir)
+		fmt.Fprintf(w, "wrote %s/servicemap{,-topics}.{mmd,svg}\n", outDir)
 	}
 	return nil
 }
 
-// graph is the service map, or nil when the demo traced nothing into one.
+// graph is the map for the report, or nil when the demo traced nothing into
+// one. It is the map with topics: the report accounts for records, and that
+// map puts each topic's records on its edges (the inputs, packed, and each
+// kind of leftover and dead letter apart), where SigNoz's map has one kafka
+// node for them all; the terminal and servicemap.svg keep SigNoz's.
 func (d *demoTracing) graph() *servicemap.Graph {
 	if d.b == nil {
 		return nil
 	}
-	g := d.b.Graph()
+	g := d.b.TopicGraph()
 	return &g
 }
 

@@ -97,7 +97,8 @@ func cell(t *testing.T, dom, size, set string) string {
 // TestPageInBrowser runs a small demo with tracing into a service map,
 // writes its report.html, loads it in headless Chromium and checks that the
 // page loads without a console message, and that the DOM shows the counts
-// the demo's summary holds, the verdict and the service map.
+// the demo's summary holds, the verdict and the service map with topics,
+// whose edge into the packed topic counts the pairs packed.
 func TestPageInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -138,9 +139,11 @@ func TestPageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := b.Graph()
-	if len(g.Edges) == 0 {
-		t.Fatal("the service map has no edges")
+	// The demo's report draws the map with topics.
+	g := b.TopicGraph()
+	packed, ok := g.Edge("packer", "kafka/packed")
+	if !ok || packed.Calls != len(r.Run.Goka.Packed) {
+		t.Fatalf("the map's packer -> packed edge %+v (%v), the run packed %d pairs", packed, ok, len(r.Run.Goka.Packed))
 	}
 	dir := t.TempDir()
 	if err := demo.WriteReport(dir, r, d.Where(), &g); err != nil {
@@ -170,7 +173,8 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<b>equal</b>: Goka vs the batch reference", "<b>equal</b>: Goka vs the embedded SQLite",
-		">toy-elves</text>", ">kafka</text>", "red: some of its spans have status ERROR",
+		">toy-elves</text>", ">packed</text>", "kafka topic", fmt.Sprintf(">%d records, ", packed.Calls),
+		"Each Kafka topic is a node", "red: some of its spans have status ERROR",
 		`<g class="strip" data-size="S">`, "windows along event time",
 	} {
 		if !strings.Contains(page.dom, want) {
