@@ -273,12 +273,13 @@ const (
 	colorErr = "#c0392b"
 )
 
-// WriteSVG draws the map: services as boxes in columns (callers left of the
-// services they call), messaging and database systems as cylinders below,
-// arrows labelled with calls, errors and latency (red when a call failed,
-// dashed to a system), the ends of the arrows on one side of a node spread
-// apart and no label over another or over a node; a legend below says what
-// the lines and colours mean.
+// WriteSVG draws the map: services as boxes and topics as stadiums in
+// columns (callers left of the services they call, writers left of their
+// topics, topics left of their readers), messaging and database systems as
+// cylinders below, arrows labelled with calls or records, errors and latency
+// (red when a span failed, dashed to a system), the ends of the arrows on
+// one side of a node spread apart and no label over another or over a node;
+// a legend below says what the map's lines and colours mean.
 func (g Graph) WriteSVG(w io.Writer) error {
 	d := g.draw()
 	legend := g.legend()

@@ -224,8 +224,8 @@ func TestMermaidWithTopics(t *testing.T) {
 
 // TestSVGWithTopics: topics are stadiums in the columns between their
 // writers and readers (toy-elves, toys, packer, packed, sleigh from left to
-// right), labels stay apart, and the legend explains topics only when there
-// are some.
+// right), labels stay apart, and the legend explains the lines the map has,
+// and only those.
 func TestSVGWithTopics(t *testing.T) {
 	g := topicDemo()
 	var buf bytes.Buffer
