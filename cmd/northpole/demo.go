@@ -81,6 +81,7 @@ With --out DIR it writes:
                                                 sql_check, map_check (with
                                                 map_edges)
   DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
+  DIR/servicemap-topics.{mmd,svg}               the map with a node per topic
   DIR/report.html                               one page to open in a browser: the
                                                 counts per size, the windows, the
                                                 service map, the verdict and any
@@ -227,7 +228,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		printMapCheck(stdout, r.CheckMap(*g))
 	}
 	if o.out != "" {
-		if err := writeDemoFiles(stdout, o.out, r, d.Where(), g); err != nil {
+		if err := writeDemoFiles(stdout, o.out, r, d.Where(), g, dt.topicGraph()); err != nil {
 			return err
 		}
 	}
@@ -251,19 +252,27 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 
 // writeDemoFiles writes what --out asks for under dir, saying so: the
 // records and results, summary.json (with the map check, once made), the
-// service map g (nil: none) and report.html.
-func writeDemoFiles(stdout io.Writer, dir string, r demo.Report, where string, g *servicemap.Graph) error {
+// service map g as SigNoz draws it and topics, the map with a node per topic
+// (nil: the demo traced nothing into a map), and report.html, which draws
+// the map with topics: the report accounts for records, and that map puts
+// each topic's records on its edges.
+func writeDemoFiles(stdout io.Writer, dir string, r demo.Report, where string, g, topics *servicemap.Graph) error {
 	if err := demo.WriteFiles(dir, r); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", dir, dir)
-	if g != nil {
-		if err := writeServicemap(*g, filepath.Join(dir, "servicemap.mmd"), filepath.Join(dir, "servicemap.svg"), false, io.Discard); err != nil {
-			return err
+	if g != nil && topics != nil {
+		for _, m := range []struct {
+			name string
+			g    *servicemap.Graph
+		}{{"servicemap", g}, {"servicemap-topics", topics}} {
+			if err := writeServicemap(*m.g, filepath.Join(dir, m.name+".mmd"), filepath.Join(dir, m.name+".svg"), false, io.Discard); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(stdout, "wrote %s/servicemap.{mmd,svg}\n", dir)
+		fmt.Fprintf(stdout, "wrote %s/servicemap{,-topics}.{mmd,svg}\n", dir)
 	}
-	if err := demo.WriteReport(dir, r, where, g); err != nil {
+	if err := demo.WriteReport(dir, r, where, topics); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s/%s: open it in a browser\n", dir, report.FileName)

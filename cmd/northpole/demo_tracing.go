@@ -76,6 +76,19 @@ func (d *demoTracing) finish(w io.Writer) (*servicemap.Graph, error) {
 	return &g, nil
 }
 
+// topicGraph is the map for the report, or nil when the demo traced nothing into
+// one. It is the map with topics: the report accounts for records, and that
+// map puts each topic's records on its edges (the inputs, packed, and each
+// kind of leftover and dead letter apart), where SigNoz's map has one kafka
+// node for them all; the terminal and servicemap.svg keep SigNoz's.
+func (d *demoTracing) topicGraph() *servicemap.Graph {
+	if d.b == nil {
+		return nil
+	}
+	g := d.b.TopicGraph()
+	return &g
+}
+
 // close flushes the telemetry, once.
 func (d *demoTracing) close() {
 	if !d.stopped {

@@ -21,18 +21,27 @@ type servicemapOptions struct {
 	sameBatch    bool
 	mermaid, svg string
 	names        bool
+	topics       bool
 }
 
 func newServicemapCmd() *cobra.Command {
 	o := servicemapOptions{grpc: "127.0.0.1:4317", http: "127.0.0.1:4318"}
 	cmd := &cobra.Command{
 		Use:   "servicemap",
-		Short: "Draw the service map from OTLP spans, as SigNoz would (text, Mermaid, SVG)",
+		Short: "Draw the service map from OTLP spans, as SigNoz would or with a node per topic (text, Mermaid, SVG)",
 		Long: `servicemap builds the service map the way SigNoz draws it: an edge A -> B for
 every span of service B whose parent is a span of service A, with the number of
 calls, of errors, and the p50/p99 latency of B's spans; and an edge A -> kafka
 (or postgresql, ...) for every non-server span of A that names a messaging or
 database system.
+
+--topics draws what SigNoz cannot: each Kafka topic a node of its own between
+the services that write to it and those that read from it (toy-elves -> toys
+-> packer -> packed -> sleigh), from the spans' messaging.destination.name,
+with the records on the edges (one PRODUCER span per record sent, one
+CONSUMER span per record read). The service edges those hops carry, and the
+edges to the kafka node, give way to the topics; a hop's topic edges do not
+need its parent span, so they are whole even with --same-batch.
 
 It receives OTLP on loopback, over gRPC and HTTP (protobuf or JSON), until
 --for has passed or it is interrupted, then prints the map:
@@ -76,6 +85,7 @@ it into ClickHouse (its service-map view joins the spans of one insert);
 	f.StringVar(&o.mermaid, "mermaid", "", "write the map as a Mermaid flowchart to this file")
 	f.StringVar(&o.svg, "svg", "", "write the map as SVG to this file")
 	f.BoolVar(&o.names, "spans", false, "also print the span counts per service and span name")
+	f.BoolVar(&o.topics, "topics", false, "draw each topic as a node between its producers and consumers, with the records on the edges, instead of SigNoz's one node per messaging system")
 	return cmd
 }
 
@@ -136,14 +146,22 @@ func runServicemap(ctx context.Context, o servicemapOptions, stdout, stderr io.W
 			case <-ctx.Done():
 				break wait
 			case <-tick:
-				_ = b.Graph().WriteText(stdout)
+				_ = graphOf(b, o.topics).WriteText(stdout)
 			}
 		}
 		rcv.Close()
 		batches, spans := rcv.Received()
 		fmt.Fprintf(stderr, "servicemap: %d spans in %d requests\n", spans, batches)
 	}
-	return writeServicemap(b.Graph(), o.mermaid, o.svg, o.names, stdout)
+	return writeServicemap(graphOf(b, o.topics), o.mermaid, o.svg, o.names, stdout)
+}
+
+// graphOf is b's map, with a node per topic when topics is set.
+func graphOf(b *servicemap.Builder, topics bool) servicemap.Graph {
+	if topics {
+		return b.TopicGraph()
+	}
+	return b.Graph()
 }
 
 // writeServicemap prints g and writes the files asked for (empty: skipped).

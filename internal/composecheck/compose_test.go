@@ -343,6 +343,7 @@ type collectorConfig struct {
 				TracesURLPath string `yaml:"traces_url_path"`
 			} `yaml:"protocols"`
 		} `yaml:"otlp"`
+		KafkaMetrics *kafkaMetricsConfig `yaml:"kafkametrics"`
 	} `yaml:"receivers"`
 	Extensions map[string]struct {
 		Endpoint string `yaml:"endpoint"`

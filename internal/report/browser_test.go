@@ -98,7 +98,8 @@ func cell(t *testing.T, dom, size, set string) string {
 // writes its report.html, loads it in headless Chromium and checks that the
 // page loads without a console message, and that the DOM shows the counts
 // the demo's summary holds, the verdicts (the map check's too) and the
-// service map.
+// service map with topics, whose edge into the packed topic counts the pairs
+// packed.
 func TestPageInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -139,11 +140,13 @@ func TestPageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := b.Graph()
-	if len(g.Edges) == 0 {
-		t.Fatal("the service map has no edges")
+	// The demo's report draws the map with topics.
+	g := b.TopicGraph()
+	packed, ok := g.Edge("packer", "kafka/packed")
+	if !ok || packed.Calls != len(r.Run.Goka.Packed) {
+		t.Fatalf("the map's packer -> packed edge %+v (%v), the run packed %d pairs", packed, ok, len(r.Run.Goka.Packed))
 	}
-	if edges := r.CheckMap(g); !edges.Equal() {
+	if edges := r.CheckMap(b.Graph()); !edges.Equal() {
 		t.Errorf("map check: %v", edges)
 	}
 	dir := t.TempDir()
@@ -175,7 +178,8 @@ func TestPageInBrowser(t *testing.T) {
 	for _, want := range []string{
 		"<b>equal</b>: Goka vs the batch reference", "<b>equal</b>: Goka vs the embedded SQLite",
 		"<b>equal</b>: the service map vs the records read back",
-		">toy-elves</text>", ">kafka</text>", "red: some of those spans have status ERROR",
+		">toy-elves</text>", ">packed</text>", "kafka topic", fmt.Sprintf(">%d records, ", packed.Calls),
+		"Each Kafka topic is a node", "red: some of its spans have status ERROR",
 		`<g class="strip" data-size="S">`, "windows along event time",
 	} {
 		if !strings.Contains(page.dom, want) {

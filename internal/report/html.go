@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 )
@@ -19,10 +20,12 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 	"add": func(a, b int) int { return a + b },
 }).ParseFS(files, "page.html.tmpl"))
 
-// serviceMap is the map as servicemap draws it, and its table.
+// serviceMap is the map as servicemap draws it, and its table; Topics when
+// it has a node per topic.
 type serviceMap struct {
-	SVG  template.HTML
-	Text string
+	SVG    template.HTML
+	Text   string
+	Topics bool
 }
 
 // newServiceMap draws g. The SVG is trusted markup: servicemap.WriteSVG
@@ -35,7 +38,8 @@ func newServiceMap(g servicemap.Graph) *serviceMap {
 	if err := g.WriteText(&text); err != nil {
 		return nil
 	}
-	return &serviceMap{SVG: template.HTML(svg.String()), Text: text.String()} //nolint:gosec // WriteSVG escapes every name it writes
+	topics := slices.ContainsFunc(g.Nodes, func(n servicemap.Node) bool { return n.Topic != "" })
+	return &serviceMap{SVG: template.HTML(svg.String()), Text: text.String(), Topics: topics} //nolint:gosec // WriteSVG escapes every name it writes
 }
 
 // Write writes the page of in as HTML.

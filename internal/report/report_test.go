@@ -135,6 +135,30 @@ func TestSelfContained(t *testing.T) {
 	}
 }
 
+// TestServiceMapNoteOnTopics: the page says what a map with topics shows,
+// and says nothing of topics under a map without them.
+func TestServiceMapNoteOnTopics(t *testing.T) {
+	signoz := servicemap.Graph{Nodes: []servicemap.Node{{Name: "a"}, {Name: "kafka", System: true}},
+		Edges: []servicemap.Edge{{From: "a", To: "kafka", Kind: "messaging", Calls: 1}}}
+	topics := servicemap.Graph{Nodes: []servicemap.Node{{Name: "a"}, {Name: "kafka/toys", Topic: "toys", Messaging: "kafka"}},
+		Edges: []servicemap.Edge{{From: "a", To: "kafka/toys", Kind: "produce", Calls: 3}}}
+	for _, c := range []struct {
+		name string
+		g    servicemap.Graph
+		note bool
+	}{{"SigNoz's map", signoz, false}, {"with topics", topics, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Write(&b, Input{Title: "t", Params: params, ServiceMap: &c.g}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), "Each Kafka topic is a node"); got != c.note {
+				t.Errorf("note on topics: %v, want %v", got, c.note)
+			}
+		})
+	}
+}
+
 // TestReusedIDsAndLateCopies: a toy id packed in two windows is two rows,
 // each shown with its window and explained by the record of that window
 // only; two late copies of one id are two rows, each shown with its

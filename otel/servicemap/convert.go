@@ -24,6 +24,7 @@ import (
 const (
 	keyService   = "service.name"
 	keyMessaging = "messaging.system"
+	keyDest      = "messaging.destination.name"
 	keyDB        = "db.system"
 	keyDBName    = "db.system.name" // the current name; SigNoz reads db.system
 	unknownSvc   = "unknown_service"
@@ -50,6 +51,8 @@ func FromSDK(spans []sdktrace.ReadOnlySpan) []Span {
 			switch a.Key {
 			case keyMessaging:
 				sp.Messaging = a.Value.AsString()
+			case keyDest:
+				sp.Destination = a.Value.AsString()
 			case keyDB:
 				sp.DB = a.Value.AsString()
 			case keyDBName:
@@ -96,7 +99,7 @@ func FromProto(rss []*tracepb.ResourceSpans) []Span {
 				if e, st := s.GetEndTimeUnixNano(), s.GetStartTimeUnixNano(); e >= st {
 					sp.Duration = time.Duration(e - st)
 				}
-				sp.Messaging, sp.DB = attrsOf(s.GetAttributes())
+				sp.Messaging, sp.Destination, sp.DB = attrsOf(s.GetAttributes())
 				out = append(out, sp)
 			}
 		}
@@ -104,11 +107,13 @@ func FromProto(rss []*tracepb.ResourceSpans) []Span {
 	return out
 }
 
-func attrsOf(kvs []*commonpb.KeyValue) (messaging, db string) {
+func attrsOf(kvs []*commonpb.KeyValue) (messaging, dest, db string) {
 	for _, a := range kvs {
 		switch a.GetKey() {
 		case keyMessaging:
 			messaging = a.GetValue().GetStringValue()
+		case keyDest:
+			dest = a.GetValue().GetStringValue()
 		case keyDB:
 			db = a.GetValue().GetStringValue()
 		case keyDBName:
@@ -117,7 +122,7 @@ func attrsOf(kvs []*commonpb.KeyValue) (messaging, db string) {
 			}
 		}
 	}
-	return messaging, db
+	return messaging, dest, db
 }
 
 // The OTLP JSON encoding differs from protobuf's canonical JSON: trace and
@@ -227,6 +232,7 @@ func (s jsonSpan) span(svc string) (Span, error) {
 		sp.Duration = time.Duration(end - start)
 	}
 	sp.Messaging = stringAttr(s.Attributes, keyMessaging)
+	sp.Destination = stringAttr(s.Attributes, keyDest)
 	sp.DB = stringAttr(s.Attributes, keyDB)
 	if sp.DB == "" {
 		sp.DB = stringAttr(s.Attributes, keyDBName)

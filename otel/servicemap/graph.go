@@ -5,6 +5,10 @@
 // A with messaging.system or db.system (SigNoz collapses every broker or
 // database into one node named for its system, "kafka", "postgresql").
 //
+// Builder.TopicGraph draws what SigNoz cannot (SigNoz/signoz#4701): each
+// topic a node of its own between the services that write to it and those
+// that read from it, from the spans' messaging.destination.name.
+//
 // SigNoz joins parent and child only inside one batch of spans as its
 // collector inserts them; Options.SameBatch reproduces that strictness
 // (with Options.Batch, the collector's batch processor across requests), the
@@ -46,6 +50,7 @@ type Span struct {
 	Duration     time.Duration
 	Error        bool   // status code ERROR
 	Messaging    string // messaging.system
+	Destination  string // messaging.destination.name: the topic
 	DB           string // db.system, or db.system.name
 }
 
@@ -116,6 +121,7 @@ type child struct {
 	err      bool
 	kind     Kind
 	msg, db  string
+	dest     string
 	root     bool
 }
 
@@ -144,7 +150,7 @@ func (b *Builder) Add(spans []Span) {
 		b.spans[spanKey{s.TraceID, s.SpanID}] = parentRef{service: s.Service, pos: first + i}
 		b.kept = append(b.kept, child{
 			key: spanKey{s.TraceID, s.ParentSpanID}, service: s.Service, pos: first + i,
-			duration: s.Duration, err: s.Error, kind: s.Kind, msg: s.Messaging, db: s.DB, root: !s.HasParent(),
+			duration: s.Duration, err: s.Error, kind: s.Kind, msg: s.Messaging, db: s.DB, dest: s.Destination, root: !s.HasParent(),
 		})
 	}
 	b.batches.receive(now, len(spans))
@@ -226,7 +232,9 @@ func (c *batcher) count() int {
 type Edge struct {
 	From, To string
 	// Kind is "service" (parent/child across services), "messaging" or
-	// "database" (spans naming a system).
+	// "database" (spans naming a system); in a TopicGraph also "produce"
+	// (a service's PRODUCER spans into a topic) and "consume" (a topic into
+	// a service's CONSUMER spans), whose Calls are records, one span each.
 	Kind   string
 	Calls  int
 	Errors int
@@ -234,12 +242,30 @@ type Edge struct {
 	P99    time.Duration
 }
 
-// Node is a service (or a messaging or database system) with its span count.
+// Node is a service (or a messaging or database system, or a topic) with
+// its span count.
 type Node struct {
+	// Name is how edges name the node: a service's or system's name; for a
+	// topic, its system's and its own, "kafka/toys", as a service may carry
+	// a topic's name.
 	Name   string
 	Spans  int
 	System bool // a messaging or database system, not a service
+	// Topic is a topic's name (messaging.destination.name) and Messaging
+	// its system's (messaging.system); both empty for services and systems.
+	Topic, Messaging string
 }
+
+// Label is what a drawing writes in the node: its name, or the topic's.
+func (n Node) Label() string {
+	if n.Topic != "" {
+		return n.Topic
+	}
+	return n.Name
+}
+
+// topicName is the Name of the node of topic dest of messaging system msg.
+func topicName(msg, dest string) string { return msg + "/" + dest }
 
 // Graph is the map.
 type Graph struct {
@@ -263,6 +289,10 @@ type NameCount struct {
 	Count         int
 }
 
+// toSystem reports whether the edge goes from a service to its messaging or
+// database system, rather than along the flow between services and topics.
+func (e Edge) toSystem() bool { return e.Kind == "messaging" || e.Kind == "database" }
+
 // Edge returns the edge from -> to, if any.
 func (g Graph) Edge(from, to string) (Edge, bool) {
 	for _, e := range g.Edges {
@@ -273,8 +303,19 @@ func (g Graph) Edge(from, to string) (Edge, bool) {
 	return Edge{}, false
 }
 
-// Graph computes the map from everything added so far.
-func (b *Builder) Graph() Graph {
+// Graph computes the map from everything added so far, as SigNoz draws it.
+func (b *Builder) Graph() Graph { return b.graph(false) }
+
+// TopicGraph computes the map with a node for each topic: an edge from each
+// service to the topics its PRODUCER spans name (messaging.destination.name)
+// and from each topic to the services whose CONSUMER spans name it, with the
+// records on them. Such spans draw no edge to their messaging system, and a
+// CONSUMER span whose parent is in another service draws no service edge:
+// the topic between them shows that hop. Topic edges need no parent, so
+// SameBatch leaves them whole.
+func (b *Builder) TopicGraph() Graph { return b.graph(true) }
+
+func (b *Builder) graph(topics bool) Graph {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	edges, nodes := edgeSet{}, nodeSet{}
@@ -283,7 +324,11 @@ func (b *Builder) Graph() Graph {
 		g.Batches = b.batches.count()
 	}
 	for _, c := range b.kept {
-		nodes.see(c.service, false)
+		nodes.see(Node{Name: c.service})
+		topic := ""
+		if topics && c.msg != "" && c.dest != "" && (c.kind == KindProducer || c.kind == KindConsumer) {
+			topic = topicName(c.msg, c.dest)
+		}
 		if !c.root {
 			p, ok := b.spans[c.key]
 			switch {
@@ -291,19 +336,23 @@ func (b *Builder) Graph() Graph {
 				g.Orphans++
 			case b.opts.SameBatch && b.batches.of(p.pos) != b.batches.of(c.pos):
 				g.CrossBatch++
-			case p.service != c.service:
+			case p.service != c.service && (topic == "" || c.kind != KindConsumer):
 				edges.add(p.service, c.service, "service", c)
 			}
 		}
-		if c.kind == KindServer {
-			continue
-		}
-		if c.msg != "" {
-			nodes.see(c.msg, true)
+		switch {
+		case topic != "" && c.kind == KindProducer:
+			nodes.see(Node{Name: topic, Topic: c.dest, Messaging: c.msg})
+			edges.add(c.service, topic, "produce", c)
+		case topic != "":
+			nodes.see(Node{Name: topic, Topic: c.dest, Messaging: c.msg})
+			edges.add(topic, c.service, "consume", c)
+		case c.msg != "" && c.kind != KindServer:
+			nodes.see(Node{Name: c.msg, System: true})
 			edges.add(c.service, c.msg, "messaging", c)
 		}
-		if c.db != "" {
-			nodes.see(c.db, true)
+		if c.db != "" && c.kind != KindServer {
+			nodes.see(Node{Name: c.db, System: true})
 			edges.add(c.service, c.db, "database", c)
 		}
 	}
@@ -333,7 +382,7 @@ func (e edgeSet) add(from, to, kind string, c child) {
 	}
 }
 
-// sorted are the edges, services first, then messaging and databases.
+// sorted are the edges in kindOrder, then by their ends.
 func (e edgeSet) sorted() []Edge {
 	var out []Edge
 	for k, a := range e {
@@ -347,35 +396,38 @@ func (e edgeSet) sorted() []Edge {
 	return out
 }
 
-// nodeSet counts the spans of each service; systems (kafka, a database) are
-// nodes without spans of their own.
+// nodeSet counts the spans of each service; systems (kafka, a database) and
+// topics are nodes without spans of their own.
 type nodeSet map[string]*Node
 
-func (n nodeSet) see(name string, system bool) {
-	node := n[name]
-	if node == nil {
-		node = &Node{Name: name, System: system}
-		n[name] = node
+func (n nodeSet) see(node Node) {
+	have := n[node.Name]
+	if have == nil {
+		have = &node
+		n[node.Name] = have
 	}
-	if !system {
-		node.Spans++
+	if !node.System && node.Topic == "" {
+		have.Spans++
 	}
 }
 
-// sorted are the services by name, then the systems.
+// sorted are the services by name, then the topics, then the systems.
 func (n nodeSet) sorted() []Node {
 	var out []Node
 	for _, node := range n {
 		out = append(out, *node)
 	}
 	slices.SortFunc(out, func(x, y Node) int {
-		return cmp.Or(cmp.Compare(boolOrder(x.System), boolOrder(y.System)), cmp.Compare(x.Name, y.Name))
+		return cmp.Or(cmp.Compare(nodeOrder(x), nodeOrder(y)), cmp.Compare(x.Name, y.Name))
 	})
 	return out
 }
 
-func boolOrder(b bool) int {
-	if b {
+func nodeOrder(n Node) int {
+	switch {
+	case n.System:
+		return 2
+	case n.Topic != "":
 		return 1
 	}
 	return 0
@@ -402,14 +454,20 @@ func splitName(k string) (string, string) {
 	return k, ""
 }
 
+// kindOrder sorts edges along the flow: between services, into topics, out
+// of them, then to systems.
 func kindOrder(k string) int {
 	switch k {
 	case "service":
 		return 0
-	case "messaging":
+	case "produce":
 		return 1
+	case "consume":
+		return 2
+	case "messaging":
+		return 3
 	}
-	return 2
+	return 4
 }
 
 // quantile is the nearest-rank quantile of sorted durations.

@@ -12,16 +12,22 @@ import (
 
 // WriteText prints the map as a table of edges.
 func (g Graph) WriteText(w io.Writer) error {
-	services, systems := 0, 0
+	services, topics, systems := 0, 0, 0
 	for _, n := range g.Nodes {
-		if n.System {
+		switch {
+		case n.System:
 			systems++
-		} else {
+		case n.Topic != "":
+			topics++
+		default:
 			services++
 		}
 	}
-	fmt.Fprintf(w, "service map: %s, %s, %s from %s", english.Count(services, "service"), english.Count(systems, "system"),
-		english.Count(len(g.Edges), "edge"), english.Count(g.Spans, "span"))
+	fmt.Fprintf(w, "service map: %s, ", english.Count(services, "service"))
+	if topics > 0 {
+		fmt.Fprintf(w, "%s, ", english.Count(topics, "topic"))
+	}
+	fmt.Fprintf(w, "%s, %s from %s", english.Count(systems, "system"), english.Count(len(g.Edges), "edge"), english.Count(g.Spans, "span"))
 	if g.Orphans > 0 {
 		fmt.Fprintf(w, " (%s whose parent was not received)", english.Count(g.Orphans, "span"))
 	}
@@ -67,15 +73,21 @@ func short(d time.Duration) string {
 	return d.String()
 }
 
+// label says what an edge counts: calls, or records into or out of a topic.
 func label(e Edge) string {
-	s := fmt.Sprintf("%d calls", e.Calls)
+	what := "call"
+	if e.Kind == "produce" || e.Kind == "consume" {
+		what = "record"
+	}
+	s := english.Count(e.Calls, what)
 	if e.Errors > 0 {
-		s += fmt.Sprintf(", %d errors", e.Errors)
+		s += ", " + english.Count(e.Errors, "error")
 	}
 	return s + ", p50 " + short(e.P50) + ", p99 " + short(e.P99)
 }
 
-// WriteMermaid writes the map as a Mermaid flowchart (systems as cylinders).
+// WriteMermaid writes the map as a Mermaid flowchart (systems as cylinders,
+// topics as stadiums, arrows to systems dashed).
 func (g Graph) WriteMermaid(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("graph LR\n")
@@ -83,16 +95,19 @@ func (g Graph) WriteMermaid(w io.Writer) error {
 	for i, n := range g.Nodes {
 		id := fmt.Sprintf("n%d", i)
 		ids[n.Name] = id
-		name := strings.ReplaceAll(n.Name, `"`, "'")
-		if n.System {
+		name := strings.ReplaceAll(n.Label(), `"`, "'")
+		switch {
+		case n.System:
 			fmt.Fprintf(&b, "  %s[(\"%s\")]\n", id, name)
-		} else {
+		case n.Topic != "":
+			fmt.Fprintf(&b, "  %s([\"%s\"])\n", id, name)
+		default:
 			fmt.Fprintf(&b, "  %s[\"%s\"]\n", id, name)
 		}
 	}
 	for _, e := range g.Edges {
 		arrow := "-->"
-		if e.Kind != "service" {
+		if e.toSystem() {
 			arrow = "-.->"
 		}
 		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", ids[e.From], arrow, label(e), ids[e.To])

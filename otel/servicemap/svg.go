@@ -21,7 +21,6 @@ const (
 	// labelCharW is the width of an average glyph of the labels' 10 px
 	// sans-serif; a label's box is its text's length times this, plus a pad.
 	labelCharW = 5.2
-	legendH    = 96
 	minWidth   = 820 // room for the legend's longest line
 )
 
@@ -36,8 +35,9 @@ func (r box) overlaps(o box) bool {
 
 func (r box) grow(d float64) box { return box{r.x - d, r.y - d, r.w + 2*d, r.h + 2*d} }
 
-// layout places services in columns by their longest chain of service edges
-// from a service nobody calls; systems (kafka, databases) form a bottom row.
+// layout places services and topics in columns by their longest chain of
+// edges along the flow from a node nothing flows into; systems (kafka,
+// databases) form a bottom row.
 func (g Graph) layout() (cols [][]string, systems []string) {
 	layer := map[string]int{}
 	for _, n := range g.Nodes {
@@ -49,7 +49,7 @@ func (g Graph) layout() (cols [][]string, systems []string) {
 	for range len(layer) {
 		changed := false
 		for _, e := range g.Edges {
-			if e.Kind != "service" {
+			if e.toSystem() {
 				continue
 			}
 			if l := layer[e.From] + 1; l > layer[e.To] && l < len(layer) {
@@ -167,7 +167,7 @@ func (g Graph) draw() drawing {
 		d.arrows = append(d.arrows, arrow{e: e, text: label(e)})
 		cf, ct := center(e.From), center(e.To)
 		switch {
-		case e.Kind != "service": // down from the service to its system
+		case e.toSystem(): // down from the service to its system
 			addPort(e.From, sideBottom, port{i, true, slopeTo(sideBottom, cf, ct)})
 			addPort(e.To, sideTop, port{i, false, slopeTo(sideTop, ct, cf)})
 		case to.x > from.x:
@@ -182,7 +182,7 @@ func (g Graph) draw() drawing {
 	for i := range d.arrows {
 		a := &d.arrows[i]
 		a.ctrl = point{(a.from.x + a.to.x) / 2, (a.from.y + a.to.y) / 2}
-		if a.e.Kind == "service" && a.to.x <= a.from.x {
+		if !a.e.toSystem() && a.to.x <= a.from.x {
 			a.ctrl.y = min(a.from.y, a.to.y) - 80
 		}
 	}
@@ -232,7 +232,7 @@ func (d *drawing) placeLabels() {
 		a := &d.arrows[i]
 		w := float64(utf8.RuneCountInString(a.text))*labelCharW + 8
 		ts := []float64{0.5, 0.4, 0.6, 0.3, 0.7, 0.25, 0.75}
-		if a.e.Kind != "service" {
+		if a.e.toSystem() {
 			// Near the service, where the lines to one system are apart.
 			ts = []float64{0.3, 0.4, 0.2, 0.5, 0.6}
 		}
@@ -273,15 +273,17 @@ const (
 	colorErr = "#c0392b"
 )
 
-// WriteSVG draws the map: services as boxes in columns (callers left of the
-// services they call), messaging and database systems as cylinders below,
-// arrows labelled with calls, errors and latency (red when a call failed,
-// dashed to a system), the ends of the arrows on one side of a node spread
-// apart and no label over another or over a node; a legend below says what
-// the lines and colours mean.
+// WriteSVG draws the map: services as boxes and topics as stadiums in
+// columns (callers left of the services they call, writers left of their
+// topics, topics left of their readers), messaging and database systems as
+// cylinders below, arrows labelled with calls or records, errors and latency
+// (red when a span failed, dashed to a system), the ends of the arrows on
+// one side of a node spread apart and no label over another or over a node;
+// a legend below says what the map's lines and colours mean.
 func (g Graph) WriteSVG(w io.Writer) error {
 	d := g.draw()
-	total := d.height + legendH
+	legend := g.legend()
+	total := d.height + legendHeight(legend)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", d.width, total, d.width, total)
 	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="` + colorOK + `"/></marker>` +
@@ -293,7 +295,7 @@ func (g Graph) WriteSVG(w io.Writer) error {
 		if a.e.Errors > 0 {
 			color, marker = colorErr, "arrow-err"
 		}
-		if a.e.Kind != "service" {
+		if a.e.toSystem() {
 			dash = ` stroke-dasharray="5,4"`
 		}
 		fmt.Fprintf(&b, `<path class="edge" d="M%.1f,%.1f Q%.1f,%.1f %.1f,%.1f" fill="none" stroke="%s" stroke-width="1.5"%s marker-end="url(#%s)"><title>%s</title></path>`+"\n",
@@ -306,39 +308,63 @@ func (g Graph) WriteSVG(w io.Writer) error {
 		if !ok {
 			continue
 		}
-		if n.System {
+		ty := p.y + boxH/2 + 5
+		switch {
+		case n.System:
 			fmt.Fprintf(&b, `<path d="M%.0f,%.0f v%d a%d,8 0 0,0 %d,0 v-%d" fill="#eef5ff" stroke="#2c5aa0"/>`, p.x, p.y+8, boxH-12, boxW/2, boxW, boxH-12)
 			fmt.Fprintf(&b, `<ellipse cx="%.0f" cy="%.0f" rx="%d" ry="8" fill="#eef5ff" stroke="#2c5aa0"/>`+"\n", p.x+boxW/2, p.y+8, boxW/2)
-		} else {
+			ty += 4 // below the cylinder's lid
+		case n.Topic != "":
+			// A stadium, as in the Mermaid chart, with its system under the name.
+			fmt.Fprintf(&b, `<rect class="node topic" x="%.0f" y="%.0f" width="%d" height="%d" rx="%d" fill="#fff8e6" stroke="#a66f00"/>`+"\n", p.x, p.y, boxW, boxH, boxH/2)
+			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle" fill="#a66f00" font-size="10">%s topic</text>`+"\n", p.x+boxW/2, p.y+boxH-7, html.EscapeString(n.Messaging))
+			ty -= 5
+		default:
 			fmt.Fprintf(&b, `<rect class="node" x="%.0f" y="%.0f" width="%d" height="%d" rx="8" fill="#f5f7fa" stroke="#333"/>`+"\n", p.x, p.y, boxW, boxH)
 		}
-		ty := p.y + boxH/2 + 5
-		if n.System {
-			ty += 4 // below the cylinder's lid
-		}
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle" font-weight="bold">%s</text>`+"\n", p.x+boxW/2, ty, html.EscapeString(n.Name))
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle" font-weight="bold">%s</text>`+"\n", p.x+boxW/2, ty, html.EscapeString(n.Label()))
 	}
 	b.WriteString(labels.String())
-	writeLegend(&b, d.height, g.Spans)
+	writeLegend(&b, d.height, legend, g.Spans)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// writeLegend says what the lines and colours mean, below the map at y.
-func writeLegend(b *strings.Builder, y float64, spans int) {
-	fmt.Fprintf(b, `<g class="legend" font-size="11" fill="#333"><line x1="%d" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#ddd"/>`+"\n", margin, y, float64(margin)+minWidth-2*margin, y)
-	items := []struct {
-		color, marker, dash, text string
-	}{
-		{colorOK, "arrow", "", "A → B: spans of service B whose parent span is in service A (as SigNoz draws it): calls, p50 and p99 of B's spans"},
-		{colorErr, "arrow-err", "", "red: some of those spans have status ERROR (records that became dead letters, failed writes, records the sleigh refused)"},
-		{colorOK, "arrow", ` stroke-dasharray="5,4"`, "dashed, to a cylinder: spans of A that name a messaging or database system (writes to and reads from Kafka)"},
+// legendItem is one line of the legend: a sample arrow and what it means.
+type legendItem struct {
+	color, marker, dash, text string
+}
+
+// legend says what the lines and colours of g mean, those g has.
+func (g Graph) legend() []legendItem {
+	has := func(f func(Edge) bool) bool { return slices.ContainsFunc(g.Edges, f) }
+	var items []legendItem
+	if has(func(e Edge) bool { return e.Kind == "service" }) {
+		items = append(items, legendItem{colorOK, "arrow", "", "A → B: spans of service B whose parent span is in service A (as SigNoz draws it): calls, p50 and p99 of B's spans"})
 	}
+	if has(func(e Edge) bool { return e.Kind == "produce" || e.Kind == "consume" }) {
+		items = append(items, legendItem{colorOK, "arrow", "", "A → topic → B: records A's PRODUCER spans sent to the topic (a stadium), records B's CONSUMER spans read"})
+	}
+	if has(Edge.toSystem) {
+		items = append(items, legendItem{colorOK, "arrow", ` stroke-dasharray="5,4"`, "dashed, to a cylinder: spans of A that name a messaging or database system (writes to and reads from Kafka)"})
+	}
+	if has(func(e Edge) bool { return e.Errors > 0 }) {
+		items = append(items, legendItem{colorErr, "arrow-err", "", "red: some of its spans have status ERROR (records that became dead letters, failed writes, records the sleigh refused)"})
+	}
+	return items
+}
+
+// legendHeight is the room the legend's items and its closing line take.
+func legendHeight(items []legendItem) float64 { return float64(36 + 20*len(items)) }
+
+// writeLegend writes the legend's items below the map at y.
+func writeLegend(b *strings.Builder, y float64, items []legendItem, spans int) {
+	fmt.Fprintf(b, `<g class="legend" font-size="11" fill="#333"><line x1="%d" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#ddd"/>`+"\n", margin, y, float64(margin)+minWidth-2*margin, y)
 	for i, it := range items {
 		ly := y + 20 + float64(i)*20
 		fmt.Fprintf(b, `<line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="%s" stroke-width="1.5"%s marker-end="url(#%s)"/>`, margin, ly-4, margin+40, ly-4, it.color, it.dash, it.marker)
 		fmt.Fprintf(b, `<text x="%d" y="%.0f">%s</text>`+"\n", margin+52, ly, html.EscapeString(it.text))
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%.0f" fill="#777" font-size="10">%d spans in all.</text></g>`+"\n", margin, y+82, spans)
+	fmt.Fprintf(b, `<text x="%d" y="%.0f" fill="#777" font-size="10">%d spans in all.</text></g>`+"\n", margin, y+22+float64(len(items))*20, spans)
 }

@@ -55,7 +55,7 @@ func parseSVG(t *testing.T, svg []byte) svgShapes {
 			switch {
 			case se.Name.Local == "rect" && attr(se, "class") == "label":
 				s.labels = append(s.labels, r())
-			case se.Name.Local == "rect" && attr(se, "class") == "node":
+			case se.Name.Local == "rect" && strings.HasPrefix(attr(se, "class"), "node"):
 				s.nodes = append(s.nodes, r())
 			case se.Name.Local == "path" && attr(se, "class") == "edge":
 				f := strings.FieldsFunc(attr(se, "d"), func(r rune) bool { return r == ' ' || r == ',' || r == 'M' || r == 'Q' })
@@ -143,7 +143,7 @@ func TestSVGLabelsApartAndArrowsEndApart(t *testing.T) {
 				}
 			}
 			text := strings.Join(s.texts, " ")
-			for _, want := range []string{"red: some of those spans have status ERROR", "dashed, to a cylinder", "dead letters"} {
+			for _, want := range []string{"red: some of its spans have status ERROR", "dashed, to a cylinder", "dead letters"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("legend lacks %q", want)
 				}
