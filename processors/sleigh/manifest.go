@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -177,6 +179,7 @@ type page struct {
 	rank     int    // of the size class being written, -1 before the first
 	window   int64
 	n, sizeN int
+	buf      []byte // a pair's JSON
 }
 
 // writePage writes the page of q from parts to w; path is the URL path of
@@ -218,7 +221,9 @@ func (p *page) pair() error {
 		return fmt.Errorf("sleigh: manifest key %x is not a pair's", p.m.key())
 	}
 	var v results.Packed
-	if err := json.Unmarshal(p.m.value(), &v); err != nil {
+	// json v2 decodes these small objects in about two thirds of v1's time,
+	// the larger part of a page's CPU.
+	if err := jsonv2.Unmarshal(p.m.value(), &v); err != nil {
 		return fmt.Errorf("sleigh: manifest entry %s: %w", k, err)
 	}
 	switch {
@@ -234,14 +239,31 @@ func (p *page) pair() error {
 	default:
 		_ = p.bw.WriteByte(',')
 	}
-	b, err := json.Marshal(Pair{ToyID: v.ToyID, BoxID: v.BoxID, ToyIDCut: v.ToyIDCut, BoxIDCut: v.BoxIDCut})
+	// Pair's JSON, as encoding/json writes it, without its reflection.
+	b := append(p.buf[:0], `{"toy_id":`...)
+	b, _ = jsontext.AppendQuote(b, v.ToyID) // invalid UTF-8 becomes U+FFFD, as in encoding/json
+	b = append(b, `,"box_id":`...)
+	b, _ = jsontext.AppendQuote(b, v.BoxID)
+	var err error
+	if b, err = appendCut(b, "toy_id_cut", v.ToyIDCut); err == nil {
+		b, err = appendCut(b, "box_id_cut", v.BoxIDCut)
+	}
 	if err != nil {
 		return fmt.Errorf("sleigh: manifest entry %s: %w", k, err)
 	}
-	_, _ = p.bw.Write(b)
+	p.buf = append(b, '}')
+	_, _ = p.bw.Write(p.buf)
 	p.n++
 	p.sizeN++
 	return nil
+}
+
+func appendCut(b []byte, name string, c results.Cut) ([]byte, error) {
+	if c.IsZero() {
+		return b, nil
+	}
+	j, err := json.Marshal(c)
+	return append(append(b, `,"`+name+`":`...), j...), err
 }
 
 // Summary counts what is on the sleigh, by size class and window, without

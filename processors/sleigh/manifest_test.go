@@ -308,6 +308,30 @@ func TestPageCounts(t *testing.T) {
 	}
 }
 
+// TestPageWritesIDsAsJSON: ids with quotes, backslashes, control and
+// non-ASCII characters come back as they were, and cut ids with their cuts.
+func TestPageWritesIDsAsJSON(t *testing.T) {
+	s, tables := testSleigh(t, DefaultHTTPConfig(), 1, "")
+	odd := results.Packed{ToyID: "t\"q\\\u0001é<&>", BoxID: "b\u2028", Size: "S", WindowStart: record.FormatMicros(0)}
+	cut := results.Packed{ToyID: "tttt", BoxID: "bbbb", Size: "S", WindowStart: record.FormatMicros(0),
+		ToyIDCut: results.Cut{Bytes: 300, SHA256: "ab"}, BoxIDCut: results.Cut{Bytes: 400, SHA256: "cd"}}
+	for key, p := range map[string]results.Packed{"S|0|" + odd.ToyID: odd, "S|0#digest": cut} {
+		v, _ := json.Marshal(p)
+		if err := tables[0].Set(key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := get(t, s.Handler(), "/manifest")
+	var d pageDoc
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	want := []Pair{{ToyID: odd.ToyID, BoxID: odd.BoxID}, {ToyID: "tttt", BoxID: "bbbb", ToyIDCut: cut.ToyIDCut, BoxIDCut: cut.BoxIDCut}}
+	if len(d.Sizes) != 1 || !slices.Equal(d.Sizes[0].Windows[0].Pairs, want) {
+		t.Errorf("page %s, want pairs %+v", body, want)
+	}
+}
+
 // TestCursorAcrossInserts: pairs that arrive between two pages are listed on
 // a later page when they sort after the cursor, and not at all when before
 // it; no pair is listed twice, none that was there at the start is missed.
@@ -541,5 +565,30 @@ func TestHTTPConfigValidate(t *testing.T) {
 	}
 	if err := DefaultHTTPConfig().Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// BenchmarkPage writes pages of DefaultLimit pairs from 100,000 pairs in 4
+// partitions, from cursors all over the manifest.
+func BenchmarkPage(b *testing.B) {
+	t := &testing.T{}
+	_, tables := testSleigh(t, DefaultHTTPConfig(), 4, "")
+	var pairs []testPair
+	for i := range 100_000 {
+		pairs = append(pairs, testPair{size: record.Sizes[i%4], window: int64(i/1000) * 10_000_000, toy: fmt.Sprintf("toy-5eed0001-%07d", i), box: fmt.Sprintf("box-5eed0002-%07d", i)})
+	}
+	for i, p := range pairs {
+		if err := tables[i%4].Set(p.key(), p.value()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.SortFunc(pairs, manifestOrder)
+	i := 0
+	for b.Loop() {
+		q := query{limit: DefaultLimit, cursor: orderedKey(pairs[(i*7919)%(len(pairs)-DefaultLimit)].key())}
+		if err := writePage(io.Discard, tables, q, true, 0, "/manifest"); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }
