@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,25 +114,7 @@ func TestOneToyInTwoWindows(t *testing.T) {
 		{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
 		{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}, // a replay
 	}
-	cl, err := kgo.NewClient(append(cfg.Kafka.Kgo(), kgo.SeedBrokers(cfg.Kafka.Brokers...))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for _, p := range pairs {
-		at, err := record.ParseMadeAt(p.WindowStart)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := p.Size + "|" + strconv.FormatInt(at.UnixMicro(), 10) + "|" + p.ToyID // the packer's key
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: cfg.Topic, Key: []byte(key), Value: v}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	produce(ctx, t, cfg, pairs...)
 
 	run, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
@@ -158,5 +142,92 @@ func TestOneToyInTwoWindows(t *testing.T) {
 		`{"window_start":"2026-12-24T10:00:10Z","pairs":[{"toy_id":"t1","box_id":"b2"}]}],"pairs":2}],"pairs":2}`
 	if code != http.StatusOK || !strings.Contains(body, want) {
 		t.Errorf("GET /manifest?size=M: %d %s; want t1 in both windows: %s", code, body, want)
+	}
+}
+
+// produce writes pairs onto cfg's packed topic under the packer's keys.
+func produce(ctx context.Context, t *testing.T, cfg sleigh.Config, pairs ...results.Packed) {
+	t.Helper()
+	cl, err := kgo.NewClient(append(cfg.Kafka.Kgo(), kgo.SeedBrokers(cfg.Kafka.Brokers...))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, p := range pairs {
+		at, err := record.ParseMadeAt(p.WindowStart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := p.Size + "|" + strconv.FormatInt(at.UnixMicro(), 10) + "|" + p.ToyID // the packer's key
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: cfg.Topic, Key: []byte(key), Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runUntil runs a new sleigh of cfg until it counts want pairs, checks its
+// first page of size M, and stops it.
+func runUntil(ctx context.Context, t *testing.T, cfg sleigh.Config, want int, page string) {
+	t.Helper()
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(run) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if sum, err := s.Summary(); err == nil && sum.Complete && sum.Pairs >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sleigh did not count %d pairs within a minute: counts %+v", want, s.Counts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := get(t, s.Handler(), "/manifest?size=M"); code != http.StatusOK || !strings.Contains(body, page) {
+		t.Errorf("GET /manifest?size=M: %d %s, want %s", code, body, page)
+	}
+}
+
+// TestStorageDirAcrossRestart: with --storage-dir the view keeps its pairs
+// (and their counts) on disk; a second sleigh on the same directory lists
+// them with what came while it was stopped, in order, once each.
+func TestStorageDirAcrossRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := sleigh.DefaultConfig()
+	cfg.Kafka = testkafka.Config(t)
+	cfg.Topic, cfg.Group = testkafka.Unique("sleigh-disk")+"-packed", testkafka.Unique("sleigh-disk")
+	cfg.Partitions, cfg.StorageDir = 2, t.TempDir()
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	produce(ctx, t, cfg,
+		results.Packed{ToyID: "b", BoxID: "2", Size: "M", WindowStart: "1969-12-31T23:59:50Z"},
+		results.Packed{ToyID: "a", BoxID: "1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"})
+	runUntil(ctx, t, cfg, 2, `"total":2,`)
+	produce(ctx, t, cfg, results.Packed{ToyID: "c", BoxID: "3", Size: "M", WindowStart: "1969-12-31T23:59:50Z"})
+	runUntil(ctx, t, cfg, 3, `"total":3,"sizes":[{"size":"M","windows":[{"window_start":"1969-12-31T23:59:50Z","pairs":[{"toy_id":"b","box_id":"2"},{"toy_id":"c","box_id":"3"}]},`+
+		`{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"a","box_id":"1"}]}],"pairs":3}],"pairs":3}`)
+	if entries, err := os.ReadDir(filepath.Join(cfg.StorageDir, "manifest")); err != nil || len(entries) != 2 {
+		t.Errorf("the view's files under the storage dir: %v, %v; want one directory per partition", entries, err)
 	}
 }
