@@ -98,7 +98,7 @@ in service sleigh, child of the packer's "send packed" span.`,
 	f.Int16Var(&cfg.Replication, "replication", cfg.Replication, "replication factor of the topics the sleigh creates")
 	f.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep the tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
 	f.StringVar(&listen, "listen", listen, "serve the manifest on this address")
-	f.IntVar(&cfg.HTTP.MaxReaders, "max-readers", cfg.HTTP.MaxReaders, "manifest requests answered at once")
+	f.IntVar(&cfg.HTTP.MaxReaders, "max-readers", cfg.HTTP.MaxReaders, "manifest requests answered at once (default: the cores Go uses, GOMAXPROCS)")
 	f.DurationVar(&cfg.HTTP.ReaderWait, "reader-wait", cfg.HTTP.ReaderWait, "how long a request beyond --max-readers waits before its 503")
 	f.DurationVar(&cfg.HTTP.WriteTimeout, "write-timeout", cfg.HTTP.WriteTimeout, "longest time to send one response")
 	return cmd
