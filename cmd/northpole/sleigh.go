@@ -47,7 +47,7 @@ Parameters: size (S, M, L or XL), window (an RFC 3339 window start), limit
 a 400 that says what is allowed. At most --max-readers manifest requests run at
 once; one more waits up to --reader-wait and then gets 503 with Retry-After: 1.
 
-Its tables are LevelDB, in memory by default (the process grows by about 330
+Its tables are LevelDB, in memory by default (the process grows by about 180
 bytes a pair; rebuilt from Kafka at every start); --storage-dir keeps them on
 disk, the choice for manifests larger than the memory you want it to hold (see
 README and docs/PERFORMANCE.md).
