@@ -12,10 +12,15 @@ import (
 	"time"
 )
 
-// TestMain runs main itself when TestInterrupt re-executes the test binary.
+// TestMain runs main itself when TestInterrupt re-executes the test binary,
+// or when bench-sleigh starts it as its sleigh (with its own arguments).
 func TestMain(m *testing.M) {
-	if os.Getenv("NORTHPOLE_TEST_RUN_MAIN") == "1" {
+	switch os.Getenv("NORTHPOLE_TEST_RUN_MAIN") {
+	case "1":
 		os.Args = append(os.Args[:1], strings.Fields(os.Getenv("NORTHPOLE_TEST_ARGS"))...)
+		main()
+		return
+	case "argv":
 		main()
 		return
 	}

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"time"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
@@ -22,15 +22,35 @@ func newSleighCmd() *cobra.Command {
 	listen := "127.0.0.1:8089"
 	cmd := &cobra.Command{
 		Use:   "sleigh",
-		Short: "Load packed pairs onto the sleigh and serve the manifest (GET /manifest)",
+		Short: "Load packed pairs onto the sleigh and serve the manifest, a page at a time (GET /manifest)",
 		Long: `Consumes the packer's packed topic (goka group --group), keeps each pair once
 per key (size|window|toy_id: a toy id is unique within its window only, so one
 packed in two windows is two pairs) however often a replay re-sent it, and
-serves the sleigh manifest, the pairs per size class and window, as JSON:
+serves the sleigh manifest over HTTP as JSON:
 
-  curl -s localhost:8089/manifest            every pair
-  curl -s 'localhost:8089/manifest?size=M'    one size class (S, M, L or XL; any other: 400)
-  curl -s localhost:8089/healthz              counts since start
+  curl -s localhost:8089/manifest
+      the first page: up to 1000 pairs by size class (S, M, L, XL), window
+      start and toy id; "total" counts the pairs of the query, "next" (absent
+      on the last page) is the URL of the next page
+  curl -s 'localhost:8089/manifest?size=M&window=2026-12-24T10:00:00Z&limit=5000'
+      one size class, one window, up to 5000 pairs a page
+  curl -s 'localhost:8089/manifest?limit=5000&cursor=AQAGXm...'
+      the page after the one whose "next" gave this cursor; pass it back as
+      it came, with the same size and window
+  curl -s localhost:8089/manifest/summary[?size=M]
+      the number of pairs per size class and window, without the pairs
+  curl -s localhost:8089/healthz
+      whether the sleigh runs, and its counts since start
+
+Parameters: size (S, M, L or XL), window (an RFC 3339 window start), limit
+(1 to 10000, default 1000), cursor; any other parameter, or a wrong value, is
+a 400 that says what is allowed. At most --max-readers manifest requests run at
+once; one more waits up to --reader-wait and then gets 503 with Retry-After: 1.
+
+Its tables are LevelDB, in memory by default (the process grows by about 180
+bytes a pair; rebuilt from Kafka at every start); --storage-dir keeps them on
+disk, the choice for manifests larger than the memory you want it to hold (see
+README and docs/PERFORMANCE.md).
 
 It prints "sleigh ready: manifest at http://ADDR/manifest" on stderr once the
 server listens and the sleigh's group runs (after joining and loading its
@@ -59,6 +79,14 @@ in service sleigh, child of the packer's "send packed" span.`,
 			if err != nil {
 				return usageErr("%w", err)
 			}
+			if os.Getenv("GOGC") == "" {
+				// The tables in memory are LevelDB's files on the Go heap:
+				// large byte slices without pointers, which a collection
+				// marks at almost no cost. Collecting at 25 % growth instead
+				// of 100 % keeps the resident set near the live tables
+				// (docs/PERFORMANCE.md).
+				debug.SetGCPercent(25)
+			}
 			return runSleigh(ctx, s, listen, cmd)
 		},
 	}
@@ -68,39 +96,38 @@ in service sleigh, child of the packer's "send packed" span.`,
 	f.StringVar(&cfg.Group, "group", cfg.Group, "goka group of the sleigh (its table is <group>-table)")
 	f.Int32Var(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of the packed topic if the sleigh has to create it")
 	f.Int16Var(&cfg.Replication, "replication", cfg.Replication, "replication factor of the topics the sleigh creates")
-	f.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep the table in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
+	f.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep the tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
 	f.StringVar(&listen, "listen", listen, "serve the manifest on this address")
+	f.IntVar(&cfg.HTTP.MaxReaders, "max-readers", cfg.HTTP.MaxReaders, "manifest requests answered at once (default: the cores Go uses, GOMAXPROCS)")
+	f.DurationVar(&cfg.HTTP.ReaderWait, "reader-wait", cfg.HTTP.ReaderWait, "how long a request beyond --max-readers waits before its 503")
+	f.DurationVar(&cfg.HTTP.WriteTimeout, "write-timeout", cfg.HTTP.WriteTimeout, "longest time to send one response")
 	return cmd
 }
 
 // runSleigh serves the manifest on listen while s runs, and says where once
 // both the server listens and the sleigh runs, so that a sleigh that cannot
-// reach Kafka fails without having announced a manifest.
+// reach Kafka fails without having announced a manifest. Whichever of the two
+// fails stops the other.
 func runSleigh(ctx context.Context, s *sleigh.Sleigh, listen string, cmd *cobra.Command) error {
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("sleigh: listen on %s: %w", listen, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	var runErr error
-	select {
-	case <-s.Ready():
-		fmt.Fprintf(cmd.ErrOrStderr(), "sleigh ready: manifest at http://%s/manifest\n", lis.Addr())
-		runErr = <-ran
-	case runErr = <-ran:
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("sleigh: serve manifest: %w", err)
-	}
-	if runErr != nil {
-		return fmt.Errorf("sleigh: %w", runErr)
-	}
-	return nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.Serve(gctx, lis) })
+	g.Go(func() error {
+		if err := s.Run(gctx); err != nil {
+			return fmt.Errorf("sleigh: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		select {
+		case <-s.Ready():
+			fmt.Fprintf(cmd.ErrOrStderr(), "sleigh ready: manifest at http://%s/manifest\n", lis.Addr())
+		case <-gctx.Done():
+		}
+		return nil
+	})
+	return g.Wait()
 }

@@ -25,7 +25,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string // in the output
 	}{
-		{nil, "say which command to run: bench, compare"},
+		{nil, "say which command to run: bench, bench-sleigh, compare"},
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"demo", "--bogus"}, "unknown flag: --bogus (see 'northpole demo --help')"},

@@ -187,10 +187,10 @@ func (d *Demo) summary(cfg pipeline.Config, r Report) Summary {
 }
 
 // FinishSleigh waits until the sleigh's manifest holds the packed pairs
-// (pipeline.WaitManifest), then stops the sleigh. It returns the manifest and
-// the sleigh's counts, and an error when the manifest holds another number of
-// pairs or the sleigh failed.
-func (d *Demo) FinishSleigh(ctx context.Context, packed int) (sleigh.Manifest, sleigh.Counts, error) {
+// (pipeline.WaitManifest), then stops the sleigh. It returns the manifest's
+// summary and the sleigh's counts, and an error when the manifest holds
+// another number of pairs or the sleigh failed.
+func (d *Demo) FinishSleigh(ctx context.Context, packed int) (sleigh.Summary, sleigh.Counts, error) {
 	m, err := d.p.WaitManifest(ctx, packed)
 	if err == nil && m.Pairs != packed {
 		err = fmt.Errorf("sleigh: the manifest holds %d pairs, the packed topic %d", m.Pairs, packed)

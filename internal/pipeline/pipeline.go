@@ -399,17 +399,17 @@ func (p *Pipeline) Sleigh() *sleigh.Sleigh { return p.sleigh }
 // manifestPatience bounds how long WaitManifest waits for the sleigh.
 const manifestPatience = 60 * time.Second
 
-// WaitManifest polls the sleigh's manifest until it holds want pairs, for a
-// minute at most (the sleigh reads the packed topic, then its view reads the
-// sleigh's table), and returns the last manifest read: the caller compares
-// its Pairs with what it expects.
-func (p *Pipeline) WaitManifest(ctx context.Context, want int) (sleigh.Manifest, error) {
+// WaitManifest polls the sleigh's manifest summary until it counts want
+// pairs, for a minute at most (the sleigh reads the packed topic, then its
+// view reads the sleigh's table), and returns the last summary read: the
+// caller compares its Pairs with what it expects.
+func (p *Pipeline) WaitManifest(ctx context.Context, want int) (sleigh.Summary, error) {
 	if p.sleigh == nil {
-		return sleigh.Manifest{}, errors.New("pipeline: no sleigh running")
+		return sleigh.Summary{}, errors.New("pipeline: no sleigh running")
 	}
 	deadline := time.Now().Add(manifestPatience)
 	for {
-		m, err := p.sleigh.Manifest()
+		m, err := p.sleigh.Summary()
 		if err == nil && m.Pairs >= want {
 			return m, nil
 		}

@@ -5,28 +5,25 @@
 //
 // It is a goka group ("sleigh" by default) whose table, keyed like the packed
 // topic (size|<window start, µs since the epoch>|toy_id, as the packer writes
-// it), holds each pair once; a goka view of that table answers GET /manifest.
-// A pair is identified by its size, window and toy id together: ids are
-// unique within a window only, so the same toy id packed in two windows is
-// two pairs at two keys, both on the sleigh. With tracing on, each record gets a CONSUMER span "process
-// packed" in service sleigh, child of the packer's "send packed" span: the
-// packer -> sleigh edge of the service map.
+// it), holds each pair once; a goka view of that table, stored in manifest
+// order (order.go, store.go), answers GET /manifest a page at a time
+// (manifest.go, http.go). A pair is identified by its size, window and toy
+// id together: ids are unique within a window only, so the same toy id
+// packed in two windows is two pairs at two keys, both on the sleigh. With
+// tracing on, each record gets a CONSUMER span "process packed" in service
+// sleigh, child of the packer's "send packed" span: the packer -> sleigh edge
+// of the service map.
 package sleigh
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
@@ -55,9 +52,10 @@ type Config struct {
 	// packer normally has); its table gets the packed topic's count.
 	Partitions  int32
 	Replication int16
-	// StorageDir keeps the table in LevelDB under this directory; empty keeps
-	// it in memory, rebuilt from Kafka at start.
+	// StorageDir keeps the tables in LevelDB under this directory; empty
+	// keeps them in LevelDB in memory, rebuilt from Kafka at start.
 	StorageDir string
+	HTTP       HTTPConfig
 	// Tracer, when set and not a no-op, traces every record ("process
 	// packed", CONSUMER). Nil: no tracing work.
 	Tracer trace.TracerProvider
@@ -65,7 +63,7 @@ type Config struct {
 
 // DefaultConfig reads the demo's packed topic.
 func DefaultConfig() Config {
-	return Config{Topic: "packed", Group: "sleigh", Partitions: 4, Replication: 1}
+	return Config{Topic: "packed", Group: "sleigh", Partitions: 4, Replication: 1, HTTP: DefaultHTTPConfig()}
 }
 
 // Validate refuses configurations that cannot work.
@@ -83,6 +81,9 @@ func (c Config) Validate() error {
 	if c.Partitions < 1 || c.Replication < 1 {
 		errs = append(errs, fmt.Errorf("sleigh: partitions (%d) and replication (%d) must be at least 1", c.Partitions, c.Replication))
 	}
+	if err := c.HTTP.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -93,7 +94,8 @@ type Sleigh struct {
 	cfg       Config
 	log       *slog.Logger
 	tr        *kafkatrace.Goka
-	view      atomic.Pointer[goka.View]
+	tables    atomic.Pointer[manifestTables] // the view's storage, once Run started it
+	gate      *gate
 	loaded    atomic.Int64  // records applied (first sight of a key)
 	repeats   atomic.Int64  // records whose key was already on the sleigh
 	conflicts atomic.Int64  // keys re-sent with a different pair: a packer bug
@@ -111,7 +113,7 @@ func New(cfg Config, log *slog.Logger) (*Sleigh, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh"), ready: make(chan struct{})}
+	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh"), ready: make(chan struct{}), gate: newGate(cfg.HTTP)}
 	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: gokakit.ClientID(cfg.Group), Brokers: cfg.Kafka.Brokers})
 	return s, nil
 }
@@ -145,6 +147,15 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 		return
 	}
 	p := v.(*results.Packed)
+	if err := keyFits(ctx.Key(), p); err != nil {
+		s.malformed.Add(1)
+		s.log.Error("packed record is not a pair", "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
+		if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "not a packed pair")
+		}
+		return
+	}
 	if v := ctx.Value(); v != nil {
 		prev := v.(*results.Packed)
 		if *prev == *p {
@@ -164,6 +175,20 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 		span.SetAttributes(attribute.String("northpole.size", p.Size), attribute.String("northpole.window_start", p.WindowStart),
 			attribute.String("northpole.toy_id", p.ToyID), attribute.String("northpole.box_id", p.BoxID))
 	}
+}
+
+// keyFits checks that a pair's key is the packer's key for it: the manifest
+// lists pairs by their keys (order.go).
+func keyFits(key string, p *results.Packed) error {
+	k, ok := parseKey(key)
+	if !ok {
+		return fmt.Errorf("key %q is not size|<window µs>|toy_id", key)
+	}
+	at, err := record.ParseMadeAt(p.WindowStart)
+	if err != nil || p.Size != record.Sizes[k.rank] || at.UnixMicro() != k.window || at.Nanosecond()%1000 != 0 {
+		return fmt.Errorf("key %q is not the key of a pair of size %q and window %q", key, p.Size, p.WindowStart)
+	}
+	return nil
 }
 
 // Counts are what the sleigh processor applied since it started.
@@ -195,18 +220,25 @@ func (s *Sleigh) EnsureTopics(ctx context.Context) error {
 		Configs: map[string]string{"cleanup.policy": "compact"}})
 }
 
-// storage is where the processor's and the view's tables live: memory
-// (gokakit's default) without a StorageDir.
-func (s *Sleigh) storage(name string) storage.Builder {
+// processorStorage is where the processor's table lives: LevelDB, in
+// memory without a StorageDir (store.go).
+func (s *Sleigh) processorStorage() storage.Builder {
 	if s.cfg.StorageDir == "" {
-		return gokastore.Memory()
+		return memoryLevelDB()
 	}
-	if name == "processor" {
-		// The processor skips keys it already holds; kept files could hold
-		// a pair whose changelog write a crash lost (see gokastore).
-		return gokastore.FreshLevelDB(filepath.Join(s.cfg.StorageDir, name))
+	// The processor skips keys it already holds; kept files could hold a
+	// pair whose changelog write a crash lost (see gokastore).
+	return gokastore.FreshLevelDB(filepath.Join(s.cfg.StorageDir, "processor"))
+}
+
+// manifestTables are where the view's table lives: LevelDB under ordered
+// keys, in memory without a StorageDir, else in its subdirectory manifest,
+// kept across restarts (the view writes only what its changelog holds).
+func (s *Sleigh) manifestTables() *manifestTables {
+	if s.cfg.StorageDir == "" {
+		return newManifestTables("")
 	}
-	return storage.DefaultBuilder(filepath.Join(s.cfg.StorageDir, name))
+	return newManifestTables(filepath.Join(s.cfg.StorageDir, "manifest"))
 }
 
 // Run creates the topics and runs the processor and the manifest's view
@@ -227,20 +259,22 @@ func (s *Sleigh) runOnce(ctx context.Context) (ran bool, err error) {
 	kc, group := s.cfg.Kafka, s.cfg.Group
 	tm := gokakit.TopicConfig(s.cfg.Replication)
 	proc, err := goka.NewProcessor(kc.Brokers, s.Graph(),
-		append(gokakit.Options(kc, group, tm, s.log), goka.WithStorageBuilder(s.storage("processor")))...)
+		append(gokakit.Options(kc, group, tm, s.log), goka.WithStorageBuilder(s.processorStorage()))...)
 	if err != nil {
 		return false, fmt.Errorf("sleigh: create goka processor: %w", err)
 	}
+	tables := s.manifestTables()
 	view, err := goka.NewView(kc.Brokers, goka.Table(s.cfg.table()), packedCodec{},
 		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(gokakit.Sarama(kc, group))),
 		goka.WithViewTopicManagerBuilder(gokakit.TopicManager(kc, group, tm)),
-		goka.WithViewStorageBuilder(s.storage("view")),
+		goka.WithViewStorageBuilder(tables.builder()),
 		goka.WithViewLogger(gokakit.Logger(s.log)),
 	)
 	if err != nil {
 		return false, fmt.Errorf("sleigh: create goka view: %w", err)
 	}
-	s.view.Store(view)
+	tables.complete = view.Recovered
+	s.tables.Store(tables)
 	g, gctx := errgroup.WithContext(ctx)
 	running := make(chan bool, 1)
 	go func() { running <- s.signalReady(gctx, proc, view) }()
@@ -292,151 +326,21 @@ func unlessStopped(ctx context.Context, err error) error {
 	return err
 }
 
-// Pair is one toy in one box.
-type Pair struct {
-	ToyID string `json:"toy_id"`
-	BoxID string `json:"box_id"`
-}
-
-// Window is the pairs of one (size, window).
-type Window struct {
-	WindowStart string `json:"window_start"`
-	Pairs       []Pair `json:"pairs"`
-}
-
-// Size is the manifest of one size class.
-type Size struct {
-	Size    string   `json:"size"`
-	Pairs   int      `json:"pairs"`
-	Windows []Window `json:"windows"`
-}
-
-// Manifest is what is on the sleigh: every packed pair once, by size (S, M,
-// L, XL) and window, windows and pairs in order. One toy id can be in two
-// windows, as two pairs.
-type Manifest struct {
-	Pairs int    `json:"pairs"`
-	Sizes []Size `json:"sizes"`
-	// Complete is false while the view is still loading the table.
-	Complete bool `json:"complete"`
-}
-
 // ErrNotRunning: the manifest is asked before Run started the view.
 var ErrNotRunning = errors.New("sleigh: not running")
 
-// Manifest reads the sleigh's table.
-func (s *Sleigh) Manifest() (Manifest, error) {
-	view := s.view.Load()
-	if view == nil {
-		return Manifest{}, ErrNotRunning
-	}
-	it, err := view.Iterator()
-	if err != nil {
-		return Manifest{}, fmt.Errorf("sleigh: read manifest: %w", err)
-	}
-	defer it.Release()
-	var pairs []results.Packed
-	for it.Next() {
-		v, err := it.Value()
-		if err != nil {
-			return Manifest{}, fmt.Errorf("sleigh: manifest entry %q: %w", it.Key(), err)
-		}
-		if p, ok := v.(*results.Packed); ok && p != nil {
-			pairs = append(pairs, *p)
-		}
-	}
-	if err := it.Err(); err != nil {
-		return Manifest{}, fmt.Errorf("sleigh: read manifest: %w", err)
-	}
-	m := build(pairs)
-	m.Complete = view.Recovered()
-	return m, nil
-}
+// Summary counts the pairs on the sleigh by size class and window.
+func (s *Sleigh) Summary() (Summary, error) { return s.summary("") }
 
-func build(pairs []results.Packed) Manifest {
-	slices.SortFunc(pairs, func(a, b results.Packed) int {
-		if c := sizeRank(a.Size) - sizeRank(b.Size); c != 0 {
-			return c
-		}
-		if a.WindowStart != b.WindowStart {
-			return compareWindow(a.WindowStart, b.WindowStart)
-		}
-		return cmp.Or(strings.Compare(a.ToyID, b.ToyID), strings.Compare(a.BoxID, b.BoxID))
-	})
-	m := Manifest{Pairs: len(pairs), Sizes: []Size{}}
-	for _, p := range pairs {
-		if len(m.Sizes) == 0 || m.Sizes[len(m.Sizes)-1].Size != p.Size {
-			m.Sizes = append(m.Sizes, Size{Size: p.Size})
-		}
-		sz := &m.Sizes[len(m.Sizes)-1]
-		if len(sz.Windows) == 0 || sz.Windows[len(sz.Windows)-1].WindowStart != p.WindowStart {
-			sz.Windows = append(sz.Windows, Window{WindowStart: p.WindowStart})
-		}
-		w := &sz.Windows[len(sz.Windows)-1]
-		w.Pairs = append(w.Pairs, Pair{ToyID: p.ToyID, BoxID: p.BoxID})
-		sz.Pairs++
+// summary is Summary of one size class, or of all ("").
+func (s *Sleigh) summary(size string) (Summary, error) {
+	tabs := s.tables.Load()
+	if tabs == nil {
+		return Summary{}, ErrNotRunning
 	}
-	return m
-}
-
-func sizeRank(s string) int {
-	if i := slices.Index(record.Sizes, s); i >= 0 {
-		return i
-	}
-	return len(record.Sizes)
-}
-
-// compareWindow orders window starts by time (they are RFC 3339 text, whose
-// order is not the time order before year 0 or with offsets).
-func compareWindow(a, b string) int {
-	ta, ea := time.Parse(time.RFC3339Nano, a)
-	tb, eb := time.Parse(time.RFC3339Nano, b)
-	if ea != nil || eb != nil {
-		if a < b {
-			return -1
-		}
-		return 1
-	}
-	return ta.Compare(tb)
-}
-
-// Handler serves GET /manifest (JSON; ?size=M keeps one size class, a size
-// that is not one is a 400) and GET /healthz.
-func (s *Sleigh) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /manifest", func(w http.ResponseWriter, r *http.Request) {
-		size := r.URL.Query().Get("size")
-		if r.URL.Query().Has("size") && !record.ValidSize(size) {
-			http.Error(w, fmt.Sprintf("size %q is not a size class: want one of %s", size, strings.Join(record.Sizes, ", ")), http.StatusBadRequest)
-			return
-		}
-		m, err := s.Manifest()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if size != "" {
-			kept := []Size{}
-			m.Pairs = 0
-			for _, sz := range m.Sizes {
-				if sz.Size == size {
-					kept = append(kept, sz)
-					m.Pairs += sz.Pairs
-				}
-			}
-			m.Sizes = kept
-		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(m)
-	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		c := s.Counts()
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"running": s.view.Load() != nil, "counts": c})
-	})
-	return mux
+	sum := summarize(tabs.counts(), size)
+	sum.Complete = tabs.complete()
+	return sum, nil
 }
 
 // packedCodec is the JSON of results.Packed, as the packer writes it.

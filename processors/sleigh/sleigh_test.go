@@ -6,7 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,33 +28,6 @@ func get(t *testing.T, h http.Handler, url string) (int, string) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
 	b, _ := io.ReadAll(rec.Result().Body)
 	return rec.Code, string(b)
-}
-
-// TestManifestRefusesUnknownSizes: a size that is not a size class is the
-// asker's mistake (400, naming the valid ones), whether or not the sleigh
-// runs yet; a valid one on a sleigh not yet running is a 503.
-func TestManifestRefusesUnknownSizes(t *testing.T) {
-	cfg := sleigh.DefaultConfig()
-	cfg.Kafka = kafkaconf.Config{Brokers: []string{"k:9092"}}
-	s, err := sleigh.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		url  string
-		code int
-		want string
-	}{
-		{"/manifest?size=XXL", http.StatusBadRequest, `size "XXL" is not a size class: want one of S, M, L, XL`},
-		{"/manifest?size=m", http.StatusBadRequest, `size "m" is not a size class`},
-		{"/manifest?size=", http.StatusBadRequest, `size "" is not a size class`},
-		{"/manifest?size=M", http.StatusServiceUnavailable, "not running"},
-		{"/manifest", http.StatusServiceUnavailable, "not running"},
-	} {
-		if code, body := get(t, s.Handler(), tc.url); code != tc.code || !strings.Contains(body, tc.want) {
-			t.Errorf("GET %s: %d %q, want %d and %q", tc.url, code, body, tc.code, tc.want)
-		}
-	}
 }
 
 // TestReady: Ready closes once the sleigh runs on Kafka, and then the
@@ -85,7 +59,7 @@ func TestReady(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the sleigh was not ready within a minute")
 	}
-	if code, body := get(t, s.Handler(), "/manifest?size=M"); code != http.StatusOK || !strings.Contains(body, `"pairs": 0`) {
+	if code, body := get(t, s.Handler(), "/manifest?size=M"); code != http.StatusOK || !strings.Contains(body, `"total":0,"sizes":[],"pairs":0}`) {
 		t.Errorf("GET /manifest?size=M on a running sleigh: %d %s", code, body)
 	}
 	if code, _ := get(t, s.Handler(), "/manifest?size=XXL"); code != http.StatusBadRequest {
@@ -140,6 +114,40 @@ func TestOneToyInTwoWindows(t *testing.T) {
 		{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
 		{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}, // a replay
 	}
+	produce(ctx, t, cfg, pairs...)
+
+	run, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(run) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if sum, err := s.Summary(); err == nil && sum.Pairs >= 2 && s.Counts().Loaded+s.Counts().Repeats >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sleigh did not load the pairs within a minute: counts %+v", s.Counts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if c := s.Counts(); c != (sleigh.Counts{Loaded: 2, Repeats: 1}) {
+		t.Errorf("counts %+v, want 2 loaded and 1 repeat, no conflict", c)
+	}
+	code, body := get(t, s.Handler(), "/manifest?size=M")
+	want := `"sizes":[{"size":"M","windows":[{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"t1","box_id":"b1"}]},` +
+		`{"window_start":"2026-12-24T10:00:10Z","pairs":[{"toy_id":"t1","box_id":"b2"}]}],"pairs":2}],"pairs":2}`
+	if code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("GET /manifest?size=M: %d %s; want t1 in both windows: %s", code, body, want)
+	}
+}
+
+// produce writes pairs onto cfg's packed topic under the packer's keys.
+func produce(ctx context.Context, t *testing.T, cfg sleigh.Config, pairs ...results.Packed) {
+	t.Helper()
 	cl, err := kgo.NewClient(append(cfg.Kafka.Kgo(), kgo.SeedBrokers(cfg.Kafka.Brokers...))...)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +167,16 @@ func TestOneToyInTwoWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
 
+// runUntil runs a new sleigh of cfg until it counts want pairs, checks its
+// first page of size M, and stops it.
+func runUntil(ctx context.Context, t *testing.T, cfg sleigh.Config, want int, page string) {
+	t.Helper()
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	run, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(run) }()
@@ -169,28 +186,48 @@ func TestOneToyInTwoWindows(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	var m sleigh.Manifest
 	for deadline := time.Now().Add(time.Minute); ; {
-		if m, err = s.Manifest(); err == nil && m.Pairs >= 2 && s.Counts().Loaded+s.Counts().Repeats >= 3 {
+		if sum, err := s.Summary(); err == nil && sum.Complete && sum.Pairs >= want {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the sleigh did not load the pairs within a minute: %+v, %v, counts %+v", m, err, s.Counts())
+			t.Fatalf("the sleigh did not count %d pairs within a minute: counts %+v", want, s.Counts())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	want := sleigh.Manifest{Pairs: 2, Complete: m.Complete, Sizes: []sleigh.Size{{Size: "M", Pairs: 2, Windows: []sleigh.Window{
-		{WindowStart: "2026-12-24T10:00:00Z", Pairs: []sleigh.Pair{{ToyID: "t1", BoxID: "b1"}}},
-		{WindowStart: "2026-12-24T10:00:10Z", Pairs: []sleigh.Pair{{ToyID: "t1", BoxID: "b2"}}},
-	}}}}
-	if !reflect.DeepEqual(m, want) {
-		t.Errorf("manifest %+v, want %+v", m, want)
+	if code, body := get(t, s.Handler(), "/manifest?size=M"); code != http.StatusOK || !strings.Contains(body, page) {
+		t.Errorf("GET /manifest?size=M: %d %s, want %s", code, body, page)
 	}
-	if c := s.Counts(); c != (sleigh.Counts{Loaded: 2, Repeats: 1}) {
-		t.Errorf("counts %+v, want 2 loaded and 1 repeat, no conflict", c)
+}
+
+// TestStorageDirAcrossRestart: with --storage-dir the view keeps its pairs
+// (and their counts) on disk; a second sleigh on the same directory lists
+// them with what came while it was stopped, in order, once each.
+func TestStorageDirAcrossRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
 	}
-	code, body := get(t, s.Handler(), "/manifest?size=M")
-	if code != http.StatusOK || strings.Count(body, `"toy_id": "t1"`) != 2 {
-		t.Errorf("GET /manifest?size=M: %d %s; want t1 in both windows", code, body)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := sleigh.DefaultConfig()
+	cfg.Kafka = testkafka.Config(t)
+	cfg.Topic, cfg.Group = testkafka.Unique("sleigh-disk")+"-packed", testkafka.Unique("sleigh-disk")
+	cfg.Partitions, cfg.StorageDir = 2, t.TempDir()
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	produce(ctx, t, cfg,
+		results.Packed{ToyID: "b", BoxID: "2", Size: "M", WindowStart: "1969-12-31T23:59:50Z"},
+		results.Packed{ToyID: "a", BoxID: "1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"})
+	runUntil(ctx, t, cfg, 2, `"total":2,`)
+	produce(ctx, t, cfg, results.Packed{ToyID: "c", BoxID: "3", Size: "M", WindowStart: "1969-12-31T23:59:50Z"})
+	runUntil(ctx, t, cfg, 3, `"total":3,"sizes":[{"size":"M","windows":[{"window_start":"1969-12-31T23:59:50Z","pairs":[{"toy_id":"b","box_id":"2"},{"toy_id":"c","box_id":"3"}]},`+
+		`{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"a","box_id":"1"}]}],"pairs":3}],"pairs":3}`)
+	if entries, err := os.ReadDir(filepath.Join(cfg.StorageDir, "manifest")); err != nil || len(entries) != 2 {
+		t.Errorf("the view's files under the storage dir: %v, %v; want one directory per partition", entries, err)
 	}
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/northpole-workshop/northpole/internal/bench"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+)
+
+func newBenchSleighCmd() *cobra.Command {
+	cfg := bench.DefaultSleighLoadConfig()
+	var brokers string
+	var runs int
+	var asJSON bool
+	var maxReaders int
+	var readerWait time.Duration
+	cmd := &cobra.Command{
+		Use:   "bench-sleigh",
+		Short: "Load-test the sleigh's manifest: many clients paging through a million pairs",
+		Long: `bench-sleigh starts the sleigh as its own OS process (northpole process
+sleigh, listening on a free loopback port), writes --pairs packed pairs straight
+onto a new packed topic (250 per size class and window of 10 s; no packer), and
+once the sleigh's summary counts them all, lets --clients clients page through
+the whole manifest at once, --limit pairs a page, each from the first page to
+the last. A client that gets 503 waits its Retry-After and asks again; any
+other failure ends that client. The paging stops after --duration at the latest.
+
+It reports, per run:
+  empty MiB, idle MiB    the sleigh's resident set (VmRSS) running with no pair,
+                         and idle --idle (30 s) after loading them all
+  B/pair                 (idle - empty) / pairs
+  load s, load peak MiB  from the first pair written to the last one counted,
+                         and the peak resident set (VmHWM) until then
+  paging peak MiB        the peak resident set while the clients paged (VmHWM,
+                         reset before they start), and its ratio to idle
+  req/s, pages/s         answers (200 and 503) and pages (200) per second
+  p50, p99, max ms       latency of the pages of --limit pairs, request sent to
+                         body read (the wait for a place included)
+  503s, busy p99 ms      answers that said come back later, and their latency
+  failed, done           other failures; clients that saw every pair
+
+Everything runs on this machine: the HTTP traffic is loopback only. Without
+--brokers the Kafka is in-process (kfake, in this process); with --brokers the
+run's topics are deleted at its end. It is not part of the test suite.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench-sleigh: find the northpole program: %w", err)
+			}
+			cfg.Executable, cfg.Progress = exe, cmd.ErrOrStderr()
+			cfg.Kafka = kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(brokers), ClientID: "northpole-bench-sleigh"}
+			if cmd.Flags().Changed("max-readers") {
+				cfg.SleighArgs = append(cfg.SleighArgs, "--max-readers", strconv.Itoa(maxReaders))
+			}
+			if cmd.Flags().Changed("reader-wait") {
+				cfg.SleighArgs = append(cfg.SleighArgs, "--reader-wait", readerWait.String())
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageErr("%w", err)
+			}
+			if runs < 1 {
+				return usageErr("--runs %d: at least 1", runs)
+			}
+			var all []bench.SleighLoadResult
+			for i := range runs {
+				fmt.Fprintf(cmd.ErrOrStderr(), "bench-sleigh: run %d of %d\n", i+1, runs)
+				r, err := bench.RunSleighLoad(cmd.Context(), cfg)
+				if err != nil {
+					return err
+				}
+				all = append(all, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(all)
+			}
+			writeSleighLoad(cmd.OutOrStdout(), all)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&brokers, "brokers", "", "Kafka bootstrap brokers, host:port[,host:port] (default: an in-process Kafka)")
+	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, "packed pairs to load")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients paging at once")
+	fs.IntVar(&cfg.Limit, "limit", cfg.Limit, "pairs a page")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "longest time the clients page")
+	fs.DurationVar(&cfg.Idle, "idle", cfg.Idle, "how long the sleigh stands idle after loading before its idle RSS is read")
+	fs.BoolVar(&cfg.StorageDir, "storage-dir", false, "run the sleigh with --storage-dir (a temporary directory)")
+	fs.IntVar(&runs, "runs", 1, "runs, each with a new sleigh and topic")
+	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
+	fs.IntVar(&maxReaders, "max-readers", 0, "the sleigh's --max-readers (default: the sleigh's)")
+	fs.DurationVar(&readerWait, "reader-wait", 0, "the sleigh's --reader-wait (default: the sleigh's)")
+	return cmd
+}
+
+func writeSleighLoad(w io.Writer, rs []bench.SleighLoadResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "storage\tpairs\tempty MiB\tidle MiB\tB/pair\tload s\tload peak MiB\tpaging peak MiB\tpeak/idle\treq/s\tpages/s\tp50 ms\tp99 ms\tmax ms\t503s\tbusy p99 ms\tfailed\tdone\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%d\t%d/%d\t\n",
+			r.Storage, r.Pairs, r.EmptyRSSMiB, r.IdleRSSMiB, r.BytesPerPair, r.LoadSeconds, r.LoadingPeakMiB, r.PagingPeakMiB, r.PagingPeakMiB/r.IdleRSSMiB,
+			r.RequestsPerSecond(), r.PagesPerSecond(), r.P50ms, r.P99ms, r.MaxMs, r.Busy, r.BusyP99ms, r.Failed, r.ClientsDone, r.Clients)
+	}
+	_ = tw.Flush()
+	for _, r := range rs {
+		if r.FirstFailure != "" {
+			fmt.Fprintf(w, "%s run: first failure: %s\n", r.Storage, r.FirstFailure)
+		}
+	}
+}

@@ -1,0 +1,473 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
+)
+
+// SleighLoadConfig is a load test of the sleigh's manifest: a sleigh
+// process (northpole process sleigh) loads Pairs packed pairs, then Clients
+// clients page through its whole manifest at once, on loopback.
+type SleighLoadConfig struct {
+	// Kafka is the broker; without brokers, an in-process kfake.
+	Kafka kafkaconf.Config
+	// Executable is the northpole program; the sleigh runs as
+	// `Executable process sleigh ...` with SleighArgs added.
+	Executable string
+	SleighArgs []string
+	// Pairs are written straight onto the packed topic (no packer), 250 per
+	// size class and window of 10 s.
+	Pairs int
+	// Clients each page through the whole manifest once, Limit pairs a
+	// page, honouring 503's Retry-After.
+	Clients int
+	Limit   int
+	// StorageDir runs the sleigh with --storage-dir (a temporary directory).
+	StorageDir bool
+	// Duration bounds the paging: clients still paging then stop.
+	Duration time.Duration
+	// Idle is how long the sleigh stands idle after loading before its
+	// resident set is read: the Go runtime returns the memory that loading
+	// freed to the system over some seconds.
+	Idle time.Duration
+	// Progress gets what the bench and the sleigh say as they go.
+	Progress io.Writer
+}
+
+// DefaultSleighLoadConfig is the load test of issue 26's goals.
+func DefaultSleighLoadConfig() SleighLoadConfig {
+	return SleighLoadConfig{Pairs: 1_000_000, Clients: 100, Limit: 1000, Duration: 10 * time.Minute, Idle: 30 * time.Second, Progress: io.Discard}
+}
+
+// Validate refuses a load test that cannot run or would not stop.
+func (c SleighLoadConfig) Validate() error {
+	var errs []error
+	if c.Executable == "" {
+		errs = append(errs, errors.New("sleigh load: no northpole program to run the sleigh"))
+	}
+	if c.Pairs < 1 || c.Clients < 1 {
+		errs = append(errs, fmt.Errorf("sleigh load: pairs (%d) and clients (%d) must be at least 1", c.Pairs, c.Clients))
+	}
+	if c.Limit < 1 || c.Limit > 10000 {
+		errs = append(errs, fmt.Errorf("sleigh load: limit %d is not from 1 to 10000", c.Limit))
+	}
+	if c.Duration <= 0 || c.Idle < 0 {
+		errs = append(errs, fmt.Errorf("sleigh load: duration %v must be positive, idle %v not negative", c.Duration, c.Idle))
+	}
+	return errors.Join(errs...)
+}
+
+// SleighLoadResult is what one load test measured.
+type SleighLoadResult struct {
+	Pairs   int    `json:"pairs"`
+	Storage string `json:"storage"` // memory | disk
+	Clients int    `json:"clients"`
+	Limit   int    `json:"limit"`
+	// EmptyRSSMiB is the sleigh's resident set once it ran with no pair,
+	// IdleRSSMiB once it had loaded every pair and stood idle (Idle),
+	// LoadingPeakMiB its peak (VmHWM) while loading.
+	EmptyRSSMiB    float64 `json:"empty_rss_mib"`
+	IdleRSSMiB     float64 `json:"idle_rss_mib"`
+	LoadingPeakMiB float64 `json:"loading_peak_mib"`
+	// BytesPerPair is (idle - empty) RSS over the pairs.
+	BytesPerPair float64 `json:"bytes_per_pair"`
+	LoadSeconds  float64 `json:"load_seconds"` // first pair written to the last one counted
+	// PagingPeakMiB is the peak resident set while the clients paged
+	// (VmHWM, reset before they started).
+	PagingPeakMiB float64 `json:"paging_peak_mib"`
+	Seconds       float64 `json:"seconds"` // of paging
+	Requests      int     `json:"requests"`
+	Pages         int     `json:"pages"`  // 200s
+	Busy          int     `json:"busy"`   // 503s
+	Failed        int     `json:"failed"` // anything else
+	FirstFailure  string  `json:"first_failure,omitempty"`
+	// ClientsDone paged through the whole manifest and saw Pairs pairs.
+	ClientsDone int `json:"clients_done"`
+	// Latencies of the pages of Limit pairs, request sent to body read.
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+	// BusyP99ms is the p99 of the 503s' latencies (the wait before them).
+	BusyP99ms float64 `json:"busy_p99_ms"`
+}
+
+// RequestsPerSecond is every answer the clients got per second of paging.
+func (r SleighLoadResult) RequestsPerSecond() float64 { return float64(r.Requests) / r.Seconds }
+
+// PagesPerSecond is the 200s per second of paging.
+func (r SleighLoadResult) PagesPerSecond() float64 { return float64(r.Pages) / r.Seconds }
+
+// RunSleighLoad runs one load test.
+func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResult, err error) {
+	if err := cfg.Validate(); err != nil {
+		return SleighLoadResult{}, err
+	}
+	kc := cfg.Kafka
+	if len(kc.Brokers) == 0 {
+		kf, err := kfakebroker.Start()
+		if err != nil {
+			return SleighLoadResult{}, err
+		}
+		defer kf.Close()
+		kc.Brokers = kf.Addrs()
+	}
+	name := fmt.Sprintf("sleigh-load-%d", time.Now().UnixNano())
+	topic := name + "-packed"
+	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: 4, Replication: 1}); err != nil {
+		return SleighLoadResult{}, err
+	}
+	defer deleteTopics(kc, topic, name+"-table")
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return SleighLoadResult{}, err
+	}
+	args := []string{"process", "sleigh", "--brokers", strings.Join(kc.Brokers, ","), "--packed-topic", topic, "--group", name, "--listen", addr}
+	r := SleighLoadResult{Pairs: cfg.Pairs, Storage: "memory", Clients: cfg.Clients, Limit: cfg.Limit}
+	if cfg.StorageDir {
+		dir, err := os.MkdirTemp("", "northpole-sleigh-load-")
+		if err != nil {
+			return r, err
+		}
+		defer os.RemoveAll(dir)
+		args, r.Storage = append(args, "--storage-dir", dir), "disk"
+	}
+	// Not CommandContext: the deferred stop below ends it, and waits.
+	sleigh := exec.Command(cfg.Executable, append(args, cfg.SleighArgs...)...)
+	sleigh.Stdout, sleigh.Stderr = cfg.Progress, cfg.Progress
+	if err := sleigh.Start(); err != nil {
+		return r, fmt.Errorf("sleigh load: start the sleigh: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- sleigh.Wait() }()
+	defer func() {
+		_ = sleigh.Process.Signal(syscall.SIGTERM)
+		var werr error
+		select {
+		case werr = <-exited:
+		case <-time.After(30 * time.Second):
+			_ = sleigh.Process.Kill()
+			werr = fmt.Errorf("still running 30 s after SIGTERM, killed: %w", <-exited)
+		}
+		if werr != nil && err == nil {
+			err = fmt.Errorf("sleigh load: the sleigh's exit: %w", werr)
+		}
+	}()
+	pid := sleigh.Process.Pid
+	base := "http://" + addr
+
+	if err := waitPairs(ctx, base, 0, exited); err != nil {
+		return r, err
+	}
+	time.Sleep(2 * time.Second)
+	r.EmptyRSSMiB = procStatusMiB(pid, "VmRSS")
+	fmt.Fprintf(cfg.Progress, "sleigh load: the sleigh runs (%.0f MiB); writing %d pairs to %s\n", r.EmptyRSSMiB, cfg.Pairs, topic)
+	start := time.Now()
+	if err := writePairs(ctx, kc, topic, cfg.Pairs); err != nil {
+		return r, err
+	}
+	if err := waitPairs(ctx, base, cfg.Pairs, exited); err != nil {
+		return r, err
+	}
+	r.LoadSeconds = time.Since(start).Seconds()
+	r.LoadingPeakMiB = procStatusMiB(pid, "VmHWM")
+	time.Sleep(cfg.Idle)
+	r.IdleRSSMiB = procStatusMiB(pid, "VmRSS")
+	r.BytesPerPair = (r.IdleRSSMiB - r.EmptyRSSMiB) * (1 << 20) / float64(cfg.Pairs)
+	fmt.Fprintf(cfg.Progress, "sleigh load: %d pairs loaded in %.1f s, idle at %.0f MiB; %d clients page through them\n", cfg.Pairs, r.LoadSeconds, r.IdleRSSMiB, cfg.Clients)
+	// Writing 5 resets VmHWM to the current resident set (Linux 4.0 on).
+	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0); err != nil {
+		return r, fmt.Errorf("sleigh load: reset the sleigh's peak RSS: %w", err)
+	}
+	page(ctx, cfg, base, &r)
+	r.PagingPeakMiB = procStatusMiB(pid, "VmHWM")
+	select {
+	case err := <-exited:
+		exited <- err
+		return r, fmt.Errorf("sleigh load: the sleigh exited while paged: %w", err)
+	default:
+	}
+	return r, nil
+}
+
+// freeLoopbackAddr is a loopback address with a port free now.
+func freeLoopbackAddr() (string, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("sleigh load: find a free port: %w", err)
+	}
+	defer lis.Close()
+	return lis.Addr().String(), nil
+}
+
+// deleteTopics removes the load test's topics from a lasting broker.
+func deleteTopics(kc kafkaconf.Config, topics ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm, err := admin(ctx, kc)
+	if err != nil {
+		return
+	}
+	defer adm.Close()
+	_, _ = adm.DeleteTopics(ctx, topics...)
+}
+
+// writePairs writes n packed pairs as the packer would: 250 per size class
+// and window of 10 s, keyed size|<window µs>|toy_id.
+func writePairs(ctx context.Context, kc kafkaconf.Config, topic string, n int) error {
+	cl, err := kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))...)
+	if err != nil {
+		return fmt.Errorf("sleigh load: producer: %w", err)
+	}
+	defer cl.Close()
+	first := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro()
+	var mu sync.Mutex
+	var failed error
+	for i := range n {
+		size := record.Sizes[i%len(record.Sizes)]
+		window := first + int64(i/(250*len(record.Sizes)))*10_000_000
+		p := results.Packed{ToyID: fmt.Sprintf("toy-5eed0001-%07d", i), BoxID: fmt.Sprintf("box-5eed0002-%07d", i), Size: size, WindowStart: record.FormatMicros(window)}
+		v, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		key := size + "|" + strconv.FormatInt(window, 10) + "|" + p.ToyID
+		cl.Produce(ctx, &kgo.Record{Key: []byte(key), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if failed == nil {
+					failed = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("sleigh load: write pairs: %w", err)
+	}
+	if failed != nil {
+		return fmt.Errorf("sleigh load: write pairs: %w", failed)
+	}
+	return nil
+}
+
+// waitPairs polls the summary until the sleigh has loaded want pairs and
+// its whole table, for ten minutes at most.
+func waitPairs(ctx context.Context, base string, want int, exited chan error) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	var last string
+	for {
+		res, err := http.Get(base + "/manifest/summary")
+		if err == nil {
+			var s struct {
+				Pairs    int  `json:"pairs"`
+				Complete bool `json:"complete"`
+			}
+			err = json.NewDecoder(res.Body).Decode(&s)
+			res.Body.Close()
+			if err == nil && res.StatusCode == http.StatusOK && s.Complete && s.Pairs >= want {
+				return nil
+			}
+			last = fmt.Sprintf("%d pairs, complete %v (%s)", s.Pairs, s.Complete, res.Status)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sleigh load: the sleigh did not hold %d pairs within ten minutes: %s", want, last)
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("sleigh load: the sleigh exited: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// client is what one client saw.
+type client struct {
+	requests, pages, busy, failed, pairs int
+	firstFailure                         string
+	done                                 bool
+	full, busyWait                       []time.Duration
+}
+
+// page runs the clients until each has paged the whole manifest or
+// cfg.Duration is over.
+func page(ctx context.Context, cfg SleighLoadConfig, base string, r *SleighLoadResult) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients}, Timeout: time.Minute}
+	defer hc.CloseIdleConnections()
+	clients := make([]client, cfg.Clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clients[i].run(ctx, hc, base, cfg.Limit, cfg.Pairs)
+		}()
+	}
+	wg.Wait()
+	r.Seconds = time.Since(start).Seconds()
+	var full, busy []time.Duration
+	for _, c := range clients {
+		r.Requests += c.requests
+		r.Pages += c.pages
+		r.Busy += c.busy
+		r.Failed += c.failed
+		if r.FirstFailure == "" {
+			r.FirstFailure = c.firstFailure
+		}
+		if c.done {
+			r.ClientsDone++
+		}
+		full = append(full, c.full...)
+		busy = append(busy, c.busyWait...)
+	}
+	r.P50ms, r.P99ms, r.MaxMs = quantileMs(full, 0.50), quantileMs(full, 0.99), quantileMs(full, 1)
+	r.BusyP99ms = quantileMs(busy, 0.99)
+}
+
+// quantileMs is the q quantile of ds (nearest rank) in milliseconds.
+func quantileMs(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	i := int(q*float64(len(ds))+0.5) - 1
+	return float64(ds[min(max(i, 0), len(ds)-1)]) / float64(time.Millisecond)
+}
+
+// run pages from the first page to the last, or until ctx ends or a request
+// fails other than by a 503.
+func (c *client) run(ctx context.Context, hc *http.Client, base string, limit, want int) {
+	next := "/manifest?limit=" + strconv.Itoa(limit)
+	for next != "" && ctx.Err() == nil {
+		t0 := time.Now()
+		status, body, retry, err := get(ctx, hc, base+next)
+		took := time.Since(t0)
+		if ctx.Err() != nil {
+			return // cut off by the bench's deadline: neither answer nor failure
+		}
+		c.requests++
+		switch {
+		case err == nil && status == http.StatusOK:
+			n, nx, perr := pageTail(body)
+			if perr != nil {
+				c.fail(perr.Error())
+				return
+			}
+			c.pages++
+			c.pairs += n
+			if n == limit {
+				c.full = append(c.full, took)
+			}
+			next = nx
+		case err == nil && status == http.StatusServiceUnavailable:
+			c.busy++
+			c.busyWait = append(c.busyWait, took)
+			select {
+			case <-ctx.Done():
+			case <-time.After(retry):
+			}
+		default:
+			if err == nil {
+				err = fmt.Errorf("%d %s", status, bytes.TrimSpace(body))
+			}
+			c.fail(err.Error())
+			return
+		}
+	}
+	if next == "" {
+		c.done = c.pairs == want
+		if !c.done {
+			c.fail(fmt.Sprintf("paged through %d pairs, want %d", c.pairs, want))
+		}
+	}
+}
+
+func (c *client) fail(why string) {
+	c.failed++
+	if c.firstFailure == "" {
+		c.firstFailure = why
+	}
+}
+
+func get(ctx context.Context, hc *http.Client, url string) (status int, body []byte, retry time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer res.Body.Close()
+	body, err = io.ReadAll(res.Body)
+	retry = time.Second
+	if s, e := strconv.Atoi(res.Header.Get("Retry-After")); e == nil && s > 0 {
+		retry = time.Duration(s) * time.Second
+	}
+	return res.StatusCode, body, retry, err
+}
+
+// pageTail reads a page's pair count and next link from its end, where the
+// sleigh writes them (processors/sleigh writePage): the last "pairs" member
+// is the page's, and a client has no need to decode the pairs.
+func pageTail(body []byte) (pairs int, next string, err error) {
+	i := bytes.LastIndex(body, []byte(`"pairs":`))
+	if i < 0 {
+		return 0, "", fmt.Errorf("a page without a pair count: %.200s", body)
+	}
+	var tail struct {
+		Pairs int    `json:"pairs"`
+		Next  string `json:"next"`
+	}
+	if err := json.Unmarshal(append([]byte("{"), body[i:]...), &tail); err != nil {
+		return 0, "", fmt.Errorf("a page's end: %w: %.200s", err, body[i:])
+	}
+	return tail.Pairs, tail.Next, nil
+}
+
+// procStatusMiB is a size field (VmRSS, VmHWM) of /proc/<pid>/status in
+// MiB, 0 if unknown.
+func procStatusMiB(pid int, field string) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0
+			}
+			return kib / 1024
+		}
+	}
+	return 0
+}
