@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 )
 
 // TestEnsureTopic: a missing topic is created with the count asked for; an

@@ -16,14 +16,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/app/compare"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/testsupport/hostile"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 	"github.com/northpole-workshop/northpole/risingwave"
@@ -38,7 +38,7 @@ const EnvRisingWave = "NORTHPOLE_TEST_RISINGWAVE"
 
 // TestGokaEqualsRisingWave runs the Goka packer on its own topics, then the
 // script generated for those topics on a running RisingWave, in a database
-// of its own, and compares the two row for row (internal/compare, as
+// of its own, and compares the two row for row (internal/app/compare, as
 // `northpole compare --sql` does), and Goka with the batch reference. Two
 // inputs: the elves' randomized records with every kind of bad record,
 // duplicates, late and disordered records (the seed is logged), and the
@@ -59,10 +59,10 @@ func TestGokaEqualsRisingWave(t *testing.T) {
 			Window:   []time.Duration{time.Second, 2 * time.Second, 10 * time.Second}[rng.IntN(3)],
 			Lateness: []time.Duration{0, time.Second, 5 * time.Second}[rng.IntN(3)],
 		}
-		compareOnRisingWave(t, dsn, params, func(ctx context.Context, p *pipeline.Pipeline) error {
+		compareOnRisingWave(t, dsn, params, func(ctx context.Context, p *harness.Pipeline) error {
 			_, err := p.Run(ctx)
 			return err
-		}, func(c *pipeline.Config) {
+		}, func(c *harness.Config) {
 			for i, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 				e.Count, e.Seed = 1500+rng.IntN(1500), seed+int64(i)
 				e.LateRate, e.DupRate, e.BadRate = 0.03+0.05*rng.Float64(), 0.03+0.05*rng.Float64(), 0.03+0.05*rng.Float64()
@@ -71,7 +71,7 @@ func TestGokaEqualsRisingWave(t *testing.T) {
 		}, []string{"packed", "unpacked", "spare", "late", "dead"})
 	})
 	t.Run("hostile", func(t *testing.T) {
-		compareOnRisingWave(t, dsn, contract.DefaultParams(), func(ctx context.Context, p *pipeline.Pipeline) error {
+		compareOnRisingWave(t, dsn, contract.DefaultParams(), func(ctx context.Context, p *harness.Pipeline) error {
 			run, err := p.StartPacker(ctx)
 			if err != nil {
 				return err
@@ -98,19 +98,19 @@ func TestGokaEqualsRisingWave(t *testing.T) {
 // params, then the RisingWave script for them in a fresh database, waits
 // until RisingWave has read every input record, and compares. Each set in
 // nonEmpty must hold rows, so that the comparison cannot pass on nothing.
-func compareOnRisingWave(t *testing.T, dsn string, params contract.Params, produce func(context.Context, *pipeline.Pipeline) error,
-	configure func(*pipeline.Config), nonEmpty []string) {
+func compareOnRisingWave(t *testing.T, dsn string, params contract.Params, produce func(context.Context, *harness.Pipeline) error,
+	configure func(*harness.Config), nonEmpty []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	prefix := testkafka.Unique("rw")
-	c := pipeline.Named(prefix)
+	c := harness.Named(prefix)
 	c.Kafka = testkafka.Config(t)
 	c.Packer.Partitions = 2
 	c.Packer.Params = params
 	if configure != nil {
 		configure(&c)
 	}
-	p, err := pipeline.New(c, slog.Default())
+	p, err := harness.New(c, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/bench"
+	"github.com/northpole-workshop/northpole/internal/app/bench"
 	"github.com/northpole-workshop/northpole/producers"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/app/compare"
+	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"

@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/app/compare"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
-	"github.com/northpole-workshop/northpole/internal/testpostgres"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
@@ -37,14 +37,14 @@ type packedRun struct {
 
 func runPacker(t *testing.T, ctx context.Context) packedRun {
 	t.Helper()
-	c := pipeline.Named(testkafka.Unique("cmp"))
+	c := harness.Named(testkafka.Unique("cmp"))
 	c.Kafka = testkafka.Config(t)
 	c.Packer.Partitions = 2
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		e.Count, e.Seed = 300, 7
 		e.LateRate, e.DupRate, e.BadRate, e.Disorder = 0.05, 0.05, 0.05, 3*time.Second
 	}
-	p, err := pipeline.New(c, slog.Default())
+	p, err := harness.New(c, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestCompareReadsSQLRelations(t *testing.T) {
 
 // TestDemoWritesSQLFiles: the demo runs the embedded comparison, says so, and
 // with --out writes DIR/sql/*.jsonl beside DIR/goka/*.jsonl (that they hold
-// the same rows is internal/demo's TestRun), and the map check's verdict in
+// the same rows is internal/app/demo's TestRun), and the map check's verdict in
 // summary.json and report.html.
 func TestDemoWritesSQLFiles(t *testing.T) {
 	if testing.Short() {

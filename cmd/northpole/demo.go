@@ -16,13 +16,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/compare"
-	"github.com/northpole-workshop/northpole/internal/demo"
+	"github.com/northpole-workshop/northpole/internal/app/compare"
+	"github.com/northpole-workshop/northpole/internal/app/demo"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
-	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
@@ -138,12 +138,12 @@ differ; 4 when only the map differs (spans lost, or records redelivered);
 
 // pipelineConfig is the demo's pipeline on kc (no brokers: an in-process
 // Kafka): the packer of the flags, its topics and group named after the
-// prefix (pipeline.Named) unless --group names the group, and both streams'
+// prefix (harness.Named) unless --group names the group, and both streams'
 // elves.
-func (o demoOptions) pipelineConfig(kc kafkaconf.Config) pipeline.Config {
-	c := pipeline.DefaultConfig()
+func (o demoOptions) pipelineConfig(kc kafkaconf.Config) harness.Config {
+	c := harness.DefaultConfig()
 	if o.topicPrefix != "" {
-		c = pipeline.Named(o.topicPrefix)
+		c = harness.Named(o.topicPrefix)
 	}
 	named := c.Packer
 	c.Kafka, c.Packer = kc, o.packer
@@ -171,7 +171,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if o.timeout <= 0 {
 		return usageErr("--timeout must be positive, got %v", o.timeout)
 	}
-	if err := pipeline.ValidPrefix(o.topicPrefix); err != nil {
+	if err := harness.ValidPrefix(o.topicPrefix); err != nil {
 		return usageErr("--topic-prefix %q: %w", o.topicPrefix, err)
 	}
 	if err := o.packer.Params.Validate(); err != nil {
@@ -195,7 +195,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	defer dt.close()
 	prog := &progress{w: stderr, tty: isTerminal(stderr), toysWant: o.toys, boxesWant: o.boxes}
 	pc := o.pipelineConfig(kc)
-	d, err := demo.New(pc, slog.Default(), pipeline.WithTracing(dt.provider), pipeline.WithProgress(prog.every(), prog.show))
+	d, err := demo.New(pc, slog.Default(), harness.WithTracing(dt.provider), harness.WithProgress(prog.every(), prog.show))
 	if err != nil {
 		var se *demo.StartError
 		if errors.As(err, &se) {
@@ -363,10 +363,10 @@ func (p *progress) every() time.Duration {
 	return 3 * time.Second
 }
 
-// show shows pr (pipeline.WithProgress); once the run is done it clears the
+// show shows pr (harness.WithProgress); once the run is done it clears the
 // line on a terminal.
-func (p *progress) show(pr pipeline.Progress) {
-	if pr.Phase == pipeline.PhaseDone {
+func (p *progress) show(pr harness.Progress) {
+	if pr.Phase == harness.PhaseDone {
 		if p.tty {
 			fmt.Fprint(p.w, "\r\033[K")
 		}

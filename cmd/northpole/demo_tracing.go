@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/internal/demo"
+	"github.com/northpole-workshop/northpole/internal/app/demo"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )

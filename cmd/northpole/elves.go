@@ -15,7 +15,6 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
@@ -96,7 +95,7 @@ Examples:
 				return err
 			}
 			defer stopTelemetry()
-			c.Tracer = tel.TracerProvider(telemetry.ServiceName(pipeline.ElvesService(c.Stream)))
+			c.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ElvesService(string(c.Stream))))
 			return runElves(ctx, kc, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -103,7 +102,7 @@ docs/ARCHITECTURE.md.`,
 				fmt.Fprintf(stderr, "packer ready: consuming %s, %s on %s (groups %s)\n", cfg.Topics.Toys, cfg.Topics.Boxes,
 					strings.Join(cfg.Kafka.Brokers, ","), strings.Join(cfg.Groups(), ", "))
 			}
-			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(pipeline.ServicePacker))),
+			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(telemetry.ServicePacker))),
 				packer.WithReady(ready))
 			if err != nil {
 				return usageErr("%w", err)

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
@@ -74,7 +73,7 @@ in service sleigh, child of the packer's "send packed" span.`,
 				return err
 			}
 			defer stop()
-			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(pipeline.ServiceSleigh))
+			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ServiceSleigh))
 			s, err := sleigh.New(cfg, slog.Default())
 			if err != nil {
 				return usageErr("%w", err)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 )
 
 // TestUsageErrors: bad flags, arguments and values exit 2 with a message
@@ -178,7 +178,7 @@ func TestPackerPartitionsFlag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := testkafka.Unique("np-partitions")
-	topics := pipeline.Topics(name)
+	topics := harness.Topics(name)
 	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topics.Toys, Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}

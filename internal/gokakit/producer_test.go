@@ -16,7 +16,7 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 

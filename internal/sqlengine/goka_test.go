@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
-	"github.com/northpole-workshop/northpole/internal/testpostgres"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -70,7 +70,7 @@ func readBack(t *testing.T, read func() error) {
 }
 
 func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) {
-	pc := pipeline.Named(testkafka.Unique("sqlit"))
+	pc := harness.Named(testkafka.Unique("sqlit"))
 	pc.Kafka = kc
 	pc.Packer.Partitions = r.partitions
 	pc.Packer.Window, pc.Packer.Lateness = r.window, r.lateness
@@ -80,7 +80,7 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) 
 		e.LateRate, e.DupRate, e.BadRate = r.lateRate, r.dupRate, r.bad
 		e.HeartbeatEvery = r.window / 2
 	}
-	pl, err := pipeline.New(pc, slog.Default())
+	pl, err := harness.New(pc, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) 
 		t.Fatalf("%v: %v", r, err)
 	}
 
-	var rb pipeline.ReadBack
+	var rb harness.ReadBack
 	readBack(t, func() (err error) {
 		rb, err = pl.ReadBack(ctx)
 		return err

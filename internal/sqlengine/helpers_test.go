@@ -13,7 +13,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
-	"github.com/northpole-workshop/northpole/internal/testpostgres"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
 )
 
 // openSQLite opens an embedded engine that lives until t ends.

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
-	"github.com/northpole-workshop/northpole/internal/testpostgres"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
 )
 
 // TestWithTracerMakesClientSpans: a reader opened with WithTracer makes a

@@ -22,8 +22,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/northpole-workshop/northpole/otel/kafkatrace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ScopeName is the instrumentation scope of these spans.
@@ -56,7 +55,7 @@ type Tracer struct {
 
 // New returns nil when tp is nil or a no-op provider.
 func New(tp trace.TracerProvider, db DB) *Tracer {
-	if !kafkatrace.Enabled(tp) {
+	if !enabled(tp) {
 		return nil
 	}
 	return newTracer(tp.Tracer(ScopeName), db)
@@ -172,7 +171,7 @@ var _ pgx.QueryTracer = (*PgxTracer)(nil)
 // NewPgxTracer returns nil when tp is nil or a no-op provider (see PgxTracer).
 // The database name and server come from each connection's config.
 func NewPgxTracer(tp trace.TracerProvider) *PgxTracer {
-	if !kafkatrace.Enabled(tp) {
+	if !enabled(tp) {
 		return nil
 	}
 	return &PgxTracer{t: New(tp, DB{System: "postgresql"})}
@@ -196,4 +195,14 @@ func (p *PgxTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.Tra
 		span.SetAttributes(attribute.Int64("db.response.returned_rows", data.CommandTag.RowsAffected()))
 	}
 	End(span, data.Err)
+}
+
+// enabled: nil and the no-op provider record nothing, so pgx gets no tracer
+// and a query costs nothing more.
+func enabled(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case nil, noop.TracerProvider, *noop.TracerProvider:
+		return false
+	}
+	return true
 }

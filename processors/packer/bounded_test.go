@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 )
 
 // clockTableKept is, over the partitions of the clock table, the records it

@@ -14,14 +14,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/app/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/outputs"
-	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
 	"github.com/northpole-workshop/northpole/internal/testsupport/hostile"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )

@@ -12,13 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/app/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/outputs"
-	harness "github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
@@ -62,7 +62,7 @@ func randomScenario(seed int64) scenario {
 }
 
 // pipeline is one packer configuration with topics of its own; the harness
-// (internal/pipeline) runs it with a scenario's elves.
+// (internal/app/harness) runs it with a scenario's elves.
 type pipeline struct {
 	kc  kafkaconf.Config
 	cfg packer.Config

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	harness "github.com/northpole-workshop/northpole/internal/pipeline"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 

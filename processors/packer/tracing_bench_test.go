@@ -9,8 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	harness "github.com/northpole-workshop/northpole/internal/pipeline"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"

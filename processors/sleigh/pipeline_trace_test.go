@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/internal/pipeline"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
@@ -64,14 +64,14 @@ func TestPipelineTraces(t *testing.T) {
 	}
 	defer func() { _ = tel.Shutdown(context.Background()) }()
 
-	c := pipeline.Named(testkafka.Unique("trace"))
+	c := harness.Named(testkafka.Unique("trace"))
 	c.Kafka, c.Packer.Partitions, c.Sleigh = kc, 3, true
 	const n = 300
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		e.Count, e.Elves = n, 2
 		e.DupRate, e.BadRate, e.LateRate = 0.03, 0.03, 0.02
 	}
-	p, err := pipeline.New(c, slog.Default(), pipeline.WithTracing(tel.TracerProvider))
+	p, err := harness.New(c, slog.Default(), harness.WithTracing(tel.TracerProvider))
 	if err != nil {
 		t.Fatal(err)
 	}

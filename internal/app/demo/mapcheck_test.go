@@ -2,15 +2,15 @@ package demo_test
 
 import (
 	"encoding/json"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/northpole-workshop/northpole/internal/demo"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/internal/app/demo"
+	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/record"
-	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 )
@@ -25,10 +25,10 @@ func TestCheckMap(t *testing.T) {
 	r.Run.Goka.Packed = make([]results.Packed, 1)
 	graph := func(toys int) servicemap.Graph {
 		return servicemap.Graph{Edges: []servicemap.Edge{
-			{From: pipeline.ServiceToyElves, To: pipeline.ServicePacker, Kind: "service", Calls: toys},
-			{From: pipeline.ServiceBoxElves, To: pipeline.ServicePacker, Kind: "service", Calls: 2},
-			{From: pipeline.ServicePacker, To: pipeline.ServiceSleigh, Kind: "service", Calls: 1},
-			{From: pipeline.ServicePacker, To: "kafka", Kind: "messaging", Calls: 9},
+			{From: telemetry.ServiceToyElves, To: telemetry.ServicePacker, Kind: "service", Calls: toys},
+			{From: telemetry.ServiceBoxElves, To: telemetry.ServicePacker, Kind: "service", Calls: 2},
+			{From: telemetry.ServicePacker, To: telemetry.ServiceSleigh, Kind: "service", Calls: 1},
+			{From: telemetry.ServicePacker, To: "kafka", Kind: "messaging", Calls: 9},
 		}}
 	}
 	edges := r.CheckMap(graph(3))

@@ -19,12 +19,12 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/app/compare"
+	"github.com/northpole-workshop/northpole/internal/app/demo"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/demo"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
-	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/producers"
@@ -107,7 +107,7 @@ func TestPageInBrowser(t *testing.T) {
 	browser := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := pipeline.DefaultConfig()
+	c := harness.DefaultConfig()
 	c.Toys.Count, c.Boxes.Count = 300, 250
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		e.Disorder, e.LateRate, e.DupRate, e.BadRate = 2*time.Second, 0.03, 0.03, 0.03
@@ -123,7 +123,7 @@ func TestPageInBrowser(t *testing.T) {
 		providers = append(providers, tp)
 		return tp
 	}
-	d, err := demo.New(c, nil, pipeline.WithTracing(tracing))
+	d, err := demo.New(c, nil, harness.WithTracing(tracing))
 	if err != nil {
 		t.Fatal(err)
 	}

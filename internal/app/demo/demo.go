@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/compare"
+	"github.com/northpole-workshop/northpole/internal/app/compare"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/app/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
-	"github.com/northpole-workshop/northpole/internal/outputs"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
@@ -32,7 +32,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 
 // Demo is one run of the demo.
 type Demo struct {
-	p      *pipeline.Pipeline
+	p      *harness.Pipeline
 	broker *kfakebroker.Broker // nil on a given Kafka
 	where  string
 	began  time.Time
@@ -42,7 +42,7 @@ type Demo struct {
 // New starts an in-process Kafka when cfg names no brokers, and builds the
 // pipeline (with the sleigh) that Run runs; opts are the harness's (tracing,
 // progress). A nil log discards the components' logs.
-func New(cfg pipeline.Config, log *slog.Logger, opts ...pipeline.Option) (*Demo, error) {
+func New(cfg harness.Config, log *slog.Logger, opts ...harness.Option) (*Demo, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -58,7 +58,7 @@ func New(cfg pipeline.Config, log *slog.Logger, opts ...pipeline.Option) (*Demo,
 		d.where = "Kafka at " + strings.Join(cfg.Kafka.Brokers, ",")
 	}
 	cfg.Sleigh = true
-	p, err := pipeline.New(cfg, log, opts...)
+	p, err := harness.New(cfg, log, opts...)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -68,7 +68,7 @@ func New(cfg pipeline.Config, log *slog.Logger, opts ...pipeline.Option) (*Demo,
 }
 
 // FreshPrefix is the prefix a demo names its topics and groups after on a
-// given Kafka when none is chosen (pipeline.Named): demo-<UTC time, to the
+// given Kafka when none is chosen (harness.Named): demo-<UTC time, to the
 // ms>, so that no earlier run's records count too.
 func FreshPrefix(now time.Time) string { return "demo-" + now.UTC().Format("20060102-150405.000") }
 
@@ -112,7 +112,7 @@ type Report struct {
 	Summary Summary
 	// Run is what the elves wrote and what Kafka held afterwards, the
 	// dead-letters topic's records whole among it (Run.DeadLetters).
-	Run pipeline.Result
+	Run harness.Result
 	// Reference is the differences between Goka and the batch reference
 	// (contract.Compute in mode ClosedOnly): none when they are equal.
 	Reference []results.Diff
@@ -127,7 +127,7 @@ type Report struct {
 // Equal reports whether Goka equals both the reference and the SQL.
 func (r Report) Equal() bool { return len(r.Reference) == 0 && r.SQLComparison.Equal }
 
-// Run runs the pipeline to the end (pipeline.Run) and checks what Goka wrote
+// Run runs the pipeline to the end (harness.Run) and checks what Goka wrote
 // against the reference and the embedded SQL. The sleigh goes on until
 // FinishSleigh or Close.
 func (d *Demo) Run(ctx context.Context) (Report, error) {
@@ -150,7 +150,7 @@ func (d *Demo) Run(ctx context.Context) (Report, error) {
 	return r, nil
 }
 
-func (d *Demo) summary(cfg pipeline.Config, r Report) Summary {
+func (d *Demo) summary(cfg harness.Config, r Report) Summary {
 	got := r.Run.Goka
 	s := Summary{
 		Brokers: strings.Join(cfg.Kafka.Brokers, ","), Topics: topicsByRole(cfg.Packer.Topics),
@@ -187,7 +187,7 @@ func (d *Demo) summary(cfg pipeline.Config, r Report) Summary {
 }
 
 // FinishSleigh waits until the sleigh's manifest holds the packed pairs
-// (pipeline.WaitManifest), then stops the sleigh. It returns the manifest's
+// (harness.WaitManifest), then stops the sleigh. It returns the manifest's
 // summary and the sleigh's counts, and an error when the manifest holds
 // another number of pairs or the sleigh failed.
 func (d *Demo) FinishSleigh(ctx context.Context, packed int) (sleigh.Summary, sleigh.Counts, error) {

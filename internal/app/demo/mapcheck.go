@@ -2,10 +2,10 @@ package demo
 
 import (
 	"fmt"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"strings"
 
 	"github.com/northpole-workshop/northpole/internal/english"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 )
 
@@ -61,9 +61,9 @@ const MapDiffers = "spans lost, or records redelivered"
 // (MapCheck, MapEdges) and so in summary.json and report.html.
 func (r *Report) CheckMap(g servicemap.Graph) MapEdges {
 	edges := MapEdges{
-		{From: pipeline.ServiceToyElves, To: pipeline.ServicePacker, Want: len(r.Run.Toys), Unit: "record", Of: "read back from the toys topic"},
-		{From: pipeline.ServiceBoxElves, To: pipeline.ServicePacker, Want: len(r.Run.Boxes), Unit: "record", Of: "read back from the boxes topic"},
-		{From: pipeline.ServicePacker, To: pipeline.ServiceSleigh, Want: len(r.Run.Goka.Packed), Unit: "pair", Of: "packed"},
+		{From: telemetry.ServiceToyElves, To: telemetry.ServicePacker, Want: len(r.Run.Toys), Unit: "record", Of: "read back from the toys topic"},
+		{From: telemetry.ServiceBoxElves, To: telemetry.ServicePacker, Want: len(r.Run.Boxes), Unit: "record", Of: "read back from the boxes topic"},
+		{From: telemetry.ServicePacker, To: telemetry.ServiceSleigh, Want: len(r.Run.Goka.Packed), Unit: "pair", Of: "packed"},
 	}
 	for i, e := range edges {
 		got, _ := g.Edge(e.From, e.To)

@@ -1,22 +1,23 @@
-package pipeline_test
+package harness_test
 
 import (
 	"context"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/internal/testkafka"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
 func TestTopicsAndNames(t *testing.T) {
-	c := pipeline.Named("run-7")
+	c := harness.Named("run-7")
 	want := []string{"run-7-toys", "run-7-boxes", "run-7-packed", "run-7-unpacked", "run-7-spare", "run-7-late", "run-7-dead"}
 	tp := c.Packer.Topics
 	if got := []string{tp.Toys, tp.Boxes, tp.Packed, tp.Unpacked, tp.Spare, tp.Late, tp.Dead}; strings.Join(got, " ") != strings.Join(want, " ") {
@@ -25,7 +26,7 @@ func TestTopicsAndNames(t *testing.T) {
 	if c.Packer.Group != "run-7-packer" {
 		t.Errorf("group %q, want run-7-packer", c.Packer.Group)
 	}
-	if pipeline.ElvesService(record.Toys) != pipeline.ServiceToyElves || pipeline.ElvesService(record.Boxes) != pipeline.ServiceBoxElves {
+	if telemetry.ElvesService(string(record.Toys)) != telemetry.ServiceToyElves || telemetry.ElvesService(string(record.Boxes)) != telemetry.ServiceBoxElves {
 		t.Error("ElvesService does not name the stream's elves")
 	}
 }
@@ -35,10 +36,10 @@ func TestTopicsAndNames(t *testing.T) {
 // a character Kafka refuses, is refused.
 func TestValidPrefix(t *testing.T) {
 	long := strings.Repeat("p", 200)
-	if err := pipeline.ValidPrefix(long); err != nil {
+	if err := harness.ValidPrefix(long); err != nil {
 		t.Fatal(err)
 	}
-	c := pipeline.Named(long)
+	c := harness.Named(long)
 	tp := c.Packer.Topics
 	names := []string{tp.Toys, tp.Boxes, tp.Packed, tp.Unpacked, tp.Spare, tp.Late, tp.Dead,
 		c.Packer.Group + "-slots-table", c.Packer.Group + "-sleigh-table"}
@@ -51,11 +52,11 @@ func TestValidPrefix(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{long + "p", "a b", "démo", "a/b"} {
-		if pipeline.ValidPrefix(bad) == nil {
+		if harness.ValidPrefix(bad) == nil {
 			t.Errorf("ValidPrefix(%.20q) = nil, want an error", bad)
 		}
 	}
-	if err := pipeline.ValidPrefix("demo-20261224-000000.000_x"); err != nil {
+	if err := harness.ValidPrefix("demo-20261224-000000.000_x"); err != nil {
 		t.Errorf("a prefix of every allowed kind: %v", err)
 	}
 }
@@ -64,12 +65,12 @@ func TestValidPrefix(t *testing.T) {
 // with the packer's W and L, and both streams' final heartbeats reach the
 // horizon of the longer one.
 func TestNewTiesThePartsTogether(t *testing.T) {
-	c := pipeline.Named("tie")
+	c := harness.Named("tie")
 	c.Kafka.Brokers = []string{"unused:9092"}
 	c.Packer.Window, c.Packer.Lateness = 2*time.Second, 500*time.Millisecond
 	c.Toys.Count, c.Boxes.Count = 100, 700
 	c.Toys.Topic, c.Boxes.Topic = "elsewhere", "elsewhere"
-	p, err := pipeline.New(c, nil)
+	p, err := harness.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestNewTiesThePartsTogether(t *testing.T) {
 	// A later FinalHeartbeatAt of the caller's stays.
 	later := h.Add(time.Hour)
 	c.Toys.FinalHeartbeatAt = later
-	if p, err = pipeline.New(c, nil); err != nil || !p.Config().Toys.FinalHeartbeatAt.Equal(later) {
+	if p, err = harness.New(c, nil); err != nil || !p.Config().Toys.FinalHeartbeatAt.Equal(later) {
 		t.Errorf("a later final heartbeat was moved: %v, %v", err, p.Config().Toys.FinalHeartbeatAt)
 	}
 
@@ -98,7 +99,7 @@ func TestNewTiesThePartsTogether(t *testing.T) {
 	bad.Packer.Window = 0
 	bad.Boxes.Count = -1
 	bad.Kafka.Brokers = nil
-	_, err = pipeline.New(bad, nil)
+	_, err = harness.New(bad, nil)
 	for _, want := range []string{"window must be positive", "boxes elves: count must be >= 0", "brokers"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New of a bad config: %v, want it to say %q", err, want)
@@ -114,7 +115,7 @@ func TestRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := pipeline.Named(testkafka.Unique("pipe"))
+	c := harness.Named(testkafka.Unique("pipe"))
 	c.Kafka = testkafka.Config(t)
 	c.Packer.Partitions = 2
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
@@ -123,8 +124,8 @@ func TestRun(t *testing.T) {
 	c.Boxes.Count = 250
 	var mu sync.Mutex
 	var phases []string
-	var last pipeline.Progress
-	p, err := pipeline.New(c, nil, pipeline.WithProgress(50*time.Millisecond, func(pr pipeline.Progress) {
+	var last harness.Progress
+	p, err := harness.New(c, nil, harness.WithProgress(50*time.Millisecond, func(pr harness.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(phases) == 0 || phases[len(phases)-1] != pr.Phase {
@@ -152,7 +153,7 @@ func TestRun(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if phases[len(phases)-1] != pipeline.PhaseDone || last.Toys.Records != 400 || last.Boxes.Records != 250 {
+	if phases[len(phases)-1] != harness.PhaseDone || last.Toys.Records != 400 || last.Boxes.Records != 250 {
 		t.Errorf("progress phases %v, last %+v; want it to end done with every record", phases, last)
 	}
 }

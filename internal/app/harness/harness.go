@@ -1,4 +1,4 @@
-// Package pipeline is the harness that runs the workshop in one process: the
+// Package harness runs the workshop in one process: the
 // elves write toys and boxes, the Goka packer packs them, the sleigh (when
 // asked for) loads the packed pairs; the harness waits until the packer has
 // consumed everything and reads back what Kafka holds.
@@ -8,7 +8,7 @@
 // prefix, both streams' final heartbeats reach one horizon, and starting,
 // quiescence and reading back are decided in one place:
 //
-//	p, err := pipeline.New(pipeline.Named("run-1"), log)
+//	p, err := harness.New(harness.Named("run-1"), log)
 //	...
 //	run, err := p.Run(ctx)   // start, produce, wait until quiet, stop, read back
 //	defer p.Close()
@@ -18,12 +18,13 @@
 // Produce, WaitQuiet, StopPacker, ReadBack) are there for the tests that
 // restart packers and for the bench, which runs the packer as its own OS
 // process.
-package pipeline
+package harness
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"log/slog"
 	"slices"
 	"sync"
@@ -32,8 +33,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/northpole-workshop/northpole/internal/app/outputs"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/outputs"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/topicread"
@@ -51,23 +52,6 @@ func Topics(prefix string) packer.Topics {
 		Packed: prefix + "-packed", Unpacked: prefix + "-unpacked", Spare: prefix + "-spare",
 		Late: prefix + "-late", Dead: prefix + "-dead",
 	}
-}
-
-// Service names of the components: WithTracing asks for each one's tracer
-// provider by these names, and every component keeps its own in a pipeline.
-const (
-	ServiceToyElves = "toy-elves"
-	ServiceBoxElves = "box-elves"
-	ServicePacker   = "packer"
-	ServiceSleigh   = "sleigh"
-)
-
-// ElvesService is the service name of the elves of stream x.
-func ElvesService(x record.Stream) string {
-	if x == record.Boxes {
-		return ServiceBoxElves
-	}
-	return ServiceToyElves
 }
 
 // Config is one pipeline on one Kafka.
@@ -165,8 +149,8 @@ func (c Config) Validate() error {
 type Option func(*Pipeline)
 
 // WithTracing traces every component with the tracer provider tp gives for
-// its service name (ServiceToyElves, ServiceBoxElves, ServicePacker,
-// ServiceSleigh). Without it nothing is traced.
+// its service name (telemetry.ServiceToyElves, telemetry.ServiceBoxElves, telemetry.ServicePacker,
+// telemetry.ServiceSleigh). Without it nothing is traced.
 func WithTracing(tp func(service string) trace.TracerProvider) Option {
 	return func(p *Pipeline) { p.tracing = tp }
 }
@@ -226,10 +210,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Pipeline, error) {
 		o(p)
 	}
 	cfg = cfg.complete()
-	if tp := p.provider(ServiceToyElves); tp != nil {
+	if tp := p.provider(telemetry.ServiceToyElves); tp != nil {
 		cfg.Toys.Tracer = tp
 	}
-	if tp := p.provider(ServiceBoxElves); tp != nil {
+	if tp := p.provider(telemetry.ServiceBoxElves); tp != nil {
 		cfg.Boxes.Tracer = tp
 	}
 	if err := cfg.Validate(); err != nil {
@@ -253,7 +237,7 @@ func (p *Pipeline) provider(service string) trace.TracerProvider {
 
 func (p *Pipeline) newPacker() (*packer.Packer, error) {
 	var opts []packer.Option
-	if tp := p.provider(ServicePacker); tp != nil {
+	if tp := p.provider(telemetry.ServicePacker); tp != nil {
 		opts = append(opts, packer.WithTracerProvider(tp))
 	}
 	return packer.New(p.cfg.Packer, p.log, opts...)
@@ -342,7 +326,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 
 func (p *Pipeline) startSleigh(ctx context.Context) error {
 	cfg := p.cfg.sleighConfig()
-	cfg.Tracer = p.provider(ServiceSleigh)
+	cfg.Tracer = p.provider(telemetry.ServiceSleigh)
 	s, err := sleigh.New(cfg, p.log)
 	if err != nil {
 		return err

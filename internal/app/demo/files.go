@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/record"
-	"github.com/northpole-workshop/northpole/internal/report"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 )
@@ -89,7 +89,7 @@ func writeJSONL(path string, rows any) error {
 	return nil
 }
 
-// WriteReport writes dir/report.html (internal/report) for the run, with
+// WriteReport writes dir/report.html (internal/app/report) for the run, with
 // the service map g when there is one and its check (Report.CheckMap) when
 // that was made; where says which Kafka it ran on.
 func WriteReport(dir string, r Report, where string, g *servicemap.Graph) error {

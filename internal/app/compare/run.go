@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rb, err := pipeline.Read(ctx, cfg.Kafka, cfg.Topics)
+	rb, err := harness.Read(ctx, cfg.Kafka, cfg.Topics)
 	if err != nil {
 		return Result{}, err
 	}

@@ -27,11 +27,11 @@ import (
 
 	"github.com/lovoo/goka"
 
+	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/internal/app/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
-	"github.com/northpole-workshop/northpole/internal/outputs"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -573,8 +573,8 @@ func packLatencyPercentiles(ctx context.Context, kc kafkaconf.Config, t packer.T
 
 // pipeline is variant v's run on topics named after name: clean elves (no
 // late, duplicate or bad records), the backlog or the live rate's records.
-func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*pipeline.Pipeline, error) {
-	c := pipeline.Named(name)
+func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*harness.Pipeline, error) {
+	c := harness.Named(name)
 	c.Kafka = kc
 	c.Packer.Partitions, c.Packer.Params = v.Partitions, b.cfg.Params
 	count, rate := b.cfg.Records/2, 0.0
@@ -584,7 +584,7 @@ func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*pipeline
 	c.Toys.Count, c.Toys.Elves, c.Toys.Seed, c.Toys.Rate = count, b.cfg.Elves, 1, rate
 	c.Boxes.Count, c.Boxes.Elves, c.Boxes.Seed, c.Boxes.Rate = count, b.cfg.Elves, 2, rate
 	c.Boxes.Start = c.Boxes.Start.Add(b.cfg.Skew)
-	return pipeline.New(c, b.log)
+	return harness.New(c, b.log)
 }
 
 // elvesProgress reports each stream's records written every five seconds.

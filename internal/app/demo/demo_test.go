@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/demo"
-	"github.com/northpole-workshop/northpole/internal/pipeline"
+	"github.com/northpole-workshop/northpole/internal/app/demo"
+	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -27,7 +27,7 @@ func TestFreshPrefix(t *testing.T) {
 	if p != "demo-20261224-225959.999" {
 		t.Errorf("FreshPrefix = %q, want the UTC time to the ms", p)
 	}
-	if err := pipeline.ValidPrefix(p); err != nil {
+	if err := harness.ValidPrefix(p); err != nil {
 		t.Error(err)
 	}
 	if demo.FreshPrefix(now.Add(time.Millisecond)) == p {
@@ -44,7 +44,7 @@ func TestRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := pipeline.DefaultConfig()
+	c := harness.DefaultConfig()
 	c.Toys.Count, c.Boxes.Count = 300, 300
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		e.Disorder, e.LateRate, e.DupRate, e.BadRate = 2*time.Second, 0.02, 0.02, 0.02
@@ -192,7 +192,7 @@ func TestWriteFilesKeepsEveryRow(t *testing.T) {
 // TestNewRefusesBadConfig: a configuration that cannot work is refused
 // before anything runs, and it is not a StartError.
 func TestNewRefusesBadConfig(t *testing.T) {
-	c := pipeline.DefaultConfig()
+	c := harness.DefaultConfig()
 	c.Packer.Partitions = 0
 	_, err := demo.New(c, nil)
 	if err == nil || !strings.Contains(err.Error(), "partitions") {
