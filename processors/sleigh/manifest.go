@@ -226,6 +226,7 @@ func (p *page) pair() error {
 	if err := jsonv2.Unmarshal(p.m.value(), &v); err != nil {
 		return fmt.Errorf("sleigh: manifest entry %s: %w", k, err)
 	}
+	// Sizes and RFC 3339 times are plain ASCII, which %q quotes as JSON does.
 	switch {
 	case k.rank != p.rank:
 		if p.rank >= 0 {
