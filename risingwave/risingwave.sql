@@ -76,7 +76,7 @@ FROM (
   ) raw
 ) parsed;
 
--- Part 2, the shared contract text (risingwave/sql/contract), each relation a
+-- Part 2, the shared contract text (internal/contractsql/sql), each relation a
 -- materialized view. PostgreSQL and the embedded SQLite run the same text
 -- (as CREATE TABLE ... AS); the fingerprint is of the SELECT after "AS".
 

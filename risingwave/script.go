@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/contractsql"
 )
 
 //go:embed sql/risingwave/*.sql
@@ -43,7 +44,7 @@ func Script(o ScriptOptions) (string, error) {
 			return "", fmt.Errorf("risingwave script: %s %q must be non-empty and hold no quote, backslash or newline", f.name, f.v)
 		}
 	}
-	rels, err := Contract(o.Params)
+	rels, err := contractsql.Contract(o.Params)
 	if err != nil {
 		return "", err
 	}
@@ -81,11 +82,11 @@ func Script(o ScriptOptions) (string, error) {
 		b.WriteString(strings.TrimRight(s, "\n"))
 		b.WriteString("\n\n")
 	}
-	b.WriteString("-- Part 2, the shared contract text (risingwave/sql/contract), each relation a\n" +
+	b.WriteString("-- Part 2, the shared contract text (internal/contractsql/sql), each relation a\n" +
 		"-- materialized view. PostgreSQL and the embedded SQLite run the same text\n" +
 		"-- (as CREATE TABLE ... AS); the fingerprint is of the SELECT after \"AS\".\n\n")
 	for _, r := range rels {
-		fmt.Fprintf(&b, "-- contract relation %s, shared text %s\n%s;\n\n", r.Name, Hash(r.Body), CreateStatement(MaterializedView, r))
+		fmt.Fprintf(&b, "-- contract relation %s, shared text %s\n%s;\n\n", r.Name, contractsql.Hash(r.Body), contractsql.CreateStatement(MaterializedView, r))
 	}
 	return strings.TrimRight(b.String(), "\n") + "\n", nil
 }
@@ -114,17 +115,17 @@ func Statements(script string) []string {
 // ScriptRelations returns the contract relations a script creates, in order,
 // as (name, body) read back from the script text. The drift test compares
 // them with what the batch engines executed.
-func ScriptRelations(script string) []Relation {
-	var out []Relation
+func ScriptRelations(script string) []contractsql.Relation {
+	var out []contractsql.Relation
 	for _, text := range Statements(script) {
 		if !strings.HasPrefix(text, "CREATE "+MaterializedView+" ") {
 			continue
 		}
-		name, body, ok := SplitCreate(text)
-		if !ok || name == Input {
+		name, body, ok := contractsql.SplitCreate(text)
+		if !ok || name == contractsql.Input {
 			continue
 		}
-		out = append(out, Relation{Name: name, Body: body})
+		out = append(out, contractsql.Relation{Name: name, Body: body})
 	}
 	return out
 }

@@ -8,13 +8,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/english"
-
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/app/compare"
 	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
@@ -43,7 +42,7 @@ func newCompareCmd() *cobra.Command {
 		Short: "Compare Goka's five result topics with a SQL engine's five result relations",
 		Long: `compare reads what the Goka packer wrote (the topics packed, unpacked, spare,
 late and dead-letters, deduplicated by key) and the five result relations of a
-SQL engine that ran the contract's shared SQL text (risingwave/sql/contract),
+SQL engine that ran the contract's shared SQL text (internal/contractsql/sql),
 and prints, per size class, the rows of each set on each side, the equal rows,
 and the rows only one side has. Rows of packed, unpacked and spare are told
 apart by size, window and ids (an id is unique within its window only: the

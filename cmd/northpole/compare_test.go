@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/northpole-workshop/northpole/internal/app/compare"
 	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -25,7 +27,6 @@ import (
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // packedRun is a finished Goka run on its own topics: elves wrote, the packer

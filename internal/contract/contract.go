@@ -21,7 +21,7 @@ import (
 )
 
 // Params are the contract's two parameters. The packer, the elves, the SQL
-// generator (risingwave.Contract) and Compute all take W and L from a Params,
+// generator (contractsql.Contract) and Compute all take W and L from a Params,
 // with its defaults and its Validate: nothing else of this package is shared
 // with the engines it checks.
 type Params struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/contractsql"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/risingwave"
 )
@@ -15,7 +16,7 @@ import (
 // RisingWave script. Any per-engine rewrite of the text fails here.
 func TestEnginesRunTheSameText(t *testing.T) {
 	p := contract.Params{Window: 3 * time.Second, Lateness: 1500 * time.Millisecond}
-	want, err := risingwave.Contract(p)
+	want, err := contractsql.Contract(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,15 +26,15 @@ func TestEnginesRunTheSameText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(t *testing.T, engine string, got []risingwave.Relation) {
+	check := func(t *testing.T, engine string, got []contractsql.Relation) {
 		t.Helper()
 		if len(got) != len(want) {
 			t.Fatalf("%s created %d relations of the shared text, want %d", engine, len(got), len(want))
 		}
 		for i := range want {
-			if got[i].Name != want[i].Name || risingwave.Hash(got[i].Body) != risingwave.Hash(want[i].Body) {
+			if got[i].Name != want[i].Name || contractsql.Hash(got[i].Body) != contractsql.Hash(want[i].Body) {
 				t.Errorf("%s relation %d: %s with text %s, want %s with text %s",
-					engine, i, got[i].Name, risingwave.Hash(got[i].Body), want[i].Name, risingwave.Hash(want[i].Body))
+					engine, i, got[i].Name, contractsql.Hash(got[i].Body), want[i].Name, contractsql.Hash(want[i].Body))
 			}
 		}
 	}
@@ -44,13 +45,13 @@ func TestEnginesRunTheSameText(t *testing.T) {
 		if _, err := e.Compute(context.Background(), nil, p); err != nil {
 			t.Fatal(err)
 		}
-		var rels []risingwave.Relation
+		var rels []contractsql.Relation
 		for _, stmt := range e.Executed() {
-			name, body, ok := risingwave.SplitCreate(stmt)
+			name, body, ok := contractsql.SplitCreate(stmt)
 			if !ok {
-				t.Fatalf("%s executed a statement not made by risingwave.CreateStatement: %.80q", e.Dialect(), stmt)
+				t.Fatalf("%s executed a statement not made by contractsql.CreateStatement: %.80q", e.Dialect(), stmt)
 			}
-			rels = append(rels, risingwave.Relation{Name: name, Body: body})
+			rels = append(rels, contractsql.Relation{Name: name, Body: body})
 		}
 		check(t, string(e.Dialect()), rels)
 	})

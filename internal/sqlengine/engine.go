@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/contractsql"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/risingwave"
 )
 
 // Dialect names a batch engine.
@@ -90,7 +90,7 @@ func (e *Engine) Load(ctx context.Context, inputs []record.Input) error {
 		return err
 	}
 	if _, err := e.db.ExecContext(ctx, e.inputDDL()); err != nil {
-		return fmt.Errorf("%s: create %s: %w", e.dialect, risingwave.Input, err)
+		return fmt.Errorf("%s: create %s: %w", e.dialect, contractsql.Input, err)
 	}
 	rows := make([]Row, len(inputs))
 	for i, in := range inputs {
@@ -107,7 +107,7 @@ func (e *Engine) Load(ctx context.Context, inputs []record.Input) error {
 		err = e.insertRows(ctx, rows)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: load %d records into %s: %w", e.dialect, len(rows), risingwave.Input, err)
+		return fmt.Errorf("%s: load %d records into %s: %w", e.dialect, len(rows), contractsql.Input, err)
 	}
 	e.log.Debug("loaded inputs", "engine", e.dialect, "records", len(rows), "took", time.Since(began))
 	return nil
@@ -118,15 +118,15 @@ func (e *Engine) Load(ctx context.Context, inputs []record.Input) error {
 // Materializing each step keeps the cost of reading the five results linear
 // in the steps, instead of re-running the whole chain for each one.
 func (e *Engine) Build(ctx context.Context, p contract.Params) error {
-	rels, err := risingwave.Contract(p)
+	rels, err := contractsql.Contract(p)
 	if err != nil {
 		return err
 	}
 	for _, r := range rels {
 		began := time.Now()
-		stmt := risingwave.CreateStatement("TABLE", r)
+		stmt := contractsql.CreateStatement("TABLE", r)
 		if _, err := e.db.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("%s: create %s (shared text %s): %w", e.dialect, r.Name, risingwave.Hash(r.Body), err)
+			return fmt.Errorf("%s: create %s (shared text %s): %w", e.dialect, r.Name, contractsql.Hash(r.Body), err)
 		}
 		e.mu.Lock()
 		e.executed = append(e.executed, stmt)
@@ -162,11 +162,11 @@ var indexes = map[Dialect]map[string]string{
 // dropAll drops np_input and every relation of the shared text, so that Load
 // can be called again on the same schema.
 func (e *Engine) dropAll(ctx context.Context) error {
-	rels, err := risingwave.Contract(contract.Params{Window: time.Second})
+	rels, err := contractsql.Contract(contract.Params{Window: time.Second})
 	if err != nil {
 		return err
 	}
-	names := []string{risingwave.Input}
+	names := []string{contractsql.Input}
 	for _, r := range rels {
 		names = append(names, r.Name)
 	}
@@ -187,11 +187,11 @@ func (e *Engine) inputDDL() string {
 	// The columns of np_input; see Row. Types differ only where the engines
 	// do: bytea/blob for ids, boolean/integer for flags.
 	if e.dialect == Postgres {
-		return `CREATE TABLE ` + e.qualify(risingwave.Input) + ` (
+		return `CREATE TABLE ` + e.qualify(contractsql.Input) + ` (
   stream text NOT NULL, kpartition bigint NOT NULL, koffset bigint NOT NULL,
   rkey text, obj boolean NOT NULL, made_at text, size text, id bytea, hb boolean NOT NULL)`
 	}
-	return `CREATE TABLE ` + e.qualify(risingwave.Input) + ` (
+	return `CREATE TABLE ` + e.qualify(contractsql.Input) + ` (
   stream TEXT NOT NULL, kpartition INTEGER NOT NULL, koffset INTEGER NOT NULL,
   rkey TEXT, obj INTEGER NOT NULL, made_at TEXT, size TEXT, id BLOB, hb INTEGER NOT NULL)`
 }
@@ -224,7 +224,7 @@ func (e *Engine) insertRows(ctx context.Context, rows []Row) (err error) {
 			err = errors.Join(err, tx.Rollback())
 		}
 	}()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO `+e.qualify(risingwave.Input)+
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO `+e.qualify(contractsql.Input)+
 		` (stream, kpartition, koffset, rkey, obj, made_at, size, id, hb) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("prepare insert: %w", err)

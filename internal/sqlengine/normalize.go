@@ -1,5 +1,5 @@
 // Package sqlengine runs the packing contract's shared SQL text
-// (risingwave/sql/contract) on PostgreSQL (through pgx) and on an embedded
+// (internal/contractsql/sql) on PostgreSQL (through pgx) and on an embedded
 // SQLite (github.com/ncruces/go-sqlite3, no cgo), and reads the five result
 // relations of any engine that has them, RisingWave included.
 //

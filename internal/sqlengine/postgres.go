@@ -11,9 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/contractsql"
 	"github.com/northpole-workshop/northpole/otel/dbtrace"
-
-	"github.com/northpole-workshop/northpole/risingwave"
 )
 
 // OpenPostgres connects to PostgreSQL (a libpq URL or key=value DSN, through
@@ -107,7 +106,7 @@ func (e *Engine) copyPostgres(ctx context.Context, rows []Row) error {
 		for i, r := range rows {
 			src[i] = r.values()
 		}
-		n, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{e.schema, risingwave.Input}, inputColumns, pgx.CopyFromRows(src))
+		n, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{e.schema, contractsql.Input}, inputColumns, pgx.CopyFromRows(src))
 		if err != nil {
 			return fmt.Errorf("copy: %w", err)
 		}

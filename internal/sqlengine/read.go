@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/contractsql"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/risingwave"
 )
 
 // ReadResults reads the five result relations (np_packed, np_unpacked,
@@ -23,7 +23,7 @@ func ReadResults(ctx context.Context, db *sql.DB, schema string) (results.Set, e
 	var s results.Set
 	q := func(rel, cols string) string { return "SELECT " + cols + " FROM " + schema + "." + rel }
 
-	err := scanAll(ctx, db, q(risingwave.Packed, "toy_id, box_id, size, window_start"), func(rs *sql.Rows) error {
+	err := scanAll(ctx, db, q(contractsql.Packed, "toy_id, box_id, size, window_start"), func(rs *sql.Rows) error {
 		var toy, box []byte
 		var size string
 		var ws int64
@@ -36,7 +36,7 @@ func ReadResults(ctx context.Context, db *sql.DB, schema string) (results.Set, e
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(risingwave.Unpacked, "toy_id, size, window_start"), func(rs *sql.Rows) error {
+	err = scanAll(ctx, db, q(contractsql.Unpacked, "toy_id, size, window_start"), func(rs *sql.Rows) error {
 		var toy []byte
 		var size string
 		var ws int64
@@ -49,7 +49,7 @@ func ReadResults(ctx context.Context, db *sql.DB, schema string) (results.Set, e
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(risingwave.Spare, "box_id, size, window_start"), func(rs *sql.Rows) error {
+	err = scanAll(ctx, db, q(contractsql.Spare, "box_id, size, window_start"), func(rs *sql.Rows) error {
 		var box []byte
 		var size string
 		var ws int64
@@ -62,7 +62,7 @@ func ReadResults(ctx context.Context, db *sql.DB, schema string) (results.Set, e
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(risingwave.Late, "stream, kpartition, koffset, id, size, made_us, made_ns"), func(rs *sql.Rows) error {
+	err = scanAll(ctx, db, q(contractsql.Late, "stream, kpartition, koffset, id, size, made_us, made_ns"), func(rs *sql.Rows) error {
 		var stream, size string
 		var id []byte
 		var part, off, us, ns int64
@@ -79,7 +79,7 @@ func ReadResults(ctx context.Context, db *sql.DB, schema string) (results.Set, e
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(risingwave.Dead, "stream, kpartition, koffset, reason"), func(rs *sql.Rows) error {
+	err = scanAll(ctx, db, q(contractsql.Dead, "stream, kpartition, koffset, reason"), func(rs *sql.Rows) error {
 		var stream, reason string
 		var part, off int64
 		if err := rs.Scan(&stream, &part, &off, &reason); err != nil {

@@ -9,11 +9,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/otel/otlpwire"
 	"github.com/northpole-workshop/northpole/otel/telemetry"

@@ -2,11 +2,11 @@ package demo
 
 import (
 	"fmt"
-	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"strings"
 
 	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
 // MapEdge is an edge of the service map that the demo checks against what

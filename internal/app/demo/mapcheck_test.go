@@ -2,7 +2,6 @@ package demo_test
 
 import (
 	"encoding/json"
-	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
 // TestCheckMap: the map's edges into the packer and the sleigh equal the

@@ -2,7 +2,6 @@ package harness_test
 
 import (
 	"context"
-	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
 )
 

@@ -1,14 +1,13 @@
-// Package risingwave holds the packing contract written once in SQL, and what
-// each SQL engine wraps around it: RisingWave's Kafka sources and materialized
-// views (Script), while internal/sqlengine runs the same text on PostgreSQL
-// and on an embedded SQLite.
-//
-// The shared text (sql/contract/*.sql) is one SELECT per relation, over a
-// normalized relation np_input that each engine builds its own way. Every rule
+// Package contractsql is the packing contract written once in SQL: one
+// SELECT per relation (sql/*.sql), over a normalized relation np_input that
+// each engine builds its own way. PostgreSQL and an embedded SQLite run it
+// (internal/sqlengine, as tables), RisingWave runs it as materialized views
+// (package risingwave, which adds its Kafka sources and np_input). Every rule
 // of the contract (validity and its reason, heartbeats, duplicates, lateness,
-// ranks, pairing, window closing) is decided in that text; the wrappers only
-// turn raw Kafka records into typed facts (see README.md for the exact split).
-package risingwave
+// ranks, pairing, window closing) is decided in this text; the wrappers only
+// turn raw Kafka records into typed facts (see risingwave/README.md for the
+// exact split).
+package contractsql
 
 import (
 	"crypto/sha256"
@@ -25,7 +24,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/contract"
 )
 
-//go:embed sql/contract/*.sql
+//go:embed sql/*.sql
 var contractFS embed.FS
 
 // Relation is one relation of the shared contract text: its name (from the
@@ -62,7 +61,7 @@ func Contract(p contract.Params) ([]Relation, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("render contract SQL: %w", err)
 	}
-	entries, err := fs.ReadDir(contractFS, "sql/contract")
+	entries, err := fs.ReadDir(contractFS, "sql")
 	if err != nil {
 		return nil, fmt.Errorf("read embedded contract SQL: %w", err)
 	}
@@ -79,7 +78,7 @@ func Contract(p contract.Params) ([]Relation, error) {
 		if m == nil {
 			return nil, fmt.Errorf("contract SQL file %q: name must be NN_np_name.sql", n)
 		}
-		b, err := contractFS.ReadFile(path.Join("sql/contract", n))
+		b, err := contractFS.ReadFile(path.Join("sql", n))
 		if err != nil {
 			return nil, fmt.Errorf("read contract SQL %s: %w", n, err)
 		}
