@@ -144,7 +144,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 			if err != nil {
 				return err
 			}
-			b, err := bench.New(c, slog.New(slog.DiscardHandler))
+			b, err := bench.New(c, slog.Default())
 			if err != nil {
 				return usageErr("%w", err)
 			}
@@ -233,16 +233,12 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 }
 
 // benchWorkerArgs is the command line of a bench worker: northpole process
-// packer, or the hidden bench-hop.
+// packer, or the hidden bench-hop. Each reads its configuration whole from
+// $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
 func benchWorkerArgs(w bench.Worker) []string {
-	c := w.Packer
-	args := packerArgs(c)
+	args := []string{"process", "packer"}
 	if w.Hop {
-		args = []string{"bench-hop", "--brokers", strings.Join(c.Kafka.Brokers, ","), "--group", w.HopGroup,
-			"--toys-topic", c.Topics.Toys, "--boxes-topic", c.Topics.Boxes}
-	}
-	if c.Kafka.FlushFrequency != 0 {
-		args = append(args, "--kafka-flush", c.Kafka.FlushFrequency.String())
+		args = []string{"bench-hop"}
 	}
 	if w.CPUProfile != "" {
 		args = append(args, "--cpuprofile", w.CPUProfile)

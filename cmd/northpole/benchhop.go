@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/app/bench"
@@ -10,22 +12,24 @@ import (
 // under the packer: bench.RunHop). It is hidden: it exists only so that
 // northpole bench can measure it as its own OS process, like the packer.
 func newBenchHopCmd() *cobra.Command {
-	var ko kafkaOptions
-	var group, toys, boxes, cpuprofile string
+	var cpuprofile string
 	cmd := &cobra.Command{
 		Use:    "bench-hop",
 		Short:  "One goka hop (consume, write the group table), the floor of northpole bench",
+		Long:   "Run by northpole bench only: it reads its configuration from $" + bench.WorkerEnv + ".",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if group == "" || toys == "" || boxes == "" {
-				return usageErr("bench-hop needs --group, --toys-topic and --boxes-topic")
+			js, ok := os.LookupEnv(bench.WorkerEnv)
+			if !ok {
+				return usageErr("bench-hop is northpole bench's worker: it needs $%s", bench.WorkerEnv)
 			}
-			kc, err := ko.config("northpole-bench-hop")
+			w, err := bench.DecodeWorker(js)
 			if err != nil {
 				return err
 			}
-			cfg := bench.HopConfig{Kafka: kc, Group: group, Toys: toys, Boxes: boxes}
+			p := w.Packer
+			cfg := bench.HopConfig{Kafka: p.Kafka, Group: w.HopGroup, Toys: p.Topics.Toys, Boxes: p.Topics.Boxes}
 			if err := cfg.Validate(); err != nil {
 				return usageErr("%w", err)
 			}
@@ -39,11 +43,6 @@ func newBenchHopCmd() *cobra.Command {
 			return bench.RunHop(cmd.Context(), cfg)
 		},
 	}
-	ko.bind(cmd.Flags(), "Kafka bootstrap brokers")
-	fs := cmd.Flags()
-	fs.StringVar(&group, "group", "", "consumer group")
-	fs.StringVar(&toys, "toys-topic", "", "toys topic")
-	fs.StringVar(&boxes, "boxes-topic", "", "boxes topic")
-	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
 	return cmd
 }

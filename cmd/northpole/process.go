@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/northpole-workshop/northpole/internal/app/bench"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -46,25 +46,6 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.DurationVar(&cfg.CleanEvery, "clean-every", cfg.CleanEvery, "how often to delete the clock table's records that no restart needs (0: never, and the table grows with every record)")
 }
 
-// packerArgs is the command line of `northpole process packer` for cfg's
-// brokers, group, partitions, W and L, topics and storage directory (the
-// flags packerFlags binds, where they differ from the defaults that matter).
-func packerArgs(cfg packer.Config) []string {
-	t := cfg.Topics
-	args := []string{"process", "packer", "--brokers", strings.Join(cfg.Kafka.Brokers, ","), "--group", cfg.Group,
-		"--partitions", strconv.Itoa(int(cfg.Partitions)), "--window", cfg.Window.String(), "--lateness", cfg.Lateness.String(),
-		"--toys-topic", t.Toys, "--boxes-topic", t.Boxes, "--packed-topic", t.Packed,
-		"--unpacked-topic", t.Unpacked, "--spare-topic", t.Spare, "--late-topic", t.Late,
-		"--dead-topic", t.Dead}
-	if cfg.StorageDir != "" {
-		args = append(args, "--storage-dir", cfg.StorageDir)
-	}
-	if cfg.CleanEvery != packer.DefaultConfig().CleanEvery {
-		args = append(args, "--clean-every", cfg.CleanEvery.String())
-	}
-	return args
-}
-
 func newPackerCmd() *cobra.Command {
 	cfg := packer.DefaultConfig()
 	var ko kafkaOptions
@@ -80,11 +61,20 @@ both groups have joined, recovered their tables and consume. See
 docs/ARCHITECTURE.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kc, err := ko.config("northpole-packer")
-			if err != nil {
-				return err
+			if js, ok := os.LookupEnv(bench.WorkerEnv); ok {
+				// A bench worker: its configuration whole, flags ignored.
+				w, err := bench.DecodeWorker(js)
+				if err != nil {
+					return err
+				}
+				cfg = w.Packer
+			} else {
+				kc, err := ko.config("northpole-packer")
+				if err != nil {
+					return err
+				}
+				cfg.Kafka = kc
 			}
-			cfg.Kafka = kc
 			if cpuprofile != "" {
 				stopProfile, err := startCPUProfile(cpuprofile)
 				if err != nil {

@@ -146,8 +146,8 @@ type Result struct {
 //	hop       not the packer: one goka hop (RunHop), the floor of one stage
 var VariantNames = []string{"base", "trace100", "trace10", "parts", "disk", "real", "live", "hop"}
 
-// Worker is the process one variant measures, as Config.Args turns it into a
-// command line.
+// Worker is the process one variant measures: Config.Args names the command
+// it runs, and the worker reads the whole of it from WorkerEnv.
 type Worker struct {
 	// Hop: the one-hop floor (RunHop in group HopGroup, on Packer's brokers
 	// and input topics) instead of the packer.
@@ -202,7 +202,8 @@ type Config struct {
 	// ready (Result's CleanWaitSeconds to RestartMaxRSSMiB).
 	Restart bool
 	// Executable is the program the workers run as; Args gives its
-	// arguments for a Worker.
+	// arguments for a Worker (the command; the Worker itself goes in
+	// WorkerEnv).
 	Executable string
 	Args       func(Worker) []string
 	// Progress gets the bench's progress lines and the workers' output.

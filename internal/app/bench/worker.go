@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,13 +33,18 @@ type process struct {
 // process packer`: "packer ready: consuming ...").
 const ReadyLine = "packer ready"
 
-// start runs the worker w with environment env until ctx ends or stop. Its
+// start runs the worker w with environment env, and w itself in WorkerEnv,
+// until ctx ends or stop. Its
 // output goes to Config.Progress; with watch, through a lineWatch for
 // ReadyLine (then a goroutine of this process copies it: not for a run
 // whose broker CPU is this process's).
 func (b *Bench) start(ctx context.Context, w Worker, env []string, watch bool) (*process, error) {
+	enc, err := w.Encode()
+	if err != nil {
+		return nil, err
+	}
 	c := exec.CommandContext(ctx, b.cfg.Executable, b.cfg.Args(w)...)
-	c.Env, c.Stdout, c.Stderr = env, b.cfg.Progress, b.cfg.Progress
+	c.Env, c.Stdout, c.Stderr = append(slices.Clip(env), WorkerEnv+"="+enc), b.cfg.Progress, b.cfg.Progress
 	var ready *lineWatch
 	if watch {
 		// One writer for both: exec then copies them in one goroutine, so

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/IBM/sarama"
+)
+
+// WorkerEnv names the environment variable through which a worker process
+// gets its Worker whole, as JSON: the packer's configuration with every
+// Kafka setting (TLS, SASL, the retry window, the protocol version), so that
+// a worker talks to the broker exactly as the bench does. The environment,
+// unlike a command line, is readable by the same user only: the SASL
+// password travels in it.
+const WorkerEnv = "NORTHPOLE_BENCH_WORKER"
+
+// workerJSON is a Worker as WorkerEnv carries it. sarama.KafkaVersion has no
+// exported field, so its text goes beside it.
+type workerJSON struct {
+	Worker
+	KafkaVersion string `json:",omitempty"`
+}
+
+// Encode is w as WorkerEnv carries it.
+func (w Worker) Encode() (string, error) {
+	j := workerJSON{Worker: w}
+	if v := w.Packer.Kafka.Version; v != (sarama.KafkaVersion{}) {
+		j.KafkaVersion = v.String()
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return "", fmt.Errorf("bench: encode worker: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeWorker reads what Encode wrote, and resolves the Kafka security
+// settings again (the TLS configuration they build is not carried).
+func DecodeWorker(s string) (Worker, error) {
+	var j workerJSON
+	if err := json.Unmarshal([]byte(s), &j); err != nil {
+		return Worker{}, fmt.Errorf("bench: decode $%s: %w", WorkerEnv, err)
+	}
+	w := j.Worker
+	if j.KafkaVersion != "" {
+		v, err := sarama.ParseKafkaVersion(j.KafkaVersion)
+		if err != nil {
+			return Worker{}, fmt.Errorf("bench: decode $%s: Kafka version: %w", WorkerEnv, err)
+		}
+		w.Packer.Kafka.Version = v
+	}
+	sec, err := w.Packer.Kafka.Security.Resolve()
+	if err != nil {
+		return Worker{}, fmt.Errorf("bench: decode $%s: %w", WorkerEnv, err)
+	}
+	w.Packer.Kafka.Security = sec
+	return w, nil
+}
