@@ -2,7 +2,9 @@ package kafkatrace
 
 import (
 	"net"
+	"slices"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -25,40 +27,58 @@ const (
 	OpProcess = "process"
 )
 
-// producerAttrs are the attributes of a "send <topic>" span known before the
-// broker answers.
-func producerAttrs(topic, clientID, key string, bodySize int, server []attribute.KeyValue) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 12)
-	a = append(a,
+// topicSpans is what every span of one operation on one topic shares: its
+// name ("send toys") and the attributes no record changes.
+type topicSpans struct {
+	name  string
+	attrs []attribute.KeyValue
+}
+
+// spanCache makes the topicSpans of each topic once, so that a span costs
+// no string and no attribute built again.
+type spanCache struct {
+	m    sync.Map // topic -> *topicSpans
+	make func(topic string) *topicSpans
+}
+
+func newSpanCache(op string, attrs func(topic string) []attribute.KeyValue) *spanCache {
+	return &spanCache{make: func(topic string) *topicSpans {
+		return &topicSpans{name: op + " " + topic, attrs: attrs(topic)}
+	}}
+}
+
+func (c *spanCache) of(topic string) *topicSpans {
+	if t, ok := c.m.Load(topic); ok {
+		return t.(*topicSpans)
+	}
+	t, _ := c.m.LoadOrStore(topic, c.make(topic))
+	return t.(*topicSpans)
+}
+
+// producerAttrs are the attributes of every "send <topic>" span of a client.
+func producerAttrs(topic, clientID string, server []attribute.KeyValue) []attribute.KeyValue {
+	a := []attribute.KeyValue{
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationName(OpSend),
 		semconv.MessagingOperationTypeSend,
 		semconv.MessagingDestinationName(topic),
-	)
+	}
 	a = append(a, server...)
 	if clientID != "" {
 		a = append(a, semconv.MessagingClientID(clientID), LegacyClientIDKey.String(clientID))
 	}
-	if key != "" {
-		a = append(a, semconv.MessagingKafkaMessageKey(key))
-	}
-	if bodySize >= 0 {
-		a = append(a, semconv.MessagingMessageBodySize(bodySize))
-	}
-	return a
+	return slices.Clip(a)
 }
 
-// consumerAttrs are the attributes of a "process <topic>" span.
-func consumerAttrs(topic string, partition int32, offset int64, group, clientID, key string, bodySize int, tombstone bool, server []attribute.KeyValue) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 16)
-	a = append(a,
+// consumerAttrs are the attributes of every "process <topic>" span of a
+// group's client; consumerRecordAttrs appends those of one record.
+func consumerAttrs(topic, group, clientID string, server []attribute.KeyValue) []attribute.KeyValue {
+	a := []attribute.KeyValue{
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationName(OpProcess),
 		semconv.MessagingOperationTypeProcess,
 		semconv.MessagingDestinationName(topic),
-		semconv.MessagingDestinationPartitionID(strconv.Itoa(int(partition))),
-		semconv.MessagingKafkaOffset(int(offset)),
-	)
+	}
 	a = append(a, server...)
 	if group != "" {
 		a = append(a, semconv.MessagingConsumerGroupName(group), LegacyConsumerGroupKey.String(group))
@@ -66,6 +86,14 @@ func consumerAttrs(topic string, partition int32, offset int64, group, clientID,
 	if clientID != "" {
 		a = append(a, semconv.MessagingClientID(clientID), LegacyClientIDKey.String(clientID))
 	}
+	return slices.Clip(a)
+}
+
+func consumerRecordAttrs(a []attribute.KeyValue, partition int32, offset int64, key string, bodySize int, tombstone bool) []attribute.KeyValue {
+	a = append(a,
+		semconv.MessagingDestinationPartitionID(partitionID(partition)),
+		semconv.MessagingKafkaOffset(int(offset)),
+	)
 	if key != "" {
 		a = append(a, semconv.MessagingKafkaMessageKey(key))
 	}
@@ -76,6 +104,25 @@ func consumerAttrs(topic string, partition int32, offset int64, group, clientID,
 		a = append(a, semconv.MessagingKafkaMessageTombstone(true))
 	}
 	return a
+}
+
+// partitionID is messaging.destination.partition.id's value: the number,
+// which for the first hundred partitions strconv returns without
+// allocating.
+func partitionID(p int32) string { return strconv.Itoa(int(p)) }
+
+// attrBufs lends the buffers in which a span's attributes are put together:
+// the SDK copies them, so one buffer serves span after span.
+var attrBufs = sync.Pool{New: func() any { return new([]attribute.KeyValue) }}
+
+func getAttrs() *[]attribute.KeyValue { return attrBufs.Get().(*[]attribute.KeyValue) }
+
+// putAttrs returns buf, which a grew, to the pool, its values cleared so
+// that the pool holds no strings.
+func putAttrs(buf *[]attribute.KeyValue, a []attribute.KeyValue) {
+	clear(a)
+	*buf = a[:0]
+	attrBufs.Put(buf)
 }
 
 // serverAttrs are server.address and server.port for a client of brokers,

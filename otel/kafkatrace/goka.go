@@ -8,7 +8,6 @@ import (
 	"github.com/lovoo/goka"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -26,19 +25,27 @@ type GokaConfig struct {
 	// Brokers is the group's bootstrap list: its first address becomes
 	// server.address and server.port of every span (none when empty).
 	Brokers []string
-	// OnSend, when set, sees every "send <topic>" span that an Emit makes,
-	// with the value emitted, before the span ends: a processor sets the
-	// status of its dead letters there.
-	OnSend func(span trace.Span, topic string, value any)
+	// OnSend, when set, sees every "send <topic>" span an Emit makes that
+	// records, with the value emitted, before its attributes are set: it
+	// returns attrs with the span's own appended (the span then gets them
+	// all at once), and may set its status (a processor marks its dead
+	// letters there).
+	OnSend func(span trace.Span, topic string, value any, attrs []attribute.KeyValue) []attribute.KeyValue
 }
 
 // Goka instruments the callbacks of one goka group. A nil *Goka does nothing:
 // its middlewares return the callback unchanged.
+//
+// A record nobody samples costs what its trace context costs: its
+// traceparent read, a span id drawn, and the traceparent of each record it
+// writes. With a provider that says how it samples (SamplingPolicy) no span
+// is made for it, no context, no attribute and no link. Spans that record
+// are the SDK's.
 type Goka struct {
-	cfg    GokaConfig
-	tracer trace.Tracer
-	prop   propagation.TextMapPropagator
-	server []attribute.KeyValue
+	cfg           GokaConfig
+	tracer        trace.Tracer
+	sampling      sampling
+	process, send *spanCache
 }
 
 // NewGoka returns nil when tp is nil or a no-op provider.
@@ -46,8 +53,20 @@ func NewGoka(tp trace.TracerProvider, cfg GokaConfig) *Goka {
 	if !Enabled(tp) {
 		return nil
 	}
-	return &Goka{cfg: cfg, tracer: tp.Tracer(ScopeName), prop: propagator(), server: serverAttrs(cfg.Brokers)}
+	server := serverAttrs(cfg.Brokers)
+	return &Goka{cfg: cfg, tracer: tp.Tracer(ScopeName), sampling: samplingOf(tp),
+		process: newSpanCache(OpProcess, func(topic string) []attribute.KeyValue {
+			return consumerAttrs(topic, cfg.Group, cfg.ClientID, server)
+		}),
+		send: newSpanCache(OpSend, func(topic string) []attribute.KeyValue { return producerAttrs(topic, cfg.ClientID, server) }),
+	}
 }
+
+// Span options of every span of a kind, made once.
+var (
+	consumerSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+	producerSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}
+)
 
 // Process is the middleware of an input that another service (or a client
 // outside this process) wrote: each record gets a CONSUMER span "process
@@ -61,23 +80,36 @@ func (g *Goka) Process() Middleware {
 			return next
 		}
 		return func(gctx goka.Context, msg any) {
-			parent := g.prop.Extract(gctx.Context(), HeadersCarrier(gctx.Headers()))
-			// The body size is known for raw inputs (codec.Bytes); a null
-			// value (a tombstone) reaches the callback only with NilProcess.
-			size, tombstone := -1, msg == nil
-			if b, ok := msg.([]byte); ok {
-				size, tombstone = len(b), b == nil
+			h := gctx.Headers()
+			parent := remoteSpanContext(h)
+			tc := &tracedContext{gokaContext: gctx, g: g}
+			if ctx, ok := withBaggage(gctx.Context(), h); ok {
+				tc.base = ctx
+			}
+			var tid trace.TraceID
+			if g.sampling.known {
+				var sampled bool
+				if sampled, tid = g.sampling.sampled(parent); !sampled {
+					tc.sc = unsampledChild(parent, tid)
+					next(tc, msg)
+					return
+				}
+			}
+			ctx := tc.baseContext()
+			switch {
+			case parent.IsValid():
+				ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+			case tid.IsValid():
+				ctx = rootContext(ctx, tid)
 			}
 			topic := string(gctx.Topic())
-			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
-			if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
-				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
-			}
-			ctx, span := g.tracer.Start(parent, OpProcess+" "+topic, opts...)
-			// Attributes only for spans that are kept: at 10 % sampling,
-			// building them for the other 90 % was most of a span's cost.
+			ctx, span := g.tracer.Start(ctx, g.process.of(topic).name, consumerSpan...)
+			tc.ctx, tc.sc, tc.span = ctx, span.SpanContext(), span
 			if span.IsRecording() {
-				span.SetAttributes(consumerAttrs(topic, gctx.Partition(), gctx.Offset(), g.cfg.Group, g.cfg.ClientID, gctx.Key(), size, tombstone, g.server)...)
+				if parent.IsValid() {
+					span.AddLink(trace.Link{SpanContext: parent})
+				}
+				g.setConsumerAttrs(span, gctx, topic, msg)
 			}
 			defer func() {
 				if r := recover(); r != nil {
@@ -88,9 +120,25 @@ func (g *Goka) Process() Middleware {
 				}
 				span.End()
 			}()
-			next(&tracedContext{gokaContext: gctx, ctx: ctx, g: g}, msg)
+			next(tc, msg)
 		}
 	}
+}
+
+// setConsumerAttrs sets the attributes of the process span of the record
+// of gctx.
+func (g *Goka) setConsumerAttrs(span trace.Span, gctx goka.Context, topic string, msg any) {
+	// The body size is known for raw inputs (codec.Bytes); a null value (a
+	// tombstone) reaches the callback only with NilProcess.
+	size, tombstone := -1, msg == nil
+	if b, ok := msg.([]byte); ok {
+		size, tombstone = len(b), b == nil
+	}
+	buf := getAttrs()
+	a := append(*buf, g.process.of(topic).attrs...)
+	a = consumerRecordAttrs(a, gctx.Partition(), gctx.Offset(), gctx.Key(), size, tombstone)
+	span.SetAttributes(a...)
+	putAttrs(buf, a)
 }
 
 // panicType is the error.type of a callback that panicked: goka's ctx.Fail
@@ -116,27 +164,40 @@ func (g *Goka) Resume(gctx goka.Context, sc trace.SpanContext) goka.Context {
 	if g == nil || !sc.IsValid() {
 		return gctx
 	}
-	return &tracedContext{gokaContext: gctx, ctx: trace.ContextWithRemoteSpanContext(gctx.Context(), sc), g: g}
-}
-
-// WithContext returns gctx with ctx as its trace context: what the callback
-// then writes carries ctx (say, a span of its own) instead. Outside Process
-// or Resume it returns gctx unchanged.
-func WithContext(gctx goka.Context, ctx context.Context) goka.Context {
-	if tc, ok := gctx.(*tracedContext); ok {
-		return &tracedContext{gokaContext: tc.gokaContext, ctx: ctx, g: tc.g, links: tc.links}
-	}
-	return gctx
+	return &tracedContext{gokaContext: gctx, g: g, sc: sc}
 }
 
 // WithLinks returns gctx whose "send" spans also link to links: a record
 // caused by more than the one being processed (its parent) can point at the
-// others. Outside Process or Resume it returns gctx unchanged.
+// others. Outside Process or Resume, or when its send spans will not record
+// (nothing to link from), it returns gctx unchanged.
 func WithLinks(gctx goka.Context, links ...trace.Link) goka.Context {
-	if tc, ok := gctx.(*tracedContext); ok {
-		return &tracedContext{gokaContext: tc.gokaContext, ctx: tc.ctx, g: tc.g, links: append(slices.Clip(tc.links), links...)}
+	tc, ok := gctx.(*tracedContext)
+	if !ok || tc.g.sampling.known && !tc.childSampled() {
+		return gctx
 	}
-	return gctx
+	return &tracedContext{gokaContext: tc.gokaContext, g: tc.g, sc: tc.sc, ctx: tc.ctx, base: tc.base, span: tc.span,
+		links: append(slices.Clip(tc.links), links...)}
+}
+
+// SpanContext is the span context of the record being processed in gctx
+// (Process's span, or what Resume was given), recording or not, without
+// making a context for it; gctx's own otherwise.
+func SpanContext(gctx goka.Context) trace.SpanContext {
+	if tc, ok := gctx.(*tracedContext); ok {
+		return tc.sc
+	}
+	return trace.SpanContextFromContext(gctx.Context())
+}
+
+// Span is the span Process made for the record being processed in gctx,
+// when it records; a span that records nothing otherwise (a record nobody
+// samples, or a later stage, which makes no span of its own).
+func Span(gctx goka.Context) trace.Span {
+	if tc, ok := gctx.(*tracedContext); ok && tc.span != nil {
+		return tc.span
+	}
+	return trace.SpanFromContext(context.Background())
 }
 
 // gokaContext names the embedded goka.Context, whose own Context method
@@ -146,34 +207,87 @@ type gokaContext = goka.Context
 // tracedContext is a goka.Context whose writes carry a trace context.
 type tracedContext struct {
 	gokaContext
-	ctx   context.Context
-	g     *Goka
-	links []trace.Link // of every send span
+	g *Goka
+	// sc is the span context the callback's writes descend from: its
+	// process span's, recording or not, or the one Resume was given.
+	sc trace.SpanContext
+	// span is the process span when the SDK made one.
+	span trace.Span
+	// ctx is sc's context, made on first use when nil; base is what it
+	// is made on when not goka's (the input's baggage).
+	ctx, base context.Context
+	links     []trace.Link // of every send span
 }
 
-func (c *tracedContext) Context() context.Context { return c.ctx }
+// Context is the callback's context, with the span of the record being
+// processed. A record nobody samples gets it only when the callback asks.
+func (c *tracedContext) Context() context.Context {
+	if c.ctx == nil {
+		c.ctx = trace.ContextWithSpanContext(c.baseContext(), c.sc)
+	}
+	return c.ctx
+}
 
-func (c *tracedContext) headers(ctx context.Context) goka.ContextOption {
-	h := goka.Headers{}
-	c.g.prop.Inject(ctx, HeadersCarrier(h))
-	return goka.WithCtxEmitHeaders(h)
+func (c *tracedContext) baseContext() context.Context {
+	if c.base != nil {
+		return c.base
+	}
+	return c.gokaContext.Context()
+}
+
+// childSampled says, with a known policy, whether a span that is a child
+// of sc would be sampled. A root (no sc) counts as sampled: it is decided
+// when it starts.
+func (c *tracedContext) childSampled() bool {
+	if !c.sc.IsValid() {
+		return true
+	}
+	sampled, _ := c.g.sampling.sampled(c.sc)
+	return sampled
 }
 
 // Emit writes to an output topic under a PRODUCER span "send <topic>". goka
 // emits asynchronously and keeps the delivery to itself (it fails the
 // processor on errors), so the span covers handing the record over.
+//
+// A record nobody samples carries the traceparent of a span that records
+// nothing, whose sampled flag is off: W3C Trace Context asks every
+// participant to pass the decision on, and a consumer with a parent-based
+// sampler (the SDKs' default) would otherwise start a trace of its own for
+// each record the packer decided not to trace.
 func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
-	ctx, span := c.g.tracer.Start(c.ctx, OpSend+" "+string(topic),
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithLinks(c.links...))
+	g := c.g
+	if g.sampling.known && c.sc.IsValid() {
+		if sampled, tid := g.sampling.sampled(c.sc); !sampled {
+			h := headersOf(unsampledChild(c.sc, tid), c.base)
+			c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(h))...)
+			return
+		}
+	}
+	ctx, span := g.tracer.Start(c.Context(), g.send.of(string(topic)).name, producerSpan...)
+	sc := span.SpanContext()
+	emit := func() {
+		c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(headersOf(sc, ctx)))...)
+	}
+	if !span.IsRecording() {
+		emit()
+		return
+	}
+	for _, l := range c.links {
+		span.AddLink(l)
+	}
+	buf := getAttrs()
+	a := append(*buf, g.send.of(string(topic)).attrs...)
+	if key != "" {
+		a = append(a, semconv.MessagingKafkaMessageKey(key))
+	}
+	if g.cfg.OnSend != nil {
+		a = g.cfg.OnSend(span, string(topic), value, a)
+	}
+	span.SetAttributes(a...)
+	putAttrs(buf, a)
 	defer span.End()
-	if span.IsRecording() {
-		span.SetAttributes(producerAttrs(string(topic), c.g.cfg.ClientID, key, -1, c.g.server)...)
-	}
-	if c.g.cfg.OnSend != nil {
-		c.g.cfg.OnSend(span, string(topic), value)
-	}
-	c.gokaContext.Emit(topic, key, value, append(options, c.headers(ctx))...)
+	emit()
 }
 
 // Loopback and SetValue are hops inside the group: no span, and no headers
