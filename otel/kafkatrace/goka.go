@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
+	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -46,6 +48,9 @@ type Goka struct {
 	tracer        trace.Tracer
 	sampling      sampling
 	process, send *spanCache
+	// sending holds the recording send spans between Emit and the producer
+	// (Producer), by span id.
+	sending sync.Map
 }
 
 // NewGoka returns nil when tp is nil or a no-op provider.
@@ -248,7 +253,9 @@ func (c *tracedContext) childSampled() bool {
 
 // Emit writes to an output topic under a PRODUCER span "send <topic>". goka
 // emits asynchronously and keeps the delivery to itself (it fails the
-// processor on errors), so the span covers handing the record over.
+// processor on errors): with the group's producer wrapped in Producer, the
+// span ends when Kafka acknowledges the record and carries its partition
+// and offset, as the elves' do; otherwise it covers handing the record over.
 //
 // A record nobody samples carries the traceparent of a span that records
 // nothing, whose sampled flag is off: W3C Trace Context asks every
@@ -286,10 +293,67 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 	}
 	span.SetAttributes(a...)
 	putAttrs(buf, a)
-	defer span.End()
+	g.sending.Store(sc.SpanID(), span)
+	defer func() {
+		// No Producer of this Goka took the record (or the Emit failed):
+		// the span ends with the handing over.
+		if _, unclaimed := g.sending.LoadAndDelete(sc.SpanID()); unclaimed {
+			span.End()
+		}
+	}()
 	emit()
 }
 
 // Loopback and SetValue are hops inside the group: no span, and no headers
 // (see Resume: a processor that needs the context after such a hop keeps it
 // in the value). tracedContext does not override them.
+
+// Producer wraps the group's goka producer so that the send span of each
+// record an Emit writes ends when Kafka answers, with the partition the
+// record went to and its offset, or the error. goka calls its producer
+// from within Emit, which is how a record is matched with its span: by the
+// span id its traceparent carries. On a nil *Goka it returns p.
+func (g *Goka) Producer(p goka.Producer) goka.Producer {
+	if g == nil {
+		return p
+	}
+	return &producer{Producer: p, g: g}
+}
+
+type producer struct {
+	goka.Producer
+	g *Goka
+}
+
+func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
+	promise := p.Producer.EmitWithHeaders(topic, key, value, headers)
+	if sid, ok := sampledSpanID(headers[traceparentHeader]); ok {
+		if s, ok := p.g.sending.LoadAndDelete(sid); ok {
+			span := s.(trace.Span)
+			promise.ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
+				endSend(span, msg, err)
+			})
+		}
+	}
+	return promise
+}
+
+// endSend ends a send span with Kafka's answer: msg as goka's producer
+// finished its promise (with the record's partition, and on success its
+// offset).
+func endSend(span trace.Span, msg *sarama.ProducerMessage, err error) {
+	if msg != nil {
+		attrs := [2]attribute.KeyValue{semconv.MessagingDestinationPartitionID(partitionID(msg.Partition))}
+		n := 1
+		if err == nil {
+			attrs[1], n = semconv.MessagingKafkaOffset(int(msg.Offset)), 2
+		}
+		span.SetAttributes(attrs[:n]...)
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+	}
+	span.End()
+}

@@ -3,11 +3,14 @@ package kafkatrace
 import (
 	"context"
 	"errors"
+	"hash"
 	"testing"
 
+	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/tester"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -30,7 +33,11 @@ func newRelay(t *testing.T, tp trace.TracerProvider) *relay {
 	gg := goka.DefineGroup("relay",
 		goka.Input("in", new(codec.Bytes), g.Process()(func(ctx goka.Context, msg any) { ctx.Emit("out", ctx.Key(), msg) })),
 		goka.Output("out", new(codec.Bytes)))
-	proc, err := goka.NewProcessor(nil, gg, goka.WithTester(tt), goka.WithLogger(gokakit.Logger(nil)))
+	proc, err := goka.NewProcessor(nil, gg, goka.WithTester(tt), goka.WithLogger(gokakit.Logger(nil)),
+		goka.WithProducerBuilder(func(b []string, id string, h func() hash.Hash32) (goka.Producer, error) {
+			p, err := tt.ProducerBuilder()(b, id, h)
+			return g.Producer(p), err
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +93,63 @@ func TestUnsampledRecordsCarryTheDecision(t *testing.T) {
 	if n := len(rec.Started()); n != 0 {
 		t.Errorf("%d spans started, want none", n)
 	}
+}
+
+// TestSendSpanEndsWithTheAnswer: with the producer wrapped, the send span
+// of a sampled record ends when the producer's promise does, with the
+// partition and offset it reports, or with the error; and its context is
+// what the record carries.
+func TestSendSpanEndsWithTheAnswer(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	r := newRelay(t, newPolicyProvider(1, true, sdktrace.WithSpanProcessor(rec)))
+	out := r.pass(t, goka.Headers{traceparentHeader: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")})
+	var send sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "send out" {
+			send = s
+		}
+	}
+	if send == nil {
+		t.Fatalf("no send span in %v", names(rec.Ended()))
+	}
+	if a := attrsOf(send); a["messaging.destination.partition.id"] != "0" || a["messaging.kafka.offset"] != "0" || a["messaging.kafka.message.key"] != "M" {
+		t.Errorf("send span attributes %v, want the tester's partition 0 and offset 0", a)
+	}
+	if sc := remoteSpanContext(out); sc.SpanID() != send.SpanContext().SpanID() || !sc.IsSampled() {
+		t.Errorf("record written with %v, want the send span's context %v", sc, send.SpanContext())
+	}
+
+	// A promise that finishes later, with an error.
+	g := NewGoka(newPolicyProvider(1, true, sdktrace.WithSpanProcessor(rec)), GokaConfig{})
+	rec.Reset()
+	late := &laterProducer{}
+	p := g.Producer(late)
+	_, span := g.tracer.Start(context.Background(), "send out")
+	g.sending.Store(span.SpanContext().SpanID(), span)
+	p.EmitWithHeaders("out", "M", nil, headersOf(span.SpanContext(), nil))
+	if len(rec.Ended()) != 0 {
+		t.Fatal("the send span ended before the producer answered")
+	}
+	late.finish(&sarama.ProducerMessage{Partition: 3}, kerr.NotLeaderForPartition)
+	ended := rec.Ended()
+	if len(ended) != 1 || ended[0].Status().Code != codes.Error {
+		t.Fatalf("after a failed answer: spans %v, want the send span failed", names(ended))
+	}
+	if a := attrsOf(ended[0]); a["messaging.destination.partition.id"] != "3" || a["error.type"] != "NOT_LEADER_FOR_PARTITION" || a["messaging.kafka.offset"] != "" {
+		t.Errorf("failed send span attributes %v, want partition 3, error.type and no offset", a)
+	}
+}
+
+// laterProducer's promises finish when the test says.
+type laterProducer struct {
+	goka.Producer
+	finish func(*sarama.ProducerMessage, error) *goka.Promise
+}
+
+func (p *laterProducer) EmitWithHeaders(string, string, []byte, goka.Headers) *goka.Promise {
+	promise, finish := goka.NewPromiseWithFinisher()
+	p.finish = finish
+	return promise
 }
 
 // TestProcessFailsItsSpanOnly: a callback's panic (goka's ctx.Fail) ends a

@@ -99,6 +99,18 @@ func appendTraceparent(b []byte, sc trace.SpanContext) []byte {
 	return hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
 }
 
+// sampledSpanID is the span id of a traceparent of ours (appendTraceparent)
+// whose sampled flag is set; false for any other value, without decoding
+// the ids of a record nobody samples.
+func sampledSpanID(tp []byte) (trace.SpanID, bool) {
+	var sid trace.SpanID
+	if len(tp) != traceparentLen || hexValue[tp[54]]&1 == 0 {
+		return sid, false
+	}
+	_, err := hex.Decode(sid[:], tp[36:52])
+	return sid, err == nil
+}
+
 // headersOf are the headers of a record written in the span sc: its
 // traceparent and tracestate, and the baggage of ctx (nil: none).
 func headersOf(sc trace.SpanContext, ctx context.Context) goka.Headers {

@@ -89,6 +89,10 @@ func TestW3CMatchesThePropagators(t *testing.T) {
 		if rb := baggage.FromContext(read); ok != (i%3 == 0) || !slices.Equal(members(rb), members(wb)) {
 			t.Fatalf("baggage read from %q: %q", want, rb)
 		}
+		sid, ok := sampledSpanID(want[traceparentHeader])
+		if ok != sc.IsSampled() || ok && sid != sc.SpanID() {
+			t.Fatalf("traceparent %s: sampled span id %v %v", want[traceparentHeader], sid, ok)
+		}
 	}
 }
 

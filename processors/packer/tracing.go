@@ -47,6 +47,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // stageTracing instruments the two groups; nil members do nothing.
 type stageTracing struct{ clock, slots *kafkatrace.Goka }
 
+// tracingOf is the instrumentation of group, one of the packer's two.
+func (p *Packer) tracingOf(group string) *kafkatrace.Goka {
+	if group == p.cfg.clockGroup() {
+		return p.trace.clock
+	}
+	return p.trace.slots
+}
+
 // Attributes of the packer's own spans.
 const (
 	attrDeadReason = attribute.Key("northpole.dead_letter.reason")

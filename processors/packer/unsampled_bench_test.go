@@ -101,6 +101,7 @@ func newUnsampledPath(tb testing.TB, sampler string) *unsampledPath {
 		tp := tel.TracerProvider("packer")
 		clock = kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: "packer-clock", ClientID: "packer-clock", Brokers: []string{"kafka:9092"}})
 		p.slots = kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: "packer-slots", ClientID: "packer-slots", Brokers: []string{"kafka:9092"}, OnSend: onSend})
+		p.out.producer = p.slots.Producer(p.out.producer)
 	}
 	p.process = clock.Process()(func(ctx goka.Context, _ any) {
 		ref := traceRefOf(kafkatrace.SpanContext(ctx))
