@@ -48,8 +48,8 @@ type Goka struct {
 	tracer        trace.Tracer
 	sampling      sampling
 	process, send *spanCache
-	// sending holds the recording send spans between Emit and the producer
-	// (Producer), by span id.
+	// sending holds the recording send spans (*pendingSend) between Emit
+	// and the producer (Producer), by span id.
 	sending sync.Map
 }
 
@@ -291,17 +291,47 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 	if g.cfg.OnSend != nil {
 		a = g.cfg.OnSend(span, string(topic), value, a)
 	}
-	span.SetAttributes(a...)
-	putAttrs(buf, a)
-	g.sending.Store(sc.SpanID(), span)
+	*buf = a
+	send := &pendingSend{span: span, attrs: buf}
+	g.sending.Store(sc.SpanID(), send)
 	defer func() {
 		// No Producer of this Goka took the record (or the Emit failed):
 		// the span ends with the handing over.
 		if _, unclaimed := g.sending.LoadAndDelete(sc.SpanID()); unclaimed {
-			span.End()
+			send.end(nil, nil)
 		}
 	}()
 	emit()
+}
+
+// pendingSend is a send span that waits for Kafka's answer, with its
+// attributes: they are set when it ends, all at once with the partition
+// and offset. Set at the start and those two at the end, the SDK copied
+// them all again to make room for two more.
+type pendingSend struct {
+	span  trace.Span
+	attrs *[]attribute.KeyValue // from attrBufs
+}
+
+// end ends the span with Kafka's answer: msg as goka's producer finished
+// its promise (with the record's partition, and on success its offset),
+// or nil when there is none.
+func (p *pendingSend) end(msg *sarama.ProducerMessage, err error) {
+	a := *p.attrs
+	if msg != nil {
+		a = append(a, semconv.MessagingDestinationPartitionID(partitionID(msg.Partition)))
+		if err == nil {
+			a = append(a, semconv.MessagingKafkaOffset(int(msg.Offset)))
+		}
+	}
+	if err != nil {
+		p.span.RecordError(err)
+		p.span.SetStatus(codes.Error, err.Error())
+		a = append(a, semconv.ErrorTypeKey.String(errorType(err)))
+	}
+	p.span.SetAttributes(a...)
+	putAttrs(p.attrs, a)
+	p.span.End()
 }
 
 // Loopback and SetValue are hops inside the group: no span, and no headers
@@ -329,31 +359,9 @@ func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka
 	promise := p.Producer.EmitWithHeaders(topic, key, value, headers)
 	if sid, ok := sampledSpanID(headers[traceparentHeader]); ok {
 		if s, ok := p.g.sending.LoadAndDelete(sid); ok {
-			span := s.(trace.Span)
-			promise.ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
-				endSend(span, msg, err)
-			})
+			send := s.(*pendingSend)
+			promise.ThenWithMessage(send.end)
 		}
 	}
 	return promise
-}
-
-// endSend ends a send span with Kafka's answer: msg as goka's producer
-// finished its promise (with the record's partition, and on success its
-// offset).
-func endSend(span trace.Span, msg *sarama.ProducerMessage, err error) {
-	if msg != nil {
-		attrs := [2]attribute.KeyValue{semconv.MessagingDestinationPartitionID(partitionID(msg.Partition))}
-		n := 1
-		if err == nil {
-			attrs[1], n = semconv.MessagingKafkaOffset(int(msg.Offset)), 2
-		}
-		span.SetAttributes(attrs[:n]...)
-	}
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-	}
-	span.End()
 }

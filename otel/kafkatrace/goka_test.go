@@ -125,7 +125,7 @@ func TestSendSpanEndsWithTheAnswer(t *testing.T) {
 	late := &laterProducer{}
 	p := g.Producer(late)
 	_, span := g.tracer.Start(context.Background(), "send out")
-	g.sending.Store(span.SpanContext().SpanID(), span)
+	g.sending.Store(span.SpanContext().SpanID(), &pendingSend{span: span, attrs: getAttrs()})
 	p.EmitWithHeaders("out", "M", nil, headersOf(span.SpanContext(), nil))
 	if len(rec.Ended()) != 0 {
 		t.Fatal("the send span ended before the producer answered")

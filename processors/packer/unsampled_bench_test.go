@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -168,15 +169,15 @@ func checkCtxOptions(tb testing.TB) {
 // produced keeps the last record's headers, as a record would.
 var produced []kgo.RecordHeader
 
-// nopProducer turns the headers into kgo's, as gokakit's producer does, and
-// answers at once.
+// nopProducer turns the headers into kgo's and answers with the record's
+// partition and offset, as gokakit's producer does, at once.
 type nopProducer struct{}
 
 func (nopProducer) Emit(topic, key string, value []byte) *goka.Promise {
 	return nopProducer{}.EmitWithHeaders(topic, key, value, nil)
 }
 
-func (nopProducer) EmitWithHeaders(_, _ string, _ []byte, headers goka.Headers) *goka.Promise {
+func (nopProducer) EmitWithHeaders(topic, _ string, _ []byte, headers goka.Headers) *goka.Promise {
 	if len(headers) > 0 {
 		hs := make([]kgo.RecordHeader, 0, len(headers))
 		for k, v := range headers {
@@ -185,7 +186,7 @@ func (nopProducer) EmitWithHeaders(_, _ string, _ []byte, headers goka.Headers) 
 		produced = hs
 	}
 	p, finish := goka.NewPromiseWithFinisher()
-	finish(nil, nil)
+	finish(&sarama.ProducerMessage{Topic: topic, Partition: 1, Offset: 1000}, nil)
 	return p
 }
 
