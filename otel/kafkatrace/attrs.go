@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -30,29 +31,46 @@ const (
 // topicSpans is what every span of one operation on one topic shares: its
 // name ("send toys") and the attributes no record changes.
 type topicSpans struct {
-	name  string
-	attrs []attribute.KeyValue
+	topic, name string
+	attrs       []attribute.KeyValue
 }
 
 // spanCache makes the topicSpans of each topic once, so that a span costs
-// no string and no attribute built again.
+// no string and no attribute built again. A client has a few topics: they
+// are looked up in a list that is replaced, never changed, when one is
+// added (a map behind a lock, or sync.Map, hashed the topic on every
+// span).
 type spanCache struct {
-	m    sync.Map // topic -> *topicSpans
-	make func(topic string) *topicSpans
+	all  atomic.Pointer[[]*topicSpans]
+	mu   sync.Mutex // serializes additions
+	op   string
+	make func(topic string) []attribute.KeyValue
 }
 
 func newSpanCache(op string, attrs func(topic string) []attribute.KeyValue) *spanCache {
-	return &spanCache{make: func(topic string) *topicSpans {
-		return &topicSpans{name: op + " " + topic, attrs: attrs(topic)}
-	}}
+	c := &spanCache{op: op, make: attrs}
+	c.all.Store(new([]*topicSpans))
+	return c
 }
 
 func (c *spanCache) of(topic string) *topicSpans {
-	if t, ok := c.m.Load(topic); ok {
-		return t.(*topicSpans)
+	for _, t := range *c.all.Load() {
+		if t.topic == topic {
+			return t
+		}
 	}
-	t, _ := c.m.LoadOrStore(topic, c.make(topic))
-	return t.(*topicSpans)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := *c.all.Load()
+	for _, t := range all {
+		if t.topic == topic {
+			return t
+		}
+	}
+	t := &topicSpans{topic: topic, name: c.op + " " + topic, attrs: c.make(topic)}
+	grown := append(slices.Clip(all), t)
+	c.all.Store(&grown)
+	return t
 }
 
 // producerAttrs are the attributes of every "send <topic>" span of a client.

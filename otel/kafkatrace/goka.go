@@ -162,9 +162,9 @@ func panicType(r any) string {
 // on a nil *Goka, gctx is returned as it is.
 //
 // Headers are not used between a service's own stages on purpose: on every
-// hop they cost a W3C string written and parsed and two header maps (ours
-// and goka's copy in Headers.Merged), which made tracing cost as much as the
-// packing.
+// hop they cost a W3C string written and parsed and three header maps (ours
+// and goka's two copies, Headers.Merged), which made tracing cost as much
+// as the packing.
 func (g *Goka) Resume(gctx goka.Context, sc trace.SpanContext) goka.Context {
 	if g == nil || !sc.IsValid() {
 		return gctx
@@ -271,7 +271,8 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 			return
 		}
 	}
-	ctx, span := g.tracer.Start(c.Context(), g.send.of(string(topic)).name, producerSpan...)
+	spans := g.send.of(string(topic))
+	ctx, span := g.tracer.Start(c.Context(), spans.name, producerSpan...)
 	sc := span.SpanContext()
 	emit := func() {
 		c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(headersOf(sc, ctx)))...)
@@ -284,7 +285,7 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 		span.AddLink(l)
 	}
 	buf := getAttrs()
-	a := append(*buf, g.send.of(string(topic)).attrs...)
+	a := append(*buf, spans.attrs...)
 	if key != "" {
 		a = append(a, semconv.MessagingKafkaMessageKey(key))
 	}

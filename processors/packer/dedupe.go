@@ -11,7 +11,6 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
 // The first half of the clock group: the input callback (observe) decides
@@ -43,7 +42,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
 			Size: r.Size, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
-			Trace: traceRefOf(kafkatrace.SpanContext(ctx)),
+			Trace: p.traceOf(ctx),
 		}
 		if !r.Heartbeat {
 			// Kept only to report the record as a duplicate.

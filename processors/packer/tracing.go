@@ -97,6 +97,15 @@ func idAttr(id string) string { return prefixUTF8(id, attrIDMax) }
 
 const attrIDMax = 256
 
+// traceOf is the trace context of the input record being processed in ctx,
+// which the clock's decision carries on; none with tracing off.
+func (p *Packer) traceOf(ctx goka.Context) traceRef {
+	if p.trace.clock == nil {
+		return traceRef{}
+	}
+	return traceRefOf(kafkatrace.SpanContext(ctx))
+}
+
 // resume continues, in a stage after the input, the trace of the record a
 // message is about, from the traceRef the message carries (see traceref.go).
 func resume(g *kafkatrace.Goka, ctx goka.Context, ref traceRef) goka.Context {

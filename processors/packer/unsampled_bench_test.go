@@ -104,8 +104,9 @@ func newUnsampledPath(tb testing.TB, sampler string) *unsampledPath {
 		p.slots = kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: "packer-slots", ClientID: "packer-slots", Brokers: []string{"kafka:9092"}, OnSend: onSend})
 		p.out.producer = p.slots.Producer(p.out.producer)
 	}
+	pk := &Packer{trace: stageTracing{clock: clock, slots: p.slots}}
 	p.process = clock.Process()(func(ctx goka.Context, _ any) {
-		ref := traceRefOf(kafkatrace.SpanContext(ctx))
+		ref := pk.traceOf(ctx)
 		p.buf = ref.appendBin(p.buf[:0])
 		p.prev = p.ref
 		p.ref.readBin(&binReader{b: p.buf})
