@@ -266,17 +266,14 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 	g := c.g
 	if g.sampling.known && c.sc.IsValid() {
 		if sampled, tid := g.sampling.sampled(c.sc); !sampled {
-			h := headersOf(unsampledChild(c.sc, tid), c.base)
-			c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(h))...)
+			c.emit(topic, key, value, unsampledChild(c.sc, tid), c.base, options)
 			return
 		}
 	}
 	spans := g.send.of(string(topic))
 	ctx, span := g.tracer.Start(c.Context(), spans.name, producerSpan...)
 	sc := span.SpanContext()
-	emit := func() {
-		c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(headersOf(sc, ctx)))...)
-	}
+	emit := func() { c.emit(topic, key, value, sc, ctx, options) }
 	if !span.IsRecording() {
 		emit()
 		return
@@ -304,6 +301,21 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 	}()
 	emit()
 }
+
+// emit hands the record to goka with the headers of span context sc and
+// the baggage of ctx (nil: none). goka copies an emit's headers before it
+// hands them on (Headers.Merged, once for the option and once more with
+// its default headers): the map is free again when Emit returns, and the
+// next record's headers reuse it.
+func (c *tracedContext) emit(topic goka.Stream, key string, value any, sc trace.SpanContext, ctx context.Context, options []goka.ContextOption) {
+	h := headersOf(sc, ctx)
+	c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(h))...)
+	clear(h)
+	headerMaps.Put(h)
+}
+
+// headerMaps lends the maps headersOf fills.
+var headerMaps = sync.Pool{New: func() any { return make(goka.Headers, 3) }}
 
 // pendingSend is a send span that waits for Kafka's answer, with its
 // attributes: they are set when it ends, all at once with the partition

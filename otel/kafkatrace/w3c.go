@@ -112,9 +112,11 @@ func sampledSpanID(tp []byte) (trace.SpanID, bool) {
 }
 
 // headersOf are the headers of a record written in the span sc: its
-// traceparent and tracestate, and the baggage of ctx (nil: none).
+// traceparent and tracestate, and the baggage of ctx (nil: none); the map
+// is one of headerMaps', the values the record's own.
 func headersOf(sc trace.SpanContext, ctx context.Context) goka.Headers {
-	h := goka.Headers{traceparentHeader: appendTraceparent(make([]byte, 0, traceparentLen), sc)}
+	h := headerMaps.Get().(goka.Headers)
+	h[traceparentHeader] = appendTraceparent(make([]byte, 0, traceparentLen), sc)
 	if ts := sc.TraceState(); ts.Len() > 0 {
 		h[tracestateHeader] = []byte(ts.String())
 	}
