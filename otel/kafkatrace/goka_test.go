@@ -20,7 +20,7 @@ import (
 )
 
 // relay is a goka group in goka's tester that reads "in" and writes each
-// record to "out", traced by a Goka over tp, its producer wrapped (Producer).
+// record to "out" twice (keys k and k+"2"), traced by a Goka over tp, its producer wrapped (Producer).
 type relay struct {
 	tt  *tester.Tester
 	out *tester.QueueTracker
@@ -31,7 +31,10 @@ func newRelay(t *testing.T, tp trace.TracerProvider) *relay {
 	g := NewGoka(tp, GokaConfig{Group: "relay", ClientID: "relay-client", Brokers: []string{"kafka:9092"}})
 	tt := tester.New(t)
 	gg := goka.DefineGroup("relay",
-		goka.Input("in", new(codec.Bytes), g.Process()(func(ctx goka.Context, msg any) { ctx.Emit("out", ctx.Key(), msg) })),
+		goka.Input("in", new(codec.Bytes), g.Process()(func(ctx goka.Context, msg any) {
+			ctx.Emit("out", ctx.Key(), msg)
+			ctx.Emit("out", ctx.Key()+"2", msg)
+		})),
 		goka.Output("out", new(codec.Bytes)))
 	proc, err := goka.NewProcessor(nil, gg, goka.WithTester(tt), goka.WithLogger(gokakit.Logger(nil)),
 		goka.WithProducerBuilder(func(b []string, id string, h func() hash.Hash32) (goka.Producer, error) {
@@ -54,15 +57,20 @@ func newRelay(t *testing.T, tp trace.TracerProvider) *relay {
 }
 
 // pass sends one record with headers h through the relay and returns the
-// headers of what it wrote.
+// headers of the first record it wrote; each record carries a span context
+// of its own.
 func (r *relay) pass(t *testing.T, h goka.Headers) goka.Headers {
 	t.Helper()
 	r.tt.Consume("in", "M", []byte("{}"), tester.WithHeaders(h))
-	out, _, _, ok := r.out.NextWithHeaders()
-	if !ok {
-		t.Fatal("the relay wrote nothing")
+	first, _, _, ok := r.out.NextWithHeaders()
+	second, _, _, ok2 := r.out.NextWithHeaders()
+	if !ok || !ok2 {
+		t.Fatal("the relay wrote less than two records")
 	}
-	return out
+	if a, b := remoteSpanContext(first), remoteSpanContext(second); a.SpanID() == b.SpanID() || a.TraceID() != b.TraceID() {
+		t.Errorf("the two records of one input carry %v and %v, want two span ids in one trace", a, b)
+	}
+	return first
 }
 
 // TestUnsampledRecordsCarryTheDecision: a record nobody samples gets no
@@ -105,7 +113,7 @@ func TestSendSpanEndsWithTheAnswer(t *testing.T) {
 	out := r.pass(t, goka.Headers{traceparentHeader: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")})
 	var send sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
-		if s.Name() == "send out" {
+		if s.Name() == "send out" && attrsOf(s)["messaging.kafka.message.key"] == "M" {
 			send = s
 		}
 	}
