@@ -3,11 +3,14 @@ package kafkatrace
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -48,9 +51,11 @@ type Goka struct {
 	tracer        trace.Tracer
 	sampling      sampling
 	process, send *spanCache
-	// sending holds the recording send spans (*pendingSend) between Emit
-	// and the producer (Producer), by span id.
-	sending sync.Map
+	// direct: the group's producer is wrapped (Producer), and records go
+	// to it with their trace context through out instead of goka's
+	// headers.
+	direct atomic.Bool
+	out    handoff
 }
 
 // NewGoka returns nil when tp is nil or a no-op provider.
@@ -266,55 +271,71 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 	g := c.g
 	if g.sampling.known && c.sc.IsValid() {
 		if sampled, tid := g.sampling.sampled(c.sc); !sampled {
-			c.emit(topic, key, value, unsampledChild(c.sc, tid), c.base, options)
+			c.emit(topic, key, value, outgoing{sc: unsampledChild(c.sc, tid), ctx: c.base}, options)
 			return
 		}
 	}
 	spans := g.send.of(string(topic))
 	ctx, span := g.tracer.Start(c.Context(), spans.name, producerSpan...)
-	sc := span.SpanContext()
-	emit := func() { c.emit(topic, key, value, sc, ctx, options) }
-	if !span.IsRecording() {
-		emit()
-		return
-	}
-	for _, l := range c.links {
-		span.AddLink(l)
-	}
-	buf := getAttrs()
-	a := append(*buf, spans.attrs...)
-	if key != "" {
-		a = append(a, semconv.MessagingKafkaMessageKey(key))
-	}
-	if g.cfg.OnSend != nil {
-		a = g.cfg.OnSend(span, string(topic), value, a)
-	}
-	*buf = a
-	send := &pendingSend{span: span, attrs: buf}
-	g.sending.Store(sc.SpanID(), send)
-	defer func() {
-		// No Producer of this Goka took the record (or the Emit failed):
-		// the span ends with the handing over.
-		if _, unclaimed := g.sending.LoadAndDelete(sc.SpanID()); unclaimed {
-			send.end(nil, nil)
+	o := outgoing{sc: span.SpanContext(), ctx: ctx}
+	if span.IsRecording() {
+		for _, l := range c.links {
+			span.AddLink(l)
 		}
-	}()
-	emit()
+		buf := getAttrs()
+		a := append(*buf, spans.attrs...)
+		if key != "" {
+			a = append(a, semconv.MessagingKafkaMessageKey(key))
+		}
+		if g.cfg.OnSend != nil {
+			a = g.cfg.OnSend(span, string(topic), value, a)
+		}
+		*buf = a
+		o.send = &pendingSend{span: span, attrs: buf}
+	}
+	c.emit(topic, key, value, o, options)
 }
 
-// emit hands the record to goka with the headers of span context sc and
-// the baggage of ctx (nil: none). goka copies an emit's headers before it
-// hands them on (Headers.Merged, once for the option and once more with
-// its default headers): the map is free again when Emit returns, and the
-// next record's headers reuse it.
-func (c *tracedContext) emit(topic goka.Stream, key string, value any, sc trace.SpanContext, ctx context.Context, options []goka.ContextOption) {
-	h := headersOf(sc, ctx)
+// emit hands the record to goka with its trace context o: straight to the
+// group's producer when it is wrapped (Producer), else in goka's headers.
+// A send span that no producer took ends with the handing over.
+func (c *tracedContext) emit(topic goka.Stream, key string, value any, o outgoing, options []goka.ContextOption) {
+	g := c.g
+	if g.direct.Load() {
+		id := recordID{string(topic), key}
+		if g.out.put(id, o) {
+			handed := false
+			defer func() {
+				if !handed { // Emit failed (goka's ctx.Fail panics)
+					g.out.take(id)
+				}
+			}()
+			c.gokaContext.Emit(topic, key, value, options...)
+			handed = true
+			if o, missed := g.out.take(id); missed {
+				// goka did not call its producer from within Emit, as
+				// v1.1.17 does: the record went without its trace
+				// context. From now on it goes in goka's headers.
+				g.direct.Store(false)
+				otel.Handle(fmt.Errorf("kafkatrace: a record to %s went out without its trace context: goka did not hand it to its producer within Emit; trace context now goes in goka's headers", topic))
+				o.endUnanswered()
+			}
+			return
+		}
+	}
+	// goka copies an emit's headers before it hands them on
+	// (Headers.Merged, once for the option and once more with its default
+	// headers): the map is free again when Emit returns, and the next
+	// record's headers reuse it.
+	h := headerMaps.Get().(goka.Headers)
+	putHeaders(h, o.sc, o.ctx)
 	c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(h))...)
 	clear(h)
 	headerMaps.Put(h)
+	o.endUnanswered()
 }
 
-// headerMaps lends the maps headersOf fills.
+// headerMaps lends the maps of records' headers that goka copies.
 var headerMaps = sync.Pool{New: func() any { return make(goka.Headers, 3) }}
 
 // pendingSend is a send span that waits for Kafka's answer, with its
@@ -351,15 +372,38 @@ func (p *pendingSend) end(msg *sarama.ProducerMessage, err error) {
 // (see Resume: a processor that needs the context after such a hop keeps it
 // in the value). tracedContext does not override them.
 
-// Producer wraps the group's goka producer so that the send span of each
-// record an Emit writes ends when Kafka answers, with the partition the
-// record went to and its offset, or the error. goka calls its producer
-// from within Emit, which is how a record is matched with its span: by the
-// span id its traceparent carries. On a nil *Goka it returns p.
+// outgoing is the trace context of a record on its way to the producer.
+type outgoing struct {
+	sc   trace.SpanContext
+	ctx  context.Context // whose baggage the record carries; nil: none
+	send *pendingSend    // its send span when it records
+}
+
+// endUnanswered ends o's send span, if any, with no answer from Kafka.
+func (o outgoing) endUnanswered() {
+	if o.send != nil {
+		o.send.end(nil, nil)
+	}
+}
+
+// Producer wraps the group's goka producer. goka calls its producer from
+// within Emit, so the trace context of each record an Emit writes can go
+// to it directly rather than through goka's headers, which goka copies
+// twice per record (Headers.Merged): the record's headers are made once,
+// here. The send span then ends when Kafka answers, with the partition the
+// record went to and its offset, or the error, as the elves' do. On a nil
+// *Goka it returns p.
+//
+// A record is matched with its trace context by topic and key: each of
+// the group's records that another of its goroutines may write with the
+// same topic and key at the same moment goes through Process or Resume
+// (when two such records are written at once, the second goes through
+// goka's headers).
 func (g *Goka) Producer(p goka.Producer) goka.Producer {
 	if g == nil {
 		return p
 	}
+	g.direct.Store(true)
 	return &producer{Producer: p, g: g}
 }
 
@@ -369,12 +413,62 @@ type producer struct {
 }
 
 func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
-	promise := p.Producer.EmitWithHeaders(topic, key, value, headers)
-	if sid, ok := sampledSpanID(headers[traceparentHeader]); ok {
-		if s, ok := p.g.sending.LoadAndDelete(sid); ok {
-			send := s.(*pendingSend)
-			promise.ThenWithMessage(send.end)
-		}
+	if _, carried := headers[traceparentHeader]; carried {
+		return p.Producer.EmitWithHeaders(topic, key, value, headers)
+	}
+	o, ok := p.g.out.take(recordID{topic, key})
+	if !ok {
+		return p.Producer.EmitWithHeaders(topic, key, value, headers)
+	}
+	// A map of the record's own: the producer below may keep it.
+	h := make(goka.Headers, 1+len(headers))
+	maps.Copy(h, headers)
+	putHeaders(h, o.sc, o.ctx)
+	promise := p.Producer.EmitWithHeaders(topic, key, value, h)
+	if o.send != nil {
+		promise.ThenWithMessage(o.send.end)
 	}
 	return promise
+}
+
+// recordID is a record by topic and key, as an Emit and the producer see it.
+type recordID struct{ topic, key string }
+
+// handoff holds the trace context of the records between Emit and the
+// producer; pending counts them, so that the producer looks for none when
+// there is none (a table or loop record, which goka writes without Emit).
+type handoff struct {
+	pending atomic.Int64
+	mu      sync.Mutex
+	m       map[recordID]outgoing
+}
+
+// put holds o for the record id; false when another record with that id is
+// on its way.
+func (h *handoff) put(id recordID, o outgoing) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, busy := h.m[id]; busy {
+		return false
+	}
+	if h.m == nil {
+		h.m = map[recordID]outgoing{}
+	}
+	h.m[id] = o
+	h.pending.Add(1)
+	return true
+}
+
+func (h *handoff) take(id recordID) (outgoing, bool) {
+	if h.pending.Load() == 0 {
+		return outgoing{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o, ok := h.m[id]
+	if ok {
+		delete(h.m, id)
+		h.pending.Add(-1)
+	}
+	return o, ok
 }

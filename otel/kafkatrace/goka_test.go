@@ -11,12 +11,14 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/tester"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
+	"github.com/northpole-workshop/northpole/internal/gokatest"
 )
 
 // relay is a goka group in goka's tester that reads "in" and writes each
@@ -133,8 +135,8 @@ func TestSendSpanEndsWithTheAnswer(t *testing.T) {
 	late := &laterProducer{}
 	p := g.Producer(late)
 	_, span := g.tracer.Start(context.Background(), "send out")
-	g.sending.Store(span.SpanContext().SpanID(), &pendingSend{span: span, attrs: getAttrs()})
-	p.EmitWithHeaders("out", "M", nil, headersOf(span.SpanContext(), nil))
+	g.out.put(recordID{"out", "M"}, outgoing{sc: span.SpanContext(), send: &pendingSend{span: span, attrs: getAttrs()}})
+	p.EmitWithHeaders("out", "M", nil, nil)
 	if len(rec.Ended()) != 0 {
 		t.Fatal("the send span ended before the producer answered")
 	}
@@ -177,4 +179,90 @@ func TestProcessFailsItsSpanOnly(t *testing.T) {
 	if ended := rec.Ended(); len(ended) != 1 || ended[0].Status().Code != codes.Error || attrsOf(ended[0])["error.type"] != "*errors.errorString" {
 		t.Errorf("spans %v, want one failed process span", names(ended))
 	}
+}
+
+// TestRecordsKeepTheirContext: with the producer wrapped, a record's trace
+// context goes straight to the producer, matched by topic and key. Two
+// records with the same topic and key written at once by two goroutines
+// each keep their own: the second goes through goka's headers, and the
+// producer, seeing a traceparent there, leaves the first's context to it.
+func TestRecordsKeepTheirContext(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	g := NewGoka(newPolicyProvider(1, true, sdktrace.WithSpanProcessor(rec)), GokaConfig{})
+	produced := &gokatest.Producer{Keep: true}
+	p := g.Producer(produced)
+	relay := g.Process()(func(ctx goka.Context, _ any) { ctx.Emit("out", "same", nil) })
+	input := func(trace string) *gokatest.Context {
+		c, err := gokatest.New(gokatest.Record{Topic: "in", Key: "same", Headers: goka.Headers{
+			traceparentHeader: []byte("00-" + trace + "-b7ad6b7169203331-01")}}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first, second := input("0af7651916cd43dd8448eb211c800001"), input("0af7651916cd43dd8448eb211c800002")
+	held, release := make(chan struct{}), make(chan struct{})
+	first.Hold = func(goka.Stream, string) { close(held); <-release }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		relay(first, []byte("{}"))
+	}()
+	<-held
+	relay(second, []byte("{}"))
+	close(release)
+	<-done
+
+	records := produced.Records()
+	if len(records) != 2 {
+		t.Fatalf("%d records, want 2", len(records))
+	}
+	for i, want := range []string{"0af7651916cd43dd8448eb211c800002", "0af7651916cd43dd8448eb211c800001"} {
+		sc := remoteSpanContext(goka.Headers{traceparentHeader: records[i].Header(traceparentHeader)})
+		if sc.TraceID().String() != want {
+			t.Errorf("record %d carries %v, want trace %s", i, sc, want)
+		}
+	}
+	if !g.direct.Load() {
+		t.Error("the group no longer hands contexts to its producer")
+	}
+}
+
+// TestProducerNotCalledWithinEmit: were goka to stop calling its producer
+// from within Emit, the record that showed it would go without its trace
+// context, and every later one would carry it in goka's headers again.
+func TestProducerNotCalledWithinEmit(t *testing.T) {
+	var reported []error
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { reported = append(reported, err) }))
+	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	g := NewGoka(newPolicyProvider(0, true), GokaConfig{})
+	produced := &gokatest.Producer{Keep: true}
+	g.Producer(produced)
+	late, err := gokatest.New(gokatest.Record{Topic: "in"}, nopProducer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := g.Process()(func(ctx goka.Context, _ any) { ctx.Emit("out", "k", nil) })
+	relay(late, []byte("{}"))
+	if g.direct.Load() || len(reported) != 1 {
+		t.Fatalf("direct %v, reported %v: want headers from now on, and the lost context reported", g.direct.Load(), reported)
+	}
+	next, err := gokatest.New(gokatest.Record{Topic: "in"}, produced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay(next, []byte("{}"))
+	if r := produced.Records(); len(r) != 1 || !remoteSpanContext(goka.Headers{traceparentHeader: r[0].Header(traceparentHeader)}).IsValid() {
+		t.Errorf("records %v, want one with its traceparent", r)
+	}
+}
+
+// nopProducer takes a record and does nothing with it: a producer goka
+// would call after Emit returned, as far as Emit can tell.
+type nopProducer struct{ goka.Producer }
+
+func (nopProducer) EmitWithHeaders(string, string, []byte, goka.Headers) *goka.Promise {
+	p, finish := goka.NewPromiseWithFinisher()
+	finish(nil, nil)
+	return p
 }

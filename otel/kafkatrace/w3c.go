@@ -99,23 +99,9 @@ func appendTraceparent(b []byte, sc trace.SpanContext) []byte {
 	return hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
 }
 
-// sampledSpanID is the span id of a traceparent of ours (appendTraceparent)
-// whose sampled flag is set; false for any other value, without decoding
-// the ids of a record nobody samples.
-func sampledSpanID(tp []byte) (trace.SpanID, bool) {
-	var sid trace.SpanID
-	if len(tp) != traceparentLen || hexValue[tp[54]]&1 == 0 {
-		return sid, false
-	}
-	_, err := hex.Decode(sid[:], tp[36:52])
-	return sid, err == nil
-}
-
-// headersOf are the headers of a record written in the span sc: its
-// traceparent and tracestate, and the baggage of ctx (nil: none); the map
-// is one of headerMaps', the values the record's own.
-func headersOf(sc trace.SpanContext, ctx context.Context) goka.Headers {
-	h := headerMaps.Get().(goka.Headers)
+// putHeaders puts into h the headers of a record written in the span sc:
+// its traceparent and tracestate, and the baggage of ctx (nil: none).
+func putHeaders(h goka.Headers, sc trace.SpanContext, ctx context.Context) {
 	h[traceparentHeader] = appendTraceparent(make([]byte, 0, traceparentLen), sc)
 	if ts := sc.TraceState(); ts.Len() > 0 {
 		h[tracestateHeader] = []byte(ts.String())
@@ -125,7 +111,6 @@ func headersOf(sc trace.SpanContext, ctx context.Context) goka.Headers {
 			h[baggageHeader] = []byte(b.String())
 		}
 	}
-	return h
 }
 
 // withBaggage is ctx with the baggage the headers carry; ctx itself when
