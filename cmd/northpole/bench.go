@@ -53,6 +53,8 @@ Variants (--variants, comma-separated; the first is the baseline of the ratios):
               in the bench process (which counts spans and throws them away; it
               says whether it got one per input record and one per output record)
   trace10     the same, 10 % sampled (parentbased_traceidratio 0.1)
+  trace0      the same, nothing sampled (parentbased_always_off): the cost of
+              a record nobody samples, alone
               (OTEL_BSP_* in the bench's environment reach the packer: the
               batch span processor drops spans when its queue, 2048 by
               default, is full; the receiver's count shows it)
@@ -174,7 +176,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	fs.StringVar(&cfg.StorageDir, "storage-dir", "", "directory for the disk variant's LevelDB (default: a temporary one, removed after)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
 	fs.IntVar(&cfg.Elves, "elves", cfg.Elves, "elves (goroutines) per stream when pre-loading")
-	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the baseline packer's CPU profile to this file")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write each variant's CPU profile to this file name with the variant before its extension (p.pprof: p-base.pprof, p-trace10.pprof; a variant run again: p-base-2.pprof)")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer and the elves")
 	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L of the packer and the elves")
 	fs.IntSliceVar(&cfg.BrokerPIDs, "broker-pid", nil, "process ids of the real broker whose CPU the \"real\" variant measures, summed (default: the processes of this host listening on the --brokers addresses)")

@@ -2,7 +2,10 @@ package kafkatrace
 
 import (
 	"net"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -25,40 +28,75 @@ const (
 	OpProcess = "process"
 )
 
-// producerAttrs are the attributes of a "send <topic>" span known before the
-// broker answers.
-func producerAttrs(topic, clientID, key string, bodySize int, server []attribute.KeyValue) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 12)
-	a = append(a,
+// topicSpans is what every span of one operation on one topic shares: its
+// name ("send toys") and the attributes no record changes.
+type topicSpans struct {
+	topic, name string
+	attrs       []attribute.KeyValue
+}
+
+// spanCache makes the topicSpans of each topic once, so that a span costs
+// no string and no attribute built again. A client has a few topics: they
+// are looked up in a list that is replaced, never changed, when one is
+// added (a map behind a lock, or sync.Map, hashed the topic on every
+// span).
+type spanCache struct {
+	all  atomic.Pointer[[]*topicSpans]
+	mu   sync.Mutex // serializes additions
+	op   string
+	make func(topic string) []attribute.KeyValue
+}
+
+func newSpanCache(op string, attrs func(topic string) []attribute.KeyValue) *spanCache {
+	c := &spanCache{op: op, make: attrs}
+	c.all.Store(new([]*topicSpans))
+	return c
+}
+
+func (c *spanCache) of(topic string) *topicSpans {
+	for _, t := range *c.all.Load() {
+		if t.topic == topic {
+			return t
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := *c.all.Load()
+	for _, t := range all {
+		if t.topic == topic {
+			return t
+		}
+	}
+	t := &topicSpans{topic: topic, name: c.op + " " + topic, attrs: c.make(topic)}
+	grown := append(slices.Clip(all), t)
+	c.all.Store(&grown)
+	return t
+}
+
+// producerAttrs are the attributes of every "send <topic>" span of a client.
+func producerAttrs(topic, clientID string, server []attribute.KeyValue) []attribute.KeyValue {
+	a := []attribute.KeyValue{
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationName(OpSend),
 		semconv.MessagingOperationTypeSend,
 		semconv.MessagingDestinationName(topic),
-	)
+	}
 	a = append(a, server...)
 	if clientID != "" {
 		a = append(a, semconv.MessagingClientID(clientID), LegacyClientIDKey.String(clientID))
 	}
-	if key != "" {
-		a = append(a, semconv.MessagingKafkaMessageKey(key))
-	}
-	if bodySize >= 0 {
-		a = append(a, semconv.MessagingMessageBodySize(bodySize))
-	}
-	return a
+	return slices.Clip(a)
 }
 
-// consumerAttrs are the attributes of a "process <topic>" span.
-func consumerAttrs(topic string, partition int32, offset int64, group, clientID, key string, bodySize int, tombstone bool, server []attribute.KeyValue) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 16)
-	a = append(a,
+// consumerAttrs are the attributes of every "process <topic>" span of a
+// group's client; consumerRecordAttrs appends those of one record.
+func consumerAttrs(topic, group, clientID string, server []attribute.KeyValue) []attribute.KeyValue {
+	a := []attribute.KeyValue{
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationName(OpProcess),
 		semconv.MessagingOperationTypeProcess,
 		semconv.MessagingDestinationName(topic),
-		semconv.MessagingDestinationPartitionID(strconv.Itoa(int(partition))),
-		semconv.MessagingKafkaOffset(int(offset)),
-	)
+	}
 	a = append(a, server...)
 	if group != "" {
 		a = append(a, semconv.MessagingConsumerGroupName(group), LegacyConsumerGroupKey.String(group))
@@ -66,6 +104,14 @@ func consumerAttrs(topic string, partition int32, offset int64, group, clientID,
 	if clientID != "" {
 		a = append(a, semconv.MessagingClientID(clientID), LegacyClientIDKey.String(clientID))
 	}
+	return slices.Clip(a)
+}
+
+func consumerRecordAttrs(a []attribute.KeyValue, partition int32, offset int64, key string, bodySize int, tombstone bool) []attribute.KeyValue {
+	a = append(a,
+		semconv.MessagingDestinationPartitionID(partitionID(partition)),
+		semconv.MessagingKafkaOffset(int(offset)),
+	)
 	if key != "" {
 		a = append(a, semconv.MessagingKafkaMessageKey(key))
 	}
@@ -76,6 +122,25 @@ func consumerAttrs(topic string, partition int32, offset int64, group, clientID,
 		a = append(a, semconv.MessagingKafkaMessageTombstone(true))
 	}
 	return a
+}
+
+// partitionID is messaging.destination.partition.id's value: the number,
+// which for the first hundred partitions strconv returns without
+// allocating.
+func partitionID(p int32) string { return strconv.Itoa(int(p)) }
+
+// attrBufs lends the buffers in which a span's attributes are put together:
+// the SDK copies them, so one buffer serves span after span.
+var attrBufs = sync.Pool{New: func() any { return new([]attribute.KeyValue) }}
+
+func getAttrs() *[]attribute.KeyValue { return attrBufs.Get().(*[]attribute.KeyValue) }
+
+// putAttrs returns buf, which a grew, to the pool, its values cleared so
+// that the pool holds no strings.
+func putAttrs(buf *[]attribute.KeyValue, a []attribute.KeyValue) {
+	clear(a)
+	*buf = a[:0]
+	attrBufs.Put(buf)
 }
 
 // serverAttrs are server.address and server.port for a client of brokers,

@@ -2,7 +2,6 @@ package kafkatrace
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
@@ -16,9 +15,9 @@ import (
 // nil *Producer does nothing.
 type Producer struct {
 	tracer   trace.Tracer
+	sampling sampling
 	prop     propagation.TextMapPropagator
-	clientID string
-	server   []attribute.KeyValue
+	send     *spanCache
 }
 
 // NewProducer returns nil when tp is nil or a no-op provider. brokers is the
@@ -28,20 +27,43 @@ func NewProducer(tp trace.TracerProvider, clientID string, brokers ...string) *P
 	if !Enabled(tp) {
 		return nil
 	}
-	return &Producer{tracer: tp.Tracer(ScopeName), prop: propagator(), clientID: clientID, server: serverAttrs(brokers)}
+	server := serverAttrs(brokers)
+	return &Producer{tracer: tp.Tracer(ScopeName), sampling: samplingOf(tp), prop: propagator(),
+		send: newSpanCache(OpSend, func(topic string) []attribute.KeyValue { return producerAttrs(topic, clientID, server) })}
 }
 
 // Start begins the PRODUCER span of r, a child of ctx, and writes its
 // context into r's headers: call it before r is handed to Produce, and End
 // in Produce's promise, so that the span covers the whole send and knows the
-// partition and offset.
+// partition and offset. A record nobody samples gets no span (nil), only
+// the traceparent that says so (see tracedContext.Emit).
 func (p *Producer) Start(ctx context.Context, r *kgo.Record) trace.Span {
 	if p == nil {
 		return nil
 	}
-	ctx, span := p.tracer.Start(ctx, OpSend+" "+r.Topic,
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(producerAttrs(r.Topic, p.clientID, string(r.Key), len(r.Value), p.server)...))
+	if p.sampling.known {
+		parent := trace.SpanContextFromContext(ctx)
+		sampled, tid := p.sampling.sampled(parent)
+		if !sampled {
+			p.prop.Inject(trace.ContextWithSpanContext(ctx, unsampledChild(parent, tid)), RecordCarrier{r})
+			return nil
+		}
+		if !parent.IsValid() {
+			ctx = rootContext(ctx, tid)
+		}
+	}
+	t := p.send.of(r.Topic)
+	ctx, span := p.tracer.Start(ctx, t.name, producerSpan...)
+	if span.IsRecording() {
+		buf := getAttrs()
+		a := append(*buf, t.attrs...)
+		if len(r.Key) > 0 {
+			a = append(a, semconv.MessagingKafkaMessageKey(string(r.Key)))
+		}
+		a = append(a, semconv.MessagingMessageBodySize(len(r.Value)))
+		span.SetAttributes(a...)
+		putAttrs(buf, a)
+	}
 	p.prop.Inject(ctx, RecordCarrier{r})
 	return span
 }
@@ -54,7 +76,7 @@ func End(span trace.Span, r *kgo.Record, err error) {
 		return
 	}
 	if r != nil {
-		span.SetAttributes(semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))))
+		span.SetAttributes(semconv.MessagingDestinationPartitionID(partitionID(r.Partition)))
 		if err == nil {
 			span.SetAttributes(semconv.MessagingKafkaOffset(int(r.Offset)))
 		}

@@ -24,7 +24,7 @@
 //	OTEL_EXPORTER_OTLP_PROTOCOL                grpc | http/protobuf (default http/protobuf)
 //	OTEL_EXPORTER_OTLP_TRACES_PROTOCOL         for traces only
 //	OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-//	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG (read by the SDK itself)
+//	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG (read here as the SDK reads them; the providers say which sampler they have, kafkatrace.SamplingPolicy)
 //	OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE (read here too: the gate holds the queue to its size)
 //	OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS, _INSECURE, _TIMEOUT ... (read by the SDK and exporters)
 package telemetry
@@ -82,7 +82,10 @@ type Options struct {
 	// ReportEvery is how often lost spans are logged while the process
 	// runs (Shutdown logs the totals); zero means every 10 s.
 	ReportEvery time.Duration
-	// Sampler replaces OTEL_TRACES_SAMPLER.
+	// Sampler replaces OTEL_TRACES_SAMPLER. The SDK then decides every
+	// span, as instrumentation cannot know the decision of a sampler it
+	// does not know before it starts one: with OTEL_TRACES_SAMPLER's
+	// samplers a record nobody samples costs kafkatrace no span at all.
 	Sampler sdktrace.Sampler
 	// Getenv reads the environment; nil means os.Getenv. Only the variables
 	// this package interprets go through it: the SDK and the exporters read
@@ -110,7 +113,9 @@ type Telemetry struct {
 
 	mu      sync.Mutex
 	closed  bool
-	tracers map[string]*sdktrace.TracerProvider
+	tracers map[string]tracerProvider
+	// sampling is OTEL_TRACES_SAMPLER's, unless Options.Sampler replaces it.
+	sampling samplerChoice
 }
 
 // New reads the environment and builds the span exporter it asks for (if
@@ -121,7 +126,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	t := &Telemetry{opts: o, getenv: getenv, tracers: map[string]*sdktrace.TracerProvider{}}
+	t := &Telemetry{opts: o, getenv: getenv, tracers: map[string]tracerProvider{}}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return t, nil
 	}
@@ -166,6 +171,9 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		t.shared = append(t.shared, stopOnce{p})
 	}
 	t.tracesOn = len(t.processors) > 0
+	if t.tracesOn && o.Sampler == nil {
+		t.sampling = samplerFromEnv(getenv)
+	}
 	t.log = o.Log
 	if t.log == nil {
 		t.log = slog.New(errorHandlerLog{})
@@ -234,18 +242,31 @@ func (t *Telemetry) TracerProvider(service string) trace.TracerProvider {
 		return tracenoop.NewTracerProvider()
 	}
 	if tp, ok := t.tracers[service]; ok {
-		return tp
+		return tp.tp
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(t.resource(service))}
-	if t.opts.Sampler != nil {
-		opts = append(opts, sdktrace.WithSampler(t.opts.Sampler))
+	sampler := t.opts.Sampler
+	if sampler == nil {
+		sampler = t.sampling.sampler
 	}
+	opts = append(opts, sdktrace.WithSampler(sampler))
 	for _, p := range t.shared {
 		opts = append(opts, sdktrace.WithSpanProcessor(p))
 	}
-	tp := sdktrace.NewTracerProvider(opts...)
-	t.tracers[service] = tp
+	sdk := sdktrace.NewTracerProvider(opts...)
+	var tp trace.TracerProvider = sdk
+	if t.opts.Sampler == nil {
+		tp = &provider{TracerProvider: sdk, sampling: t.sampling}
+	}
+	t.tracers[service] = tracerProvider{sdk: sdk, tp: tp}
 	return tp
+}
+
+// tracerProvider is a service's provider, as handed out (tp) and as shut
+// down (sdk).
+type tracerProvider struct {
+	sdk *sdktrace.TracerProvider
+	tp  trace.TracerProvider
 }
 
 // resource is the environment's resource (OTEL_RESOURCE_ATTRIBUTES) with this
@@ -293,7 +314,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	}
 	var errs []error
 	for name, tp := range tracers {
-		if err := tp.Shutdown(ctx); err != nil {
+		if err := tp.sdk.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("telemetry: flush spans of %s: %w", name, err))
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/lovoo/goka"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -43,7 +42,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
 			Size: r.Size, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
-			Trace: traceRefOf(trace.SpanContextFromContext(ctx.Context())),
+			Trace: p.traceOf(ctx),
 		}
 		if !r.Heartbeat {
 			// Kept only to report the record as a duplicate.

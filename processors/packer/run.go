@@ -92,7 +92,8 @@ const loopRetention = 7 * 24 * time.Hour
 // options are the goka options of one group: the common ones (gokakit) with
 // our topic settings, and what only the packer needs: its storage (a
 // directory, and the groups' access to the tables they join), writes in
-// order (a sequencer around the producer, inorder.go), its own topics
+// order (a sequencer around the producer, inorder.go), send spans that end
+// with Kafka's answer (tracing.go), its own topics
 // partitioned by size (hasherFor), static membership and tombstones
 // delivered.
 func (p *Packer) options(group string) []goka.ProcessorOption {
@@ -120,7 +121,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 			if err != nil {
 				return nil, err
 			}
-			return seq.producer(inner), nil
+			return seq.producer(p.tracingOf(group).Producer(inner)), nil
 		}),
 		goka.WithContextWrapper(seq.barrier),
 	)

@@ -67,12 +67,12 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg)
 	// The trace is resumed only where a row is written.
 	switch {
 	case st.Toy != "" && st.Box != "":
-		ctx = withItem(withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace), st.BoxTrace)
+		ctx = withItems(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace, st.BoxTrace)
 		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Window, st.Toy), p.packedRow(st, ws))
 	case st.Closed && st.Toy != "":
-		withItem(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Window, st.Toy), p.unpackedRow(st, ws))
+		withItems(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Window, st.Toy), p.unpackedRow(st, ws))
 	case st.Closed && st.Box != "":
-		withItem(resume(p.trace.slots, ctx, m.Trace), st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Window, st.Box), p.spareRow(st, ws))
+		withItems(resume(p.trace.slots, ctx, m.Trace), st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Window, st.Box), p.spareRow(st, ws))
 	}
 }
 

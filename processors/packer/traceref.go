@@ -9,9 +9,11 @@ import (
 // traceRef is the trace context of the input record a message is about,
 // carried inside the packer's own loop and table values instead of in record
 // headers. Header propagation costs, on every internal hop, a W3C string
-// written and parsed and two header maps (ours, and goka's copy of it in
-// Headers.Merged); a value field costs 26 bytes. The zero traceRef is "no
-// trace" (tracing off, or an input without one). Only the span context
+// written and parsed and three header maps (ours, and goka's two copies of
+// it, Headers.Merged); a value field costs 26 bytes. The zero traceRef is
+// "no trace" (tracing off, or an input without one). Every record has one
+// with tracing on, sampled or not: what the packer writes for a record
+// passes its decision on (kafkatrace.Goka.Emit). Only the span context
 // travels: baggage stops at the packer's input, and its output records carry
 // the context of their own spans (kafkatrace).
 type traceRef struct {

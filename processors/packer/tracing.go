@@ -47,6 +47,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // stageTracing instruments the two groups; nil members do nothing.
 type stageTracing struct{ clock, slots *kafkatrace.Goka }
 
+// tracingOf is the instrumentation of group, one of the packer's two.
+func (p *Packer) tracingOf(group string) *kafkatrace.Goka {
+	if group == p.cfg.clockGroup() {
+		return p.trace.clock
+	}
+	return p.trace.slots
+}
+
 // Attributes of the packer's own spans.
 const (
 	attrDeadReason = attribute.Key("northpole.dead_letter.reason")
@@ -59,27 +67,25 @@ const (
 // onSend marks the send span of a dead letter as an error (the record it
 // reports could not be processed) and names the size, window and items of a
 // result row, so that a row's span can be found by its ids.
-func onSend(span trace.Span, _ string, value any) {
-	if !span.IsRecording() {
-		return
-	}
+func onSend(span trace.Span, _ string, value any, a []attribute.KeyValue) []attribute.KeyValue {
 	switch r := value.(type) {
 	case *DeadLetter:
 		span.SetStatus(codes.Error, "dead letter: "+string(r.Reason))
-		span.SetAttributes(attrDeadReason.String(string(r.Reason)))
+		return append(a, attrDeadReason.String(string(r.Reason)))
 	case *results.Packed:
-		span.SetAttributes(attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)), attrBox.String(idAttr(r.BoxID)))
+		return append(a, attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)), attrBox.String(idAttr(r.BoxID)))
 	case *results.Unpacked:
-		span.SetAttributes(attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)))
+		return append(a, attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)))
 	case *results.Spare:
-		span.SetAttributes(attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrBox.String(idAttr(r.BoxID)))
+		return append(a, attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrBox.String(idAttr(r.BoxID)))
 	}
+	return a
 }
 
 // markDead marks the span of the record being processed, when there is one
 // (the input stage's "process" span; later stages only relay a context).
 func markDead(ctx goka.Context, reason record.Reason) {
-	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
+	if span := kafkatrace.Span(ctx); span.IsRecording() {
 		span.SetStatus(codes.Error, "dead letter: "+string(reason))
 		span.SetAttributes(attrDeadReason.String(string(reason)))
 	}
@@ -91,6 +97,15 @@ func idAttr(id string) string { return prefixUTF8(id, attrIDMax) }
 
 const attrIDMax = 256
 
+// traceOf is the trace context of the input record being processed in ctx,
+// which the clock's decision carries on; none with tracing off.
+func (p *Packer) traceOf(ctx goka.Context) traceRef {
+	if p.trace.clock == nil {
+		return traceRef{}
+	}
+	return traceRefOf(kafkatrace.SpanContext(ctx))
+}
+
 // resume continues, in a stage after the input, the trace of the record a
 // message is about, from the traceRef the message carries (see traceref.go).
 func resume(g *kafkatrace.Goka, ctx goka.Context, ref traceRef) goka.Context {
@@ -100,17 +115,25 @@ func resume(g *kafkatrace.Goka, ctx goka.Context, ref traceRef) goka.Context {
 	return g.Resume(ctx, ref.spanContext())
 }
 
-// withItem makes the "send" spans of ctx link to the record that brought a
-// slot's toy or box. Their parent is the record being processed: for a pair,
-// the one that completed it; for an unpacked toy or a spare box, the one
-// that closed the window, which is in another trace, so without the link the
-// row could not be found from the item's own trace. Nothing to link (tracing
-// off): ctx as it is.
-func withItem(ctx goka.Context, ref traceRef) goka.Context {
-	if l, ok := itemLink(ref); ok {
-		return kafkatrace.WithLinks(ctx, l)
+// withItems makes the "send" spans of ctx link to the records that brought
+// a slot's toy and box (refs, the traces the slot remembers). Their parent
+// is the record being processed: for a pair, the one that completed it;
+// for an unpacked toy or a spare box, the one that closed the window, which
+// is in another trace, so without the link the row could not be found from
+// the item's own trace. Nothing to link (tracing off): ctx as it is.
+func withItems(ctx goka.Context, refs ...traceRef) goka.Context {
+	var links [2]trace.Link
+	n := 0
+	for _, ref := range refs {
+		if l, ok := itemLink(ref); ok && n < len(links) {
+			links[n] = l
+			n++
+		}
 	}
-	return ctx
+	if n == 0 {
+		return ctx
+	}
+	return kafkatrace.WithLinks(ctx, links[:n]...)
 }
 
 // itemLink is a link to the record that brought a slot's toy or box, from

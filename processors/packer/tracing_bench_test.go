@@ -33,14 +33,13 @@ func (discard) Shutdown(context.Context) error                             { ret
 func BenchmarkPackerTracing(b *testing.B) {
 	const perStream = 20000
 	for _, mode := range []struct {
-		name    string
-		sampler sdktrace.Sampler
-		otlp    bool
+		name, sampler, arg string // OTEL_TRACES_SAMPLER and _ARG; "": off
+		otlp               bool
 	}{
 		{name: "off"},
-		{name: "sampled=100%", sampler: sdktrace.AlwaysSample()},
-		{name: "sampled=10%", sampler: sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))},
-		{name: "sampled=100%,otlp-grpc", sampler: sdktrace.AlwaysSample(), otlp: true},
+		{name: "sampled=100%", sampler: "always_on"},
+		{name: "sampled=10%", sampler: "parentbased_traceidratio", arg: "0.1"},
+		{name: "sampled=100%,otlp-grpc", sampler: "always_on", otlp: true},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			kc := testkafka.Config(b)
@@ -55,8 +54,9 @@ func BenchmarkPackerTracing(b *testing.B) {
 				}
 				tp := func(string) trace.TracerProvider { return nil }
 				var rcv *servicemap.Receiver
-				if mode.sampler != nil {
-					opts := telemetry.Options{Sampler: mode.sampler, Getenv: func(string) string { return "" }, Exporter: discard{}}
+				if mode.sampler != "" {
+					env := map[string]string{"OTEL_TRACES_SAMPLER": mode.sampler, "OTEL_TRACES_SAMPLER_ARG": mode.arg}
+					opts := telemetry.Options{Getenv: func(k string) string { return env[k] }, Exporter: discard{}}
 					if mode.otlp {
 						var err error
 						rcv, err = servicemap.Listen(servicemap.NewBuilder(servicemap.Options{}), "127.0.0.1:0", "", slog.New(slog.DiscardHandler))
@@ -65,9 +65,7 @@ func BenchmarkPackerTracing(b *testing.B) {
 						}
 						b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+rcv.GRPCAddr())
 						opts.Exporter = nil
-						opts.Getenv = func(k string) string {
-							return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + rcv.GRPCAddr(), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_METRICS_EXPORTER": "none"}[k]
-						}
+						env["OTEL_EXPORTER_OTLP_ENDPOINT"], env["OTEL_EXPORTER_OTLP_PROTOCOL"] = "http://"+rcv.GRPCAddr(), "grpc"
 					}
 					var err error
 					tel, err = telemetry.New(ctx, opts)

@@ -22,6 +22,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
 // tracedPipeline is the tester pipeline with tracing on, and an "elves"
@@ -37,10 +38,26 @@ func provider(rec *tracetest.SpanRecorder, service string) *sdktrace.TracerProvi
 		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service))))
 }
 
+// newTracedPipeline traces the packer as `northpole process packer` does: a
+// provider of otel/telemetry's, whose sampler comes from
+// OTEL_TRACES_SAMPLER (here parentbased_always_on, the default: the packer
+// follows the elves' decision).
 func newTracedPipeline(t testing.TB) *tracedPipeline {
 	rec := tracetest.NewSpanRecorder()
-	p := newTesterPipeline(t, WithTracerProvider(provider(rec, "packer")))
+	p := newTesterPipeline(t, WithTracerProvider(telemetryProvider(t, "parentbased_always_on", rec)))
 	return &tracedPipeline{testerPipeline: p, rec: rec, elves: provider(rec, "elves").Tracer("test")}
+}
+
+// telemetryProvider is otel/telemetry's provider of the packer with sampler
+// (an OTEL_TRACES_SAMPLER value) and processor.
+func telemetryProvider(tb testing.TB, sampler string, processor sdktrace.SpanProcessor) trace.TracerProvider {
+	env := map[string]string{"OTEL_TRACES_SAMPLER": sampler}
+	tel, err := telemetry.New(context.Background(), telemetry.Options{SpanProcessors: []sdktrace.SpanProcessor{processor}, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel.TracerProvider("packer")
 }
 
 // sendTraced consumes a record whose headers carry the context of a fresh
@@ -167,6 +184,31 @@ func TestTracingPairSpans(t *testing.T) {
 	slot := p.slot(t, slotKey("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1))
 	if sc := slot.ToyTrace.spanContext(); sc.SpanID() != procToy.SpanContext().SpanID() {
 		t.Errorf("slot remembers toy context %v, want the toy's process span %v", sc.SpanID(), procToy.SpanContext().SpanID())
+	}
+}
+
+// TestTracingUnsampledRecords: records the elves did not sample make no
+// span in the packer, and what the packer writes for them carries their
+// trace with the sampled flag off (the pair's: the trace of the record that
+// completed it), so that the sleigh does not sample them either.
+func TestTracingUnsampledRecords(t *testing.T) {
+	p := newTracedPipeline(t)
+	unsampled := func(x record.Stream, value string, tid byte) {
+		h := goka.Headers{"traceparent": []byte(fmt.Sprintf("00-%02x0000000000000000000000000000ff-00000000000000aa-00", tid))}
+		p.tt.Consume(p.pk.topicOf(x), "M", []byte(value), tester.WithHeaders(h))
+	}
+	unsampled(record.Toys, `{"toy_id":"t1","kind":"kite","size":"M","elf":"e","made_at":"`+at("00:00:01")+`"}`, 1)
+	unsampled(record.Boxes, `{"box_id":"b1","size":"M","elf":"e","made_at":"`+at("00:00:02")+`"}`, 2)
+	if started := p.rec.Started(); len(started) != 0 {
+		t.Errorf("%d spans for records nobody samples: %v", len(started), started)
+	}
+	h, _, _, ok := p.packed.NextWithHeaders()
+	if !ok {
+		t.Fatal("nothing packed")
+	}
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), kafkatrace.HeadersCarrier(h)))
+	if !sc.IsValid() || sc.IsSampled() || sc.TraceID() != (trace.TraceID{2, 15: 0xff}) {
+		t.Errorf("packed record carries %v, want the box's trace, unsampled", sc)
 	}
 }
 
@@ -335,10 +377,7 @@ func BenchmarkTracingCPUPerRecord(b *testing.B) {
 			if mode.every == 0 {
 				p = newTesterPipeline(b)
 			} else {
-				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}),
-					sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("packer"))))
-				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-				p = newTesterPipeline(b, WithTracerProvider(tp))
+				p = newTesterPipeline(b, WithTracerProvider(telemetryProvider(b, "parentbased_always_on", sdktrace.NewBatchSpanProcessor(discardExporter{}))))
 			}
 			values := make([]string, b.N)
 			headers := make([]goka.Headers, b.N)

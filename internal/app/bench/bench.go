@@ -19,7 +19,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,9 +40,12 @@ import (
 
 // Variant is one configuration of the packer the bench measures.
 type Variant struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// ID is the variant's name in Config.Variants ("trace10"), with the
+	// partition count for parts ("parts8"): it names its CPU profile.
+	ID         string `json:"id"`
 	Partitions int32  `json:"partitions"`
-	Tracing    string `json:"tracing"` // off | 100% | 10%
+	Tracing    string `json:"tracing"` // off | 100% | 10% | 0%
 	Broker     string `json:"broker"`  // kfake | real
 	Storage    string `json:"storage"` // memory | disk
 	Live       bool   `json:"live,omitempty"`
@@ -139,12 +144,14 @@ type Result struct {
 //	          receiver in the bench's process that counts the spans against
 //	          one per input record and one per output record
 //	trace10   the same, 10 % sampled (parentbased_traceidratio 0.1)
+//	trace0    the same, nothing sampled (parentbased_always_off): what
+//	          tracing costs a record nobody samples, alone
 //	parts     one run per other value of Partitions
 //	disk      the tables in LevelDB (StorageDir) instead of memory
 //	real      the real broker of Config.Real (skipped without one)
 //	live      a fixed input rate (LiveRate), latency percentiles
 //	hop       not the packer: one goka hop (RunHop), the floor of one stage
-var VariantNames = []string{"base", "trace100", "trace10", "parts", "disk", "real", "live", "hop"}
+var VariantNames = []string{"base", "trace100", "trace10", "trace0", "parts", "disk", "real", "live", "hop"}
 
 // Worker is the process one variant measures: Config.Args names the command
 // it runs, and the worker reads the whole of it from WorkerEnv.
@@ -179,8 +186,9 @@ type Config struct {
 	StorageDir string
 	// Elves per stream when producing.
 	Elves int
-	// CPUProfile, when set, is where the first variant's worker writes its
-	// CPU profile.
+	// CPUProfile, when set, names the CPU profile of each variant's worker
+	// (ProfilePath): each variant has its own, as tracing's cost is seen
+	// only in the traced variants' profiles.
 	CPUProfile string
 	// Timeout bounds each variant.
 	Timeout time.Duration
@@ -303,6 +311,7 @@ func (b *Bench) variants() []Variant {
 	base := Variant{Partitions: c.Partitions[0], Tracing: "off", Broker: "kfake", Storage: "memory"}
 	for _, name := range c.Variants {
 		v := base
+		v.ID = name
 		switch name {
 		case "base":
 			v.Name = "baseline"
@@ -310,10 +319,12 @@ func (b *Bench) variants() []Variant {
 			v.Name, v.Tracing = "tracing 100%", "100%"
 		case "trace10":
 			v.Name, v.Tracing = "tracing 10%", "10%"
+		case "trace0":
+			v.Name, v.Tracing = "tracing 0%", "0%"
 		case "parts":
 			for _, p := range c.Partitions[1:] {
 				w := base
-				w.Name, w.Partitions = fmt.Sprintf("%d partitions", p), p
+				w.Name, w.ID, w.Partitions = fmt.Sprintf("%d partitions", p), fmt.Sprintf("parts%d", p), p
 				if p == 1 {
 					w.Name = "1 partition"
 				}
@@ -352,15 +363,23 @@ func (b *Bench) Run(ctx context.Context) ([]Result, error) {
 	fake.Security = kafkaconf.Security{}
 
 	variants := b.variants()
+	runs := map[string]int{} // of each variant ID so far
 	var out []Result
 	for i, v := range variants {
 		kc := fake
 		if v.Broker == "real" {
 			kc = b.cfg.Real
 		}
-		b.progress("variant %d/%d: %s", i+1, len(variants), v.Name)
+		runs[v.ID]++
+		profile := ""
+		if b.cfg.CPUProfile != "" {
+			profile = ProfilePath(b.cfg.CPUProfile, v.ID, runs[v.ID])
+			b.progress("variant %d/%d: %s (CPU profile %s)", i+1, len(variants), v.Name, profile)
+		} else {
+			b.progress("variant %d/%d: %s", i+1, len(variants), v.Name)
+		}
 		vctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
-		r, err := b.one(vctx, kc, v, i == 0)
+		r, err := b.one(vctx, kc, v, profile)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -384,8 +403,22 @@ func (b *Bench) Run(ctx context.Context) ([]Result, error) {
 	return out, nil
 }
 
-// one measures variant v on kc; first is the baseline (the CPU profile's).
-func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first bool) (Result, error) {
+// ProfilePath is where the run-th run of the variant id writes its CPU
+// profile, given Config.CPUProfile: the id goes before the extension, and
+// the run's number from the second on (packer.pprof: packer-base.pprof,
+// packer-trace10.pprof, then packer-base-2.pprof).
+func ProfilePath(path, id string, run int) string {
+	ext := filepath.Ext(path)
+	name := strings.TrimSuffix(path, ext) + "-" + id
+	if run > 1 {
+		name += "-" + strconv.Itoa(run)
+	}
+	return name + ext
+}
+
+// one measures variant v on kc, its worker's CPU profiled into profile
+// (none when empty).
+func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile string) (Result, error) {
 	r := Result{Variant: v}
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	p, err := b.pipeline(kc, name, v)
@@ -396,10 +429,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, first b
 	if err := p.EnsureTopics(ctx); err != nil {
 		return r, err
 	}
-	w := Worker{Hop: v.Hop, HopGroup: HopGroup(name), Packer: cfg}
-	if first {
-		w.CPUProfile = b.cfg.CPUProfile
-	}
+	w := Worker{Hop: v.Hop, HopGroup: HopGroup(name), Packer: cfg, CPUProfile: profile}
 	if v.Storage == "disk" {
 		dir, cleanup, err := b.storageDir()
 		if err != nil {

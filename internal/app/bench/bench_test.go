@@ -50,27 +50,50 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestProfilePath: each variant's profile, and each run of one, has a file
+// of its own.
+func TestProfilePath(t *testing.T) {
+	for _, tc := range []struct {
+		path, id string
+		run      int
+		want     string
+	}{
+		{"/tmp/packer.pprof", "base", 1, "/tmp/packer-base.pprof"},
+		{"/tmp/packer.pprof", "trace10", 1, "/tmp/packer-trace10.pprof"},
+		{"/tmp/packer.pprof", "base", 2, "/tmp/packer-base-2.pprof"},
+		{"cpu", "parts8", 1, "cpu-parts8"},
+	} {
+		if got := ProfilePath(tc.path, tc.id, tc.run); got != tc.want {
+			t.Errorf("ProfilePath(%q, %q, %d) = %q, want %q", tc.path, tc.id, tc.run, got, tc.want)
+		}
+	}
+}
+
 // TestVariants: parts is one variant per further partition count, real is
 // skipped without a real Kafka, every other name is one variant.
 func TestVariants(t *testing.T) {
 	c := validConfig()
-	c.Variants = []string{"base", "parts", "real", "disk", "live", "hop", "trace10"}
+	c.Variants = []string{"base", "parts", "real", "disk", "live", "hop", "trace10", "trace0"}
 	c.Partitions = []int32{4, 1, 8}
 	b, err := New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var names, ids []string
 	for _, v := range b.variants() {
-		names = append(names, v.Name)
+		names, ids = append(names, v.Name), append(ids, v.ID)
 		if v.Name == "storage on disk" && v.Storage != "disk" || v.Name == "one goka hop (floor)" && !v.Hop ||
-			v.Name == "live 2000/s" && (!v.Live || v.LiveRate != 2000) || v.Name == "tracing 10%" && v.Tracing != "10%" {
+			v.Name == "live 2000/s" && (!v.Live || v.LiveRate != 2000) || v.Name == "tracing 10%" && v.Tracing != "10%" ||
+			v.Name == "tracing 0%" && v.Tracing != "0%" {
 			t.Errorf("variant %+v", v)
 		}
 	}
-	want := "baseline,1 partition,8 partitions,storage on disk,live 2000/s,one goka hop (floor),tracing 10%"
+	want := "baseline,1 partition,8 partitions,storage on disk,live 2000/s,one goka hop (floor),tracing 10%,tracing 0%"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("variants %s, want %s", got, want)
+	}
+	if got, want := strings.Join(ids, ","), "base,parts1,parts8,disk,live,hop,trace10,trace0"; got != want {
+		t.Errorf("variant ids %s, want %s", got, want)
 	}
 	c.Real = kafkaconf.Config{Brokers: []string{"k:9092"}}
 	b, _ = New(c, nil)

@@ -166,9 +166,12 @@ func (b *Bench) workerEnv(v Variant) (env []string, received func() int64, stop 
 		return nil, nil, nil, err
 	}
 	env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+rcv.GRPCAddr(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_METRICS_EXPORTER=none")
-	if v.Tracing == "10%" {
+	switch v.Tracing {
+	case "10%":
 		env = append(env, "OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.1")
-	} else {
+	case "0%":
+		env = append(env, "OTEL_TRACES_SAMPLER=parentbased_always_off")
+	default:
 		env = append(env, "OTEL_TRACES_SAMPLER=always_on")
 	}
 	received = func() int64 {
