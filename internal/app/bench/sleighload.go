@@ -453,21 +453,3 @@ func pageTail(body []byte) (pairs int, next string, err error) {
 	return tail.Pairs, tail.Next, nil
 }
 
-// procStatusMiB is a size field (VmRSS, VmHWM) of /proc/<pid>/status in
-// MiB, 0 if unknown.
-func procStatusMiB(pid int, field string) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				return 0
-			}
-			return kib / 1024
-		}
-	}
-	return 0
-}

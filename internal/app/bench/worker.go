@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -194,19 +193,4 @@ func (b *Bench) storageDir() (dir string, cleanup func(), err error) {
 }
 
 // vmHWM is the peak resident set of process pid in MiB (Linux), 0 if unknown.
-func vmHWM(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				return 0
-			}
-			return kib / 1024
-		}
-	}
-	return 0
-}
+func vmHWM(pid int) float64 { return procStatusMiB(pid, "VmHWM") }
