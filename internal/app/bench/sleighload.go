@@ -452,4 +452,3 @@ func pageTail(body []byte) (pairs int, next string, err error) {
 	}
 	return tail.Pairs, tail.Next, nil
 }
-
