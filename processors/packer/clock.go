@@ -75,7 +75,7 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 		return recoverError(ctx, err)
 	}
 	ev := v.(*decision)
-	sh, err := p.clocks.shard(ctx.Partition())
+	sh, err := p.clocks.part(ctx.Partition())
 	if err != nil {
 		return recoverError(ctx, err)
 	}

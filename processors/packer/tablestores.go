@@ -108,27 +108,25 @@ func (t *tablePart) clock(size string) *sizeClock {
 	return st
 }
 
-// of is the table's partition that ctx processes.
-func (s *tableStores) of(ctx goka.Context) *tablePart {
-	s.mu.Lock()
-	t, ok := s.m[ctx.Partition()]
-	s.mu.Unlock()
-	if !ok {
-		ctx.Fail(fmt.Errorf("no storage of partition %d of %s: goka did not build one", ctx.Partition(), s.topic))
-	}
-	return t
-}
-
-// shard is the table's partition that goka recovers. goka builds its
-// storage just before, and hands the update callback that storage behind
-// a proxy of its own.
-func (s *tableStores) shard(partition int32) (*tablePart, error) {
+// part is the table's partition: goka builds its storage before it recovers
+// or processes the partition (and hands the update callback that storage
+// behind a proxy of its own, so recovery looks it up here too).
+func (s *tableStores) part(partition int32) (*tablePart, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.m[partition]; ok {
 		return t, nil
 	}
 	return nil, fmt.Errorf("no storage of partition %d of %s: goka did not build one", partition, s.topic)
+}
+
+// of is part for the partition ctx processes; it fails ctx without one.
+func (s *tableStores) of(ctx goka.Context) *tablePart {
+	t, err := s.part(ctx.Partition())
+	if err != nil {
+		ctx.Fail(err)
+	}
+	return t
 }
 
 // recoverError says which table record goka's recovery failed on.
