@@ -298,7 +298,8 @@ func (c *tracedContext) Emit(topic goka.Stream, key string, value any, options .
 
 // emit hands the record to goka with its trace context o: straight to the
 // group's producer when it is wrapped (Producer), else in goka's headers.
-// A send span that no producer took ends with the handing over.
+// A send span that no producer took ends with the handing over, or with
+// the Emit that failed (goka's ctx.Fail panics).
 func (c *tracedContext) emit(topic goka.Stream, key string, value any, o outgoing, options []goka.ContextOption) {
 	g := c.g
 	if g.direct.Load() {
@@ -306,23 +307,25 @@ func (c *tracedContext) emit(topic goka.Stream, key string, value any, o outgoin
 		if g.out.put(id, o) {
 			handed := false
 			defer func() {
-				if !handed { // Emit failed (goka's ctx.Fail panics)
-					g.out.take(id)
+				o, left := g.out.take(id)
+				if !left {
+					return
+				}
+				o.endUnanswered()
+				if handed {
+					// goka did not call its producer from within Emit, as
+					// v1.1.17 does: the record went without its trace
+					// context. From now on it goes in goka's headers.
+					g.direct.Store(false)
+					otel.Handle(fmt.Errorf("kafkatrace: a record to %s went out without its trace context: goka did not hand it to its producer within Emit; trace context now goes in goka's headers", topic))
 				}
 			}()
 			c.gokaContext.Emit(topic, key, value, options...)
 			handed = true
-			if o, missed := g.out.take(id); missed {
-				// goka did not call its producer from within Emit, as
-				// v1.1.17 does: the record went without its trace
-				// context. From now on it goes in goka's headers.
-				g.direct.Store(false)
-				otel.Handle(fmt.Errorf("kafkatrace: a record to %s went out without its trace context: goka did not hand it to its producer within Emit; trace context now goes in goka's headers", topic))
-				o.endUnanswered()
-			}
 			return
 		}
 	}
+	defer o.endUnanswered()
 	// goka copies an emit's headers before it hands them on
 	// (Headers.Merged, once for the option and once more with its default
 	// headers): the map is free again when Emit returns, and the next
@@ -332,7 +335,6 @@ func (c *tracedContext) emit(topic goka.Stream, key string, value any, o outgoin
 	c.gokaContext.Emit(topic, key, value, append(options, goka.WithCtxEmitHeaders(h))...)
 	clear(h)
 	headerMaps.Put(h)
-	o.endUnanswered()
 }
 
 // headerMaps lends the maps of records' headers that goka copies.

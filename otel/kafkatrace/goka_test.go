@@ -266,3 +266,39 @@ func (nopProducer) EmitWithHeaders(string, string, []byte, goka.Headers) *goka.P
 	finish(nil, nil)
 	return p
 }
+
+// TestFailedEmitEndsItsSpan: an Emit that fails (goka's ctx.Fail panics)
+// ends its send span and leaves nothing waiting for the producer: the next
+// record with the same topic and key gets its own context.
+func TestFailedEmitEndsItsSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	g := NewGoka(newPolicyProvider(1, true, sdktrace.WithSpanProcessor(rec)), GokaConfig{})
+	produced := &gokatest.Producer{Keep: true}
+	p := g.Producer(produced)
+	relay := g.Process()(func(ctx goka.Context, _ any) { ctx.Emit("out", "k", nil) })
+	failing, err := gokatest.New(gokatest.Record{Topic: "in"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing.Hold = func(goka.Stream, string) { panic(errors.New("encoding failed")) }
+	func() {
+		defer func() { _ = recover() }()
+		relay(failing, []byte("{}"))
+	}()
+	if n := len(rec.Ended()); n != 2 {
+		t.Errorf("%d spans ended after a failed emit, want its send span and its process span", n)
+	}
+	ok, err := gokatest.New(gokatest.Record{Topic: "in"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay(ok, []byte("{}"))
+	r := produced.Records()
+	if len(r) != 1 {
+		t.Fatalf("%d records, want 1", len(r))
+	}
+	send := rec.Ended()[len(rec.Ended())-2] // the send span ends in the producer's promise, before the process span
+	if sc := remoteSpanContext(goka.Headers{traceparentHeader: r[0].Header(traceparentHeader)}); sc.SpanID() != send.SpanContext().SpanID() {
+		t.Errorf("record carries %v, want its own send span %v", sc, send.SpanContext())
+	}
+}
