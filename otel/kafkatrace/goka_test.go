@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
-	"github.com/northpole-workshop/northpole/internal/gokatest"
+	"github.com/northpole-workshop/northpole/internal/testsupport/gokatest"
 )
 
 // relay is a goka group in goka's tester that reads "in" and writes each

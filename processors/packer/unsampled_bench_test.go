@@ -7,7 +7,7 @@ import (
 
 	"github.com/lovoo/goka"
 
-	"github.com/northpole-workshop/northpole/internal/gokatest"
+	"github.com/northpole-workshop/northpole/internal/testsupport/gokatest"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
