@@ -116,15 +116,7 @@ func TestOneToyInTwoWindows(t *testing.T) {
 	}
 	produce(ctx, t, cfg, pairs...)
 
-	run, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(run) }()
-	defer func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runInBackground(t, ctx, s)()
 	for deadline := time.Now().Add(time.Minute); ; {
 		if sum, err := s.Summary(); err == nil && sum.Pairs >= 2 && s.Counts().Loaded+s.Counts().Repeats >= 3 {
 			break
@@ -177,15 +169,7 @@ func runUntil(ctx context.Context, t *testing.T, cfg sleigh.Config, want int, pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(run) }()
-	defer func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runInBackground(t, ctx, s)()
 	for deadline := time.Now().Add(time.Minute); ; {
 		if sum, err := s.Summary(); err == nil && sum.Complete && sum.Pairs >= want {
 			break
@@ -229,5 +213,19 @@ func TestStorageDirAcrossRestart(t *testing.T) {
 		`{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"a","box_id":"1"}]}],"pairs":3}],"pairs":3}`)
 	if entries, err := os.ReadDir(filepath.Join(cfg.StorageDir, "manifest")); err != nil || len(entries) != 2 {
 		t.Errorf("the view's files under the storage dir: %v, %v; want one directory per partition", entries, err)
+	}
+}
+
+// runInBackground runs s until the returned stop is called, which fails t
+// if Run returned an error.
+func runInBackground(t *testing.T, ctx context.Context, s *sleigh.Sleigh) (stop func()) {
+	run, cancel := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(run) }()
+	return func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
 	}
 }
