@@ -6,7 +6,7 @@ import "testing"
 // is gone when a partition is opened again; the table comes from the
 // changelog only.
 func TestFreshLevelDBStartsEmpty(t *testing.T) {
-	b := FreshLevelDB(t.TempDir())
+	b := FreshLevelDB(t.TempDir(), nil)
 	st, err := b("g-table", 3)
 	if err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 	)
 	store := gokastore.Memory()
 	if p.cfg.StorageDir != "" {
-		store = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group))
+		store = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group), nil)
 	}
 	opts = append(opts, goka.WithStorageBuilder(p.storageBuilder(store)))
 	if group == p.cfg.clockGroup() {

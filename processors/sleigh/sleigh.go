@@ -227,8 +227,10 @@ func (s *Sleigh) processorStorage() storage.Builder {
 		return memoryLevelDB()
 	}
 	// The processor skips keys it already holds; kept files could hold a
-	// pair whose changelog write a crash lost (see gokastore).
-	return gokastore.FreshLevelDB(filepath.Join(s.cfg.StorageDir, "processor"))
+	// pair whose changelog write a crash lost (see gokastore). The same
+	// options as the view's: LevelDB's defaults would hold up to 16 MiB per
+	// partition in memory, for a table the sleigh only looks keys up in.
+	return gokastore.FreshLevelDB(filepath.Join(s.cfg.StorageDir, "processor"), levelOptions())
 }
 
 // manifestTables are where the view's table lives: LevelDB under ordered
