@@ -33,7 +33,7 @@ func flushFor(ctx context.Context, kc kafkaconf.Config) time.Duration {
 	if ctx.Err() != nil {
 		return FlushTimeout
 	}
-	return max(FlushTimeout, kc.RetryWindow()+5*time.Second)
+	return max(FlushTimeout, kc.WithDefaults().RetryFor+5*time.Second)
 }
 
 // ProgressEvery is the interval of progress reports.

@@ -25,15 +25,12 @@ const ProducerMaxBytes = 1 << 20
 // at most FlushFrequency, and retried for RetryFor before they fail. Brokers
 // and the partitioner are left to the caller.
 func (c Config) Kgo() []kgo.Opt {
-	linger := c.FlushFrequency
-	if linger == 0 {
-		linger = DefaultFlushFrequency
-	}
-	retryFor := c.RetryWindow()
+	c = c.WithDefaults()
+	retryFor := c.RetryFor
 	opts := []kgo.Opt{
-		kgo.ClientID(c.clientID()),
+		kgo.ClientID(c.ClientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(linger),
+		kgo.ProducerLinger(c.FlushFrequency),
 		kgo.ProducerBatchMaxBytes(ProducerMaxBytes),
 		// kgo's default, said out loud: goka's own (sarama) producer sends
 		// uncompressed, these send snappy when it makes a batch smaller. Against none,
@@ -87,7 +84,7 @@ const readerBackoff = retryBackoff
 func (c Config) reader() []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
-		kgo.ClientID(c.clientID()),
+		kgo.ClientID(c.WithDefaults().ClientID),
 		kgo.RequestRetries(readerRetries),
 		kgo.RetryBackoffFn(func(int) time.Duration { return readerBackoff }),
 		minMetadataAge,

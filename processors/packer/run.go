@@ -177,7 +177,7 @@ func (p *Packer) Run(ctx context.Context) error {
 	}
 	p.lim = lim
 	signalled := false // p.ready was called
-	return gokakit.Supervise(ctx, p.log, p.cfg.Kafka.RetryWindow(), func(ctx context.Context) (bool, error) {
+	return gokakit.Supervise(ctx, p.log, p.cfg.Kafka.WithDefaults().RetryFor, func(ctx context.Context) (bool, error) {
 		ran, err := p.runStages(ctx, !signalled)
 		signalled = signalled || ran
 		return ran, err

@@ -250,7 +250,7 @@ func (s *Sleigh) Run(ctx context.Context) error {
 	if err := s.EnsureTopics(ctx); err != nil {
 		return unlessStopped(ctx, err) // stopped before it started: as clean as a later stop
 	}
-	return gokakit.Supervise(ctx, s.log, s.cfg.Kafka.RetryWindow(), s.runOnce)
+	return gokakit.Supervise(ctx, s.log, s.cfg.Kafka.WithDefaults().RetryFor, s.runOnce)
 }
 
 // runOnce runs a new processor and view until ctx ends or one fails; ran
