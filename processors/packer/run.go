@@ -176,7 +176,7 @@ func (p *Packer) Run(ctx context.Context) error {
 		return unlessStopped(ctx, err)
 	}
 	p.lim = lim
-	signalled := false // p.ready was called
+	signalled := false // Config.Ready was called
 	return gokakit.Supervise(ctx, p.log, p.cfg.Kafka.WithDefaults().RetryFor, func(ctx context.Context) (bool, error) {
 		ran, err := p.runStages(ctx, !signalled)
 		signalled = signalled || ran
@@ -185,7 +185,7 @@ func (p *Packer) Run(ctx context.Context) error {
 }
 
 // runStages runs the two groups once, until ctx ends or one fails: ran
-// says whether both got to run (and, with signal, p.ready was called).
+// says whether both got to run (and, with signal, Config.Ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
 	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
@@ -234,8 +234,8 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 	go func() {
 		defer close(cleaned)
 		all := allRunning(gctx, procs)
-		if all && signal && p.ready != nil {
-			p.ready()
+		if all && signal && p.cfg.Ready != nil {
+			p.cfg.Ready()
 		}
 		running <- all
 		if all && p.cfg.CleanEvery > 0 {
@@ -284,12 +284,6 @@ func (p *Packer) readClockTable(ctx context.Context, partition int32, fn func(of
 		return fmt.Errorf("restore slots from %s/%d: %w", p.cfg.clockTable(), partition, err)
 	}
 	return nil
-}
-
-// WithReady calls ready once in each Run, when both groups have joined
-// and recovered their tables and consume: not when Run fails or stops first.
-func WithReady(ready func()) Option {
-	return func(p *Packer) { p.ready = ready }
 }
 
 // allRunning reports whether every processor came to run, recovered, before

@@ -218,6 +218,29 @@ type Config struct {
 	Progress io.Writer
 }
 
+// ParsePartitions reads Config.Partitions from its text, counts apart by
+// commas: "4,1,8".
+func ParsePartitions(s string) ([]int32, error) {
+	var out []int32
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+		if err != nil || n < 1 {
+			return nil, errors.New("want a list of counts such as 1,4,8")
+		}
+		out = append(out, int32(n))
+	}
+	return out, nil
+}
+
+// FormatPartitions is ps as ParsePartitions reads it.
+func FormatPartitions(ps []int32) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(parts, ",")
+}
+
 // DefaultConfig is `northpole bench` without flags.
 func DefaultConfig() Config {
 	return Config{

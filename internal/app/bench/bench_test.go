@@ -157,3 +157,17 @@ func TestSpansLine(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePartitions: counts apart by commas, spaces allowed; anything
+// else, or a count below 1, is refused; FormatPartitions is read back.
+func TestParsePartitions(t *testing.T) {
+	got, err := ParsePartitions(" 4, 1,8")
+	if err != nil || FormatPartitions(got) != "4,1,8" {
+		t.Errorf("ParsePartitions = %v, %v; want 4,1,8", got, err)
+	}
+	for _, bad := range []string{"", "4,,8", "0", "-1", "x", "99999999999"} {
+		if _, err := ParsePartitions(bad); err == nil {
+			t.Errorf("ParsePartitions(%q): no error", bad)
+		}
+	}
+}
