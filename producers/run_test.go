@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
@@ -27,13 +28,13 @@ func startKafka(t *testing.T, topics ...string) (kafkaconf.Config, []string) {
 	kc.ClientID = "elves-test"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var ts []kafkaconf.Topic
+	var ts []kafkaadmin.Topic
 	var names []string
 	for _, name := range topics {
-		ts = append(ts, kafkaconf.Topic{Name: testkafka.Unique(name), Partitions: 4})
+		ts = append(ts, kafkaadmin.Topic{Name: testkafka.Unique(name), Partitions: 4})
 		names = append(names, ts[len(ts)-1].Name)
 	}
-	if err := kafkaconf.EnsureTopics(ctx, kc, ts...); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, kc, ts...); err != nil {
 		t.Fatal(err)
 	}
 	return kc, names
@@ -52,7 +53,7 @@ func readTopic(t *testing.T, kc kafkaconf.Config, topic string) [][]consumed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := kafkaconf.Partitions(kc, topic)
+	n, err := kafkaadmin.Partitions(kc, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,8 +323,8 @@ func TestRunProducerErrors(t *testing.T) {
 	kc := testkafka.Config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tiny := kafkaconf.Topic{Name: testkafka.Unique("tiny"), Partitions: 4, Configs: map[string]string{"max.message.bytes": "100"}}
-	if err := kafkaconf.EnsureTopics(ctx, kc, tiny); err != nil {
+	tiny := kafkaadmin.Topic{Name: testkafka.Unique("tiny"), Partitions: 4, Configs: map[string]string{"max.message.bytes": "100"}}
+	if err := kafkaadmin.EnsureTopics(ctx, kc, tiny); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig(record.Toys)

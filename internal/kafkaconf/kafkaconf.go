@@ -1,7 +1,8 @@
 // Package kafkaconf is the one place that builds Kafka client configuration
 // for northpole: franz-go options for every client of ours (the elves'
-// producer and goka's, readers, topic administration and lag, on kgo and
-// kadm), and *sarama.Config for what goka itself runs on sarama (its
+// producer and goka's, and the short-lived readers that read topics,
+// administer them and measure lag: NewReaderClient; the administration
+// itself is internal/kafkaadmin), and *sarama.Config for what goka itself runs on sarama (its
 // consumers and topic manager). Each goka builder asks for a fresh
 // *sarama.Config: goka's *BuilderWithConfig helpers mutate the config they
 // are given, so sharing one between builders is a data race.

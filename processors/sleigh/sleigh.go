@@ -35,6 +35,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -209,14 +210,14 @@ func (s *Sleigh) Counts() Counts {
 // group's input and table).
 func (s *Sleigh) EnsureTopics(ctx context.Context) error {
 	c := s.cfg
-	if err := kafkaconf.EnsureTopics(ctx, c.Kafka, kafkaconf.Topic{Name: c.Topic, Partitions: c.Partitions, Replication: c.Replication}); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, c.Kafka, kafkaadmin.Topic{Name: c.Topic, Partitions: c.Partitions, Replication: c.Replication}); err != nil {
 		return err
 	}
-	n, err := kafkaconf.Partitions(c.Kafka, c.Topic)
+	n, err := kafkaadmin.Partitions(c.Kafka, c.Topic)
 	if err != nil {
 		return err
 	}
-	return kafkaconf.EnsureTopics(ctx, c.Kafka, kafkaconf.Topic{Name: c.table(), Partitions: n, Replication: c.Replication,
+	return kafkaadmin.EnsureTopics(ctx, c.Kafka, kafkaadmin.Topic{Name: c.table(), Partitions: n, Replication: c.Replication,
 		Configs: map[string]string{"cleanup.policy": "compact"}})
 }
 

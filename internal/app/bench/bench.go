@@ -32,6 +32,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/app/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/processors/packer"
@@ -659,7 +660,7 @@ func (b *Bench) elvesProgress() func(producers.Stats) {
 	}
 }
 
-// waitQuiet waits until lag is zero on two polls in a row (kafkaconf.WaitQuiet),
+// waitQuiet waits until lag is zero on two polls in a row (kafkaadmin.WaitQuiet),
 // printing it every five seconds; what names the worker.
 func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64, error), proc *process, what string) error {
 	last := time.Now()
@@ -671,8 +672,8 @@ func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64,
 		}
 		return []int64{l}, err
 	}
-	err := kafkaconf.WaitQuiet(ctx, 200*time.Millisecond, lags, proc.stopped())
-	if errors.Is(err, kafkaconf.ErrStopped) {
+	err := kafkaadmin.WaitQuiet(ctx, 200*time.Millisecond, lags, proc.stopped())
+	if errors.Is(err, kafkaadmin.ErrStopped) {
 		return fmt.Errorf("%s process ended early: %w", what, err)
 	}
 	return err
