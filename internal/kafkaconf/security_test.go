@@ -31,6 +31,8 @@ func TestSecurityValidate(t *testing.T) {
 		{"cert without key", Security{TLS: true, TLSCertFile: "c.pem"}, "go together"},
 		{"tls option without tls", Security{TLSCAFile: "ca.pem"}, "with TLS off"},
 		{"tls", Security{TLS: true, TLSCAFile: "ca.pem"}, ""},
+		// The last of three problems: each is reported, not the first only.
+		{"every problem at once", Security{SASLUser: "elf", TLSCertFile: "c.pem"}, "with TLS off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.Validate()
