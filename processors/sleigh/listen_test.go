@@ -44,7 +44,7 @@ func TestListenAndRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(health, `"running":true`) {
+	if !strings.Contains(health, `"running": true`) {
 		t.Errorf("GET /healthz once ready: %q, want running", health)
 	}
 }
