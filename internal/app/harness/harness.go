@@ -132,19 +132,13 @@ func (c Config) complete() Config {
 	return c
 }
 
-// provider is Tracing's tracer provider for service, nil without Tracing.
-func (c Config) provider(service string) trace.TracerProvider {
-	if c.Tracing == nil {
-		return nil
-	}
-	return c.Tracing(service)
-}
-
 func (c Config) sleighConfig() sleigh.Config {
 	s := sleigh.DefaultConfig()
 	s.Kafka, s.Topic, s.Group = c.Kafka, c.Packer.Topics.Packed, c.Packer.Group+"-sleigh"
 	s.Partitions, s.Replication = c.Packer.Partitions, c.Packer.Replication
-	s.Tracer = c.provider(telemetry.ServiceSleigh)
+	if c.Tracing != nil {
+		s.Tracer = c.Tracing(telemetry.ServiceSleigh)
+	}
 	return s
 }
 
