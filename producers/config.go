@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
@@ -77,8 +78,9 @@ func (m SizeMix) String() string {
 }
 
 // Validate checks that every key is a size class, weights are >= 0 and at
-// least one is > 0.
+// least one is > 0, and reports every weight that is not.
 func (m SizeMix) Validate() error {
+	var errs []error
 	total := 0
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -87,26 +89,28 @@ func (m SizeMix) Validate() error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		w := m[k]
-		if !record.ValidSize(k) {
-			return fmt.Errorf("size mix: %q is not one of S, M, L, XL", k)
+		switch {
+		case !record.ValidSize(k):
+			errs = append(errs, fmt.Errorf("size mix: %q is not one of S, M, L, XL", k))
+		case w < 0:
+			errs = append(errs, fmt.Errorf("size mix: weight of %s must be >= 0, got %d", k, w))
+		case w > math.MaxInt32:
+			errs = append(errs, fmt.Errorf("size mix: weight of %s is too large", k))
+		default:
+			total += w
 		}
-		if w < 0 {
-			return fmt.Errorf("size mix: weight of %s must be >= 0, got %d", k, w)
-		}
-		if w > math.MaxInt32 {
-			return fmt.Errorf("size mix: weight of %s is too large", k)
-		}
-		total += w
 	}
-	if total == 0 {
-		return errors.New("size mix: at least one size needs a weight > 0")
+	if total == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("size mix: at least one size needs a weight > 0"))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// Config says what one run of elves produces. Build it with DefaultConfig and
-// change what you need; Validate before use.
+// Config says what one run of elves produces, and where. Build it with
+// DefaultConfig and change what you need; New validates it.
 type Config struct {
+	// Kafka is where the elves write.
+	Kafka kafkaconf.Config
 	// Stream is toys or boxes.
 	Stream record.Stream
 	// Topic to write to; default the stream's name.
@@ -158,6 +162,10 @@ type Config struct {
 	// "send <topic>" whose context travels in the record's headers (W3C
 	// traceparent). Nil: no tracing work at all.
 	Tracer trace.TracerProvider
+	// Progress, when set, gets what the run has sent so far every
+	// ProgressEvery (0: DefaultProgressEvery).
+	Progress      func(Stats)
+	ProgressEvery time.Duration
 }
 
 // DefaultConfig is the configuration of `northpole elves STREAM` without flags.
@@ -179,59 +187,74 @@ func DefaultConfig(stream record.Stream) Config {
 // MaxElves bounds Config.Elves.
 const MaxElves = 1024
 
-// Validate reports the first configuration error, naming the field to fix.
+// Validate reports every configuration error, each naming the field to
+// fix.
 func (c Config) Validate() error {
+	var progress error
+	if c.ProgressEvery < 0 {
+		progress = fmt.Errorf("progress interval must be >= 0, got %v", c.ProgressEvery)
+	}
+	return errors.Join(c.Kafka.Validate(), c.validRecords(), progress)
+}
+
+// validRecords reports every error of the settings that say which records
+// are made: all that Plan and NewGenerator need.
+func (c Config) validRecords() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !c.Stream.Valid() {
-		return fmt.Errorf("stream must be %q or %q, got %q", record.Toys, record.Boxes, c.Stream)
+		bad("stream must be %q or %q, got %q", record.Toys, record.Boxes, c.Stream)
 	}
 	if strings.TrimSpace(c.Topic) == "" {
-		return errors.New("topic must not be empty")
+		bad("topic must not be empty")
 	}
 	if c.Count < 0 {
-		return fmt.Errorf("count must be >= 0, got %d", c.Count)
+		bad("count must be >= 0, got %d", c.Count)
 	}
 	if c.Duration < 0 {
-		return fmt.Errorf("duration must be >= 0, got %v", c.Duration)
+		bad("duration must be >= 0, got %v", c.Duration)
 	}
-	if (c.Count > 0) == (c.Duration > 0) {
-		return fmt.Errorf("exactly one of count and duration must be > 0 (got count %d, duration %v)", c.Count, c.Duration)
+	if c.Count >= 0 && c.Duration >= 0 && (c.Count > 0) == (c.Duration > 0) {
+		bad("exactly one of count and duration must be > 0 (got count %d, duration %v)", c.Count, c.Duration)
 	}
 	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
-		return fmt.Errorf("rate must be >= 0, got %v", c.Rate)
+		bad("rate must be >= 0, got %v", c.Rate)
 	}
 	if c.Elves < 1 || c.Elves > MaxElves {
-		return fmt.Errorf("elves must be between 1 and %d, got %d", MaxElves, c.Elves)
+		bad("elves must be between 1 and %d, got %d", MaxElves, c.Elves)
 	}
 	if err := c.SizeMix.Validate(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if c.Start.IsZero() {
-		return errors.New("start must be set")
+		bad("start must be set")
 	}
 	if c.Spacing < 0 {
-		return fmt.Errorf("spacing must be >= 0, got %v", c.Spacing)
+		bad("spacing must be >= 0, got %v", c.Spacing)
 	}
 	if c.Disorder < 0 {
-		return fmt.Errorf("disorder must be >= 0, got %v", c.Disorder)
+		bad("disorder must be >= 0, got %v", c.Disorder)
 	}
+	rates := true
 	for _, r := range []struct {
 		name string
 		v    float64
 	}{{"late rate", c.LateRate}, {"dup rate", c.DupRate}, {"bad rate", c.BadRate}} {
 		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
-			return fmt.Errorf("%s must be between 0 and 1, got %v", r.name, r.v)
+			bad("%s must be between 0 and 1, got %v", r.name, r.v)
+			rates = false
 		}
 	}
-	if sum := c.LateRate + c.DupRate + c.BadRate; sum > 1+1e-9 {
-		return fmt.Errorf("late rate + dup rate + bad rate must be <= 1, got %v", sum)
+	if sum := c.LateRate + c.DupRate + c.BadRate; rates && sum > 1+1e-9 {
+		bad("late rate + dup rate + bad rate must be <= 1, got %v", sum)
 	}
 	if err := c.Params.Validate(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if c.HeartbeatEvery < 0 {
-		return fmt.Errorf("heartbeat interval must be >= 0, got %v", c.HeartbeatEvery)
+		bad("heartbeat interval must be >= 0, got %v", c.HeartbeatEvery)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ElfName is the name elf i (0-based) writes in its records, e.g. "toy-elf-2".

@@ -12,6 +12,7 @@ import (
 func TestDefaultConfigIsValid(t *testing.T) {
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
 		c := DefaultConfig(s)
+		c.Kafka.Brokers = []string{"k:9092"}
 		if err := c.Validate(); err != nil {
 			t.Errorf("DefaultConfig(%s).Validate() = %v", s, err)
 		}
@@ -62,10 +63,15 @@ func TestConfigValidate(t *testing.T) {
 		{"negative lateness", func(c *Config) { c.Lateness = -time.Second }, "lateness must not be negative"},
 		{"sub-microsecond lateness", func(c *Config) { c.Lateness = 1 }, "lateness must be a whole number"},
 		{"negative heartbeat", func(c *Config) { c.HeartbeatEvery = -1 }, "heartbeat interval must be >= 0"},
+		{"negative progress interval", func(c *Config) { c.ProgressEvery = -1 }, "progress interval must be >= 0"},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "no brokers"},
+		{"every error at once", func(c *Config) { c.Count, c.Elves, c.Kafka.Brokers = -1, 0, nil },
+			"no brokers given (want host:port[,host:port])\ncount must be >= 0, got -1\nelves must be between 1 and"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig(record.Toys)
+			c.Kafka.Brokers = []string{"k:9092"}
 			tt.change(&c)
 			err := c.Validate()
 			switch {

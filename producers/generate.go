@@ -77,7 +77,7 @@ type Message struct {
 // them, the final heartbeats last. Run sends exactly these (spread over the
 // elves, so their interleaving in Kafka varies).
 func Plan(cfg Config) ([]Message, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validRecords(); err != nil {
 		return nil, err
 	}
 	if cfg.Count <= 0 {

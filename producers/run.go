@@ -33,11 +33,12 @@ func flushFor(ctx context.Context, kc kafkaconf.Config) time.Duration {
 	if ctx.Err() != nil {
 		return FlushTimeout
 	}
-	return max(FlushTimeout, kc.RetryWindow()+5*time.Second)
+	return max(FlushTimeout, kc.WithDefaults().RetryFor+5*time.Second)
 }
 
-// ProgressEvery is the interval of progress reports.
-const ProgressEvery = 250 * time.Millisecond
+// DefaultProgressEvery is the interval of progress reports when
+// Config.ProgressEvery is 0.
+const DefaultProgressEvery = 250 * time.Millisecond
 
 // Stats counts what a run handed to Kafka.
 type Stats struct {
@@ -218,25 +219,36 @@ func (r *runner) waitAnswered(ctx context.Context) error {
 	}
 }
 
-// Run produces the records of cfg to Kafka and returns what it sent. It stops
-// early when ctx is cancelled or a record cannot be written; either way it
-// then flushes what the producer holds, sends the final heartbeats (unless a
-// write failed) and returns the counts with an error that says why it stopped.
-// log gets the elves' log (nil: discarded); progress, when not nil, is called
-// at most every ProgressEvery.
-func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, log *slog.Logger, progress func(Stats)) (Stats, error) {
-	none := Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}}
+// Elves are one run of elves: New validates a Config, Run runs it.
+type Elves struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New validates cfg; it does not touch Kafka. log gets the elves' log (nil:
+// discarded).
+func New(cfg Config, log *slog.Logger) (*Elves, error) {
 	if err := cfg.Validate(); err != nil {
-		return none, fmt.Errorf("elves: %w", err)
+		return nil, fmt.Errorf("elves: %w", err)
 	}
-	if err := kc.Validate(); err != nil {
-		return none, fmt.Errorf("elves: %w", err)
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = DefaultProgressEvery
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic)
+	return &Elves{cfg: cfg, log: log.With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic)}, nil
+}
 
+// Run produces the records of the configuration to Kafka and returns what
+// it sent. It stops early when ctx is cancelled or a record cannot be
+// written; either way it then flushes what the producer holds, sends the
+// final heartbeats (unless a write failed) and returns the counts with an
+// error that says why it stopped. Config.Progress, when set, is called at
+// most every Config.ProgressEvery.
+func (e *Elves) Run(ctx context.Context) (Stats, error) {
+	cfg, kc, log, progress := e.cfg, e.cfg.Kafka, e.log, e.cfg.Progress
+	none := Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}}
 	fnv1a := func(key []byte) uint32 {
 		h := fnv.New32a()
 		h.Write(key)
@@ -289,13 +301,13 @@ func Run(ctx context.Context, kc kafkaconf.Config, cfg Config, log *slog.Logger,
 		// A timer set again after each report, not a ticker: a ticker that
 		// fell behind delivers its next tick early, and reports would come
 		// closer together than ProgressEvery.
-		t := time.NewTimer(ProgressEvery)
+		t := time.NewTimer(cfg.ProgressEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
 				progress(r.snapshot())
-				t.Reset(ProgressEvery)
+				t.Reset(cfg.ProgressEvery)
 			case <-stopProgress:
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
@@ -27,13 +28,13 @@ func startKafka(t *testing.T, topics ...string) (kafkaconf.Config, []string) {
 	kc.ClientID = "elves-test"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var ts []kafkaconf.Topic
+	var ts []kafkaadmin.Topic
 	var names []string
 	for _, name := range topics {
-		ts = append(ts, kafkaconf.Topic{Name: testkafka.Unique(name), Partitions: 4})
+		ts = append(ts, kafkaadmin.Topic{Name: testkafka.Unique(name), Partitions: 4})
 		names = append(names, ts[len(ts)-1].Name)
 	}
-	if err := kafkaconf.EnsureTopics(ctx, kc, ts...); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, kc, ts...); err != nil {
 		t.Fatal(err)
 	}
 	return kc, names
@@ -52,7 +53,7 @@ func readTopic(t *testing.T, kc kafkaconf.Config, topic string) [][]consumed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := kafkaconf.Partitions(kc, topic)
+	n, err := kafkaadmin.Partitions(kc, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +66,17 @@ func readTopic(t *testing.T, kc kafkaconf.Config, topic string) [][]consumed {
 		out[m.Partition] = append(out[m.Partition], consumed{m.Partition, m.Offset, m.Key, m.Value})
 	}
 	return out
+}
+
+// run runs cfg's elves on kc (New, then Run), progress reporting to
+// progress.
+func run(ctx context.Context, kc kafkaconf.Config, cfg Config, progress func(Stats)) (Stats, error) {
+	cfg.Kafka, cfg.Progress = kc, progress
+	e, err := New(cfg, nil)
+	if err != nil {
+		return Stats{}, err
+	}
+	return e.Run(ctx)
 }
 
 func TestRunKfake(t *testing.T) {
@@ -82,7 +94,7 @@ func TestRunKfake(t *testing.T) {
 	var mu sync.Mutex
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stats, err := Run(ctx, kc, cfg, nil, func(Stats) {
+	stats, err := run(ctx, kc, cfg, func(Stats) {
 		mu.Lock()
 		progressCalls = append(progressCalls, time.Now())
 		mu.Unlock()
@@ -105,7 +117,7 @@ func TestRunKfake(t *testing.T) {
 	}
 	mu.Lock()
 	for i := 1; i < len(progressCalls); i++ {
-		if d := progressCalls[i].Sub(progressCalls[i-1]); d < ProgressEvery {
+		if d := progressCalls[i].Sub(progressCalls[i-1]); d < DefaultProgressEvery {
 			t.Errorf("progress calls %v apart", d)
 		}
 	}
@@ -190,7 +202,7 @@ func TestRunDurationAndRate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	stats, err := Run(ctx, kc, cfg, nil, nil)
+	stats, err := run(ctx, kc, cfg, nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -226,7 +238,7 @@ func TestRunCancel(t *testing.T) {
 	cfg.Rate = 2000
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	stats, err := Run(ctx, kc, cfg, nil, nil)
+	stats, err := run(ctx, kc, cfg, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run after cancel: err = %v, want context.Canceled", err)
 	}
@@ -270,15 +282,15 @@ func TestRunErrors(t *testing.T) {
 	cfg.Topic = "no-such-topic"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := Run(ctx, kc, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), `"no-such-topic"`) {
+	if _, err := run(ctx, kc, cfg, nil); err == nil || !strings.Contains(err.Error(), `"no-such-topic"`) {
 		t.Fatalf("Run to a missing topic: %v", err)
 	}
 	cfg = DefaultConfig(record.Toys)
 	cfg.Elves = 0
-	if _, err := Run(ctx, kc, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "elves must be between") {
+	if _, err := run(ctx, kc, cfg, nil); err == nil || !strings.Contains(err.Error(), "elves must be between") {
 		t.Fatalf("Run with 0 elves: %v", err)
 	}
-	if _, err := Run(ctx, kafkaconf.Config{}, DefaultConfig(record.Toys), nil, nil); err == nil || !strings.Contains(err.Error(), "no brokers") {
+	if _, err := run(ctx, kafkaconf.Config{}, DefaultConfig(record.Toys), nil); err == nil || !strings.Contains(err.Error(), "no brokers") {
 		t.Fatalf("Run without brokers: %v", err)
 	}
 }
@@ -311,14 +323,14 @@ func TestRunProducerErrors(t *testing.T) {
 	kc := testkafka.Config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tiny := kafkaconf.Topic{Name: testkafka.Unique("tiny"), Partitions: 4, Configs: map[string]string{"max.message.bytes": "100"}}
-	if err := kafkaconf.EnsureTopics(ctx, kc, tiny); err != nil {
+	tiny := kafkaadmin.Topic{Name: testkafka.Unique("tiny"), Partitions: 4, Configs: map[string]string{"max.message.bytes": "100"}}
+	if err := kafkaadmin.EnsureTopics(ctx, kc, tiny); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig(record.Toys)
 	cfg.Topic = tiny.Name
 	cfg.Count = 200
-	stats, err := Run(ctx, kc, cfg, nil, nil)
+	stats, err := run(ctx, kc, cfg, nil)
 	if err == nil {
 		t.Fatalf("Run to a topic that refuses every record: no error (%+v)", stats)
 	}
@@ -336,7 +348,7 @@ func TestRunProducerErrors(t *testing.T) {
 	// A failure stops the elves early: 5000 records at 1000/s would take 5 s.
 	cfg.Count, cfg.Rate = 5000, 1000
 	start := time.Now()
-	stats, err = Run(ctx, kc, cfg, nil, nil)
+	stats, err = run(ctx, kc, cfg, nil)
 	if err == nil || stats.Records >= 1000 || time.Since(start) > 2*time.Second {
 		t.Fatalf("after failures the elves went on: %d records in %v (err %v)", stats.Records, time.Since(start), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
@@ -12,9 +13,9 @@ import (
 // count and the topic has another: toys and boxes must have the same count,
 // or the packer refuses to start.
 func EnsureTopic(ctx context.Context, kc kafkaconf.Config, topic string, partitions int32, exact bool) error {
-	n, err := kafkaconf.Partitions(kc, topic)
+	n, err := kafkaadmin.Partitions(kc, topic)
 	if err != nil {
-		return kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: partitions})
+		return kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topic, Partitions: partitions})
 	}
 	if exact && n != partitions {
 		return fmt.Errorf("topic %q exists with %d partitions, not the %d asked for", topic, n, partitions)

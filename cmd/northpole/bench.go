@@ -2,15 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -27,11 +23,7 @@ type benchOptions struct {
 
 func newBenchCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
-	var parts []string
-	for _, p := range cfg.Partitions {
-		parts = append(parts, strconv.Itoa(int(p)))
-	}
-	o := benchOptions{partitions: strings.Join(parts, ","), variants: strings.Join(cfg.Variants, ",")}
+	o := benchOptions{partitions: bench.FormatPartitions(cfg.Partitions), variants: strings.Join(cfg.Variants, ",")}
 	var ko kafkaOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -66,77 +58,7 @@ Variants (--variants, comma-separated; the first is the baseline of the ratios):
               writes each record into its group table (one consume and one
               write per event, no packing logic), the floor of one stage
 
-Columns:
-  variant, parts    the variant and its partition count
-  events            input events: records in toys and boxes (heartbeats too)
-  events/s          input events over the wall time from the packer's start
-                    to zero lag (start-up included)
-  packer µs/ev      the packer process's user+system CPU (rusage, its whole
-                    life; with --restart less what it used in the tail after
-                    zero lag, read from /proc) per input event
-  broker µs/ev      the broker's user+system CPU over the packer process's
-                    life, less the bench's lag polls (calibrated after the
-                    packer exits: 10 polls), per input event. kfake: the
-                    bench process's own CPU (getrusage); it does nothing else
-                    meanwhile, and its garbage collection counts as the
-                    broker's. Not measured with tracing (the span receiver
-                    runs in the bench process) nor live (the elves do). Real
-                    broker: /proc/<pid>/stat of --broker-pid, or of the
-                    processes of this host listening on the --brokers
-                    addresses (summed); a remote broker is not measured.
-                    On a shared broker, other clients' work counts too.
-  net µs/ev         broker µs/ev less the broker's idle rate (its CPU per
-                    second over 2 s before the packer starts and 2 s after
-                    it exits, the mean) times the packer's life: on a shared
-                    broker, an estimate of what the packer alone cost it
-  sum µs/ev         packer + net
-  CPU ratio, rate ratio   packer CPU per event and events/s over the first
-                    variant's
-  max RSS MiB       the packer's peak resident set (VmHWM) before it is
-                    stopped
-  RSS B/rec         that peak in bytes per input event
-  outputs/s         records in the five result topics per second
-  inputs, loops, events, tables, outputs (w/r)
-                    Kafka records written / read per input event by kind of
-                    topic, from end offsets before and after (written), and
-                    written times the number of the worker's goka groups that
-                    consume the topic in normal running (read): inputs are
-                    the elves' topics, loops the groups' loopbacks, events a
-                    group's output another consumes, tables the group
-                    tables (a table no group reads as a stream or joins is
-                    read only on recovery: 0 read), outputs the result topics
-                    (their consumers are not counted)
-  p50, p99, p999 ms pack latency, live variant only
-After the table, a line per variant says how the broker's CPU was measured.
-
-State (--restart, on by default; not the live and hop variants): once the
-packer's lag is zero it runs on for two of its cleaning intervals and a
-second (2 × 2 s + 1 s), so that its cleaner deletes the records of its clock
-table that no restart needs; then it is stopped, the bench reads its internal
-topics (<group>-clock-loop, <group>-clock-table, <group>-slots-table) and
-starts the same packer again. That tail is left out of events/s, packer
-µs/ev and the broker's figures (they stop at zero lag, plus the packer's
-exit, as without --restart); max RSS MiB is the peak over the whole life,
-tail included. A second table, per variant:
-  written           records ever written to the internal topics (their end
-                    offsets, summed over partitions)
-  kept              records they still hold (end less start offsets): what
-                    a restart reads
-  kept %            kept over written
-  KiB               the internal topics' log size on the brokers
-                    (DescribeLogDirs, every replica), "-" when the broker
-                    does not say (a note says why). A real Kafka frees a
-                    deleted record's bytes only with its whole segment (32
-                    MiB for the tables) and after its retention check, so
-                    there bytes fall later than kept records; kfake frees
-                    them at once
-  restart s         wall time from starting the packer again (same group,
-                    topics and storage: the disk variant keeps its LevelDB)
-                    to its "packer ready" line: both groups have recovered
-                    their tables and consume
-  restart RSS MiB   the restarted packer's peak RSS (VmHWM) at that moment
---restart=false stops the packer at zero lag and measures none of this
-(about 5 s and a restart less per variant).
+` + bench.Legend + `
 
 Without --brokers the bench uses an in-process kfake broker (in this process,
 so its CPU is not the packer's). Quick run: --records 100000.`,
@@ -159,9 +81,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out})
 			}
-			printBenchTable(os.Stdout, out)
-			printBrokerNotes(os.Stdout, out)
-			printStateTable(os.Stdout, out)
+			bench.WriteText(os.Stdout, out)
 			return nil
 		},
 	}
@@ -189,14 +109,11 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 // config completes the bench's configuration from the flags, refusing values
 // that make no sense as usage errors.
 func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, error) {
-	c.Partitions, c.Variants = nil, nil
-	for _, p := range strings.Split(o.partitions, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 {
-			return c, usageErr("--partitions %q: want a list of counts such as 1,4,8", o.partitions)
-		}
-		c.Partitions = append(c.Partitions, int32(n))
+	var err error
+	if c.Partitions, err = bench.ParsePartitions(o.partitions); err != nil {
+		return c, usageErr("--partitions %q: %w", o.partitions, err)
 	}
+	c.Variants = nil
 	for _, v := range strings.Split(o.variants, ",") {
 		c.Variants = append(c.Variants, strings.TrimSpace(v))
 	}
@@ -246,94 +163,4 @@ func benchWorkerArgs(w bench.Worker) []string {
 		args = append(args, "--cpuprofile", w.CPUProfile)
 	}
 	return args
-}
-
-func printBenchTable(w io.Writer, rs []bench.Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "variant\tparts\tevents\tevents/s\tpacker µs/ev\tbroker µs/ev\tnet µs/ev\tsum µs/ev\tCPU ratio\trate ratio\tmax RSS MiB\tRSS B/rec\toutputs/s\t"
-	for _, k := range bench.Kinds {
-		head += k + " w/r\t"
-	}
-	fmt.Fprintln(tw, head+"p50 ms\tp99 ms\tp999 ms\t")
-	for _, r := range rs {
-		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%d\tfailed%s\n", r.Name, r.Partitions, strings.Repeat("\t", 19))
-			continue
-		}
-		ratio := func(x float64) string {
-			if x == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f", x)
-		}
-		lat := func(x float64) string {
-			if !r.Live {
-				return "-"
-			}
-			return fmt.Sprintf("%.1f", x)
-		}
-		broker, net, sum := "-", "-", "-"
-		if r.BrokerSeconds != 0 {
-			broker, net, sum = fmt.Sprintf("%.1f", r.BrokerCPUPerEventUS), fmt.Sprintf("%.1f", r.BrokerNetCPUPerEventUS), fmt.Sprintf("%.1f", r.TotalCPUPerEventUS)
-		}
-		kinds := ""
-		for _, k := range r.Records {
-			kinds += fmt.Sprintf("%.2f/%.2f\t", k.WrittenPerEvent, k.ReadPerEvent)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s%s\t%s\t%s\t\n", r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
-			r.CPUPerEventUS, broker, net, sum, ratio(r.CPURatio), ratio(r.RateRatio), r.MaxRSSMiB, r.RSSBytesPerRecord, r.OutputsPerSec, kinds,
-			lat(r.LatencyP50MS), lat(r.LatencyP99MS), lat(r.LatencyP999MS))
-	}
-	tw.Flush()
-}
-
-// printBrokerNotes says, per variant, how its broker CPU was measured, or
-// why it failed.
-func printBrokerNotes(w io.Writer, rs []bench.Result) {
-	for _, r := range rs {
-		if r.Error != "" {
-			fmt.Fprintf(w, "%s failed: %s\n", r.Name, r.Error)
-			continue
-		}
-		how := r.BrokerCPU
-		if strings.HasPrefix(how, bench.NotLocal) {
-			how = bench.NotLocal + "; use --broker-pid)"
-		}
-		fmt.Fprintf(w, "broker CPU of %s: %s\n", r.Name, how)
-	}
-}
-
-// printStateTable prints, for the variants whose state was measured
-// (--restart), what the packer's internal topics kept and how long a
-// restart took, then a note per variant whose bytes were not measured.
-func printStateTable(w io.Writer, rs []bench.Result) {
-	var measured []bench.Result
-	for _, r := range rs {
-		if r.Error == "" && r.RestartReadySeconds > 0 {
-			measured = append(measured, r)
-		}
-	}
-	if len(measured) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nstate after the run: the packer's internal topics, and a restart")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tparts\twritten\tkept\tkept %\tKiB\trestart s\trestart RSS MiB\t")
-	for _, r := range measured {
-		kept, size := "-", "-"
-		if r.InternalRecordsWritten > 0 {
-			kept = fmt.Sprintf("%.1f", 100*float64(r.InternalRecordsKept)/float64(r.InternalRecordsWritten))
-		}
-		if r.InternalBytes >= 0 {
-			size = fmt.Sprintf("%.0f", float64(r.InternalBytes)/1024)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.2f\t%.0f\t\n", r.Name, r.Partitions, r.InternalRecordsWritten, r.InternalRecordsKept,
-			kept, size, r.RestartReadySeconds, r.RestartMaxRSSMiB)
-	}
-	tw.Flush()
-	for _, r := range measured {
-		if r.InternalBytes < 0 {
-			fmt.Fprintf(w, "internal bytes of %s: not measured (%s)\n", r.Name, r.InternalBytesError)
-		}
-	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/app/bench"
@@ -20,13 +18,12 @@ func newBenchHopCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			js, ok := os.LookupEnv(bench.WorkerEnv)
-			if !ok {
-				return usageErr("bench-hop is northpole bench's worker: it needs $%s", bench.WorkerEnv)
-			}
-			w, err := bench.DecodeWorker(js)
+			w, ok, err := bench.WorkerFromEnv()
 			if err != nil {
 				return err
+			}
+			if !ok {
+				return usageErr("bench-hop is northpole bench's worker: it needs $%s", bench.WorkerEnv)
 			}
 			p := w.Packer
 			cfg := bench.HopConfig{Kafka: p.Kafka, Group: w.HopGroup, Toys: p.Topics.Toys, Boxes: p.Topics.Boxes}
@@ -34,7 +31,7 @@ func newBenchHopCmd() *cobra.Command {
 				return usageErr("%w", err)
 			}
 			if cpuprofile != "" {
-				stopProfile, err := startCPUProfile(cpuprofile)
+				stopProfile, err := bench.ProfileCPU(cpuprofile)
 				if err != nil {
 					return err
 				}

@@ -3,10 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,19 +31,7 @@ the whole manifest at once, --limit pairs a page, each from the first page to
 the last. A client that gets 503 waits its Retry-After and asks again; any
 other failure ends that client. The paging stops after --duration at the latest.
 
-It reports, per run:
-  empty MiB, idle MiB    the sleigh's resident set (VmRSS) running with no pair,
-                         and idle --idle (30 s) after loading them all
-  B/pair                 (idle - empty) / pairs
-  load s, load peak MiB  from the first pair written to the last one counted,
-                         and the peak resident set (VmHWM) until then
-  paging peak MiB        the peak resident set while the clients paged (VmHWM,
-                         reset before they start), and its ratio to idle
-  req/s, pages/s         answers (200 and 503) and pages (200) per second
-  p50, p99, max ms       latency of the pages of --limit pairs, request sent to
-                         body read (the wait for a place included)
-  503s, busy p99 ms      answers that said come back later, and their latency
-  failed, done           other failures; clients that saw every pair
+` + bench.SleighLoadLegend + `
 
 Everything runs on this machine: the HTTP traffic is loopback only. Without
 --brokers the Kafka is in-process (kfake, in this process); with --brokers the
@@ -84,7 +70,7 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(all)
 			}
-			writeSleighLoad(cmd.OutOrStdout(), all)
+			bench.WriteSleighLoadText(cmd.OutOrStdout(), all)
 			return nil
 		},
 	}
@@ -101,20 +87,4 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 	fs.IntVar(&maxReaders, "max-readers", 0, "the sleigh's --max-readers (default: the sleigh's)")
 	fs.DurationVar(&readerWait, "reader-wait", 0, "the sleigh's --reader-wait (default: the sleigh's)")
 	return cmd
-}
-
-func writeSleighLoad(w io.Writer, rs []bench.SleighLoadResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "storage\tpairs\tempty MiB\tidle MiB\tB/pair\tload s\tload peak MiB\tpaging peak MiB\tpeak/idle\treq/s\tpages/s\tp50 ms\tp99 ms\tmax ms\t503s\tbusy p99 ms\tfailed\tdone\t")
-	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%d\t%d/%d\t\n",
-			r.Storage, r.Pairs, r.EmptyRSSMiB, r.IdleRSSMiB, r.BytesPerPair, r.LoadSeconds, r.LoadingPeakMiB, r.PagingPeakMiB, r.PagingPeakMiB/r.IdleRSSMiB,
-			r.RequestsPerSecond(), r.PagesPerSecond(), r.P50ms, r.P99ms, r.MaxMs, r.Busy, r.BusyP99ms, r.Failed, r.ClientsDone, r.Clients)
-	}
-	_ = tw.Flush()
-	for _, r := range rs {
-		if r.FirstFailure != "" {
-			fmt.Fprintf(w, "%s run: first failure: %s\n", r.Storage, r.FirstFailure)
-		}
-	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/northpole-workshop/northpole/internal/app/compare"
 	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
@@ -182,12 +181,8 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 		// Not on stdout, which --json keeps for the JSON.
 		fmt.Fprintf(stderr, "wrote %s/%s: open it in a browser\n", o.out, report.FileName)
 	}
-	if !c.Equal {
-		why := ""
-		if len(c.PartitionSpread) > 0 {
-			why = "; the input topics hold records of one (stream, size) in more than one partition (partition_spread), which the contract does not allow: see the warning"
-		}
-		return &exitError{code: exitDiffer, err: fmt.Errorf("the results of Goka and %s differ on %s (%d conflicting Goka keys)%s", c.SQL, english.Count(len(c.Differences), "row"), c.GokaConflicts, why)}
+	if err := c.Err(); err != nil {
+		return &exitError{code: exitDiffer, err: err}
 	}
 	return nil
 }

@@ -6,12 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,8 +16,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/app/report"
 	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
-	"github.com/northpole-workshop/northpole/internal/record"
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/internal/statusline"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -43,12 +36,12 @@ type demoOptions struct {
 	groupSet    bool // --group given: not named after the prefix
 	timeout     time.Duration
 	packer      packer.Config
-	trace       demoTraceOptions
+	serviceMap  bool
 }
 
 func newDemoCmd() *cobra.Command {
 	o := demoOptions{toys: 2000, boxes: 2000, seed: 1, elves: 4, disorder: 2 * time.Second,
-		lateRate: 0.02, dupRate: 0.02, badRate: 0.02, timeout: 5 * time.Minute, packer: packer.DefaultConfig()}
+		lateRate: 0.02, dupRate: 0.02, badRate: 0.02, timeout: 5 * time.Minute, packer: packer.DefaultConfig(), serviceMap: true}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run elves and the Goka packer on an in-process Kafka and show what was packed",
@@ -65,27 +58,7 @@ demo prints the names; --topic-prefix '' uses the default topics toys, boxes,
 packed, ... and group packer). On the in-process Kafka there is no prefix.
 
 With --out DIR it writes:
-  DIR/input/toys.jsonl, DIR/input/boxes.jsonl   every input record as read back
-  DIR/goka/{packed,unpacked,spare,late,dead}.jsonl  Goka's five result sets
-                                                (dead.jsonl: the dead-letters
-                                                topic's records, with the
-                                                reason's detail and raw record)
-  DIR/sql/{packed,unpacked,spare,late,dead}.jsonl   the embedded SQLite's
-  DIR/summary.json                              the counts (toys and boxes
-                                                apart from heartbeats; a dead
-                                                letter counts under by_size
-                                                when its record has a valid
-                                                size that is its key, else
-                                                under dead_without_size) and
-                                                the verdicts: reference_check,
-                                                sql_check, map_check (with
-                                                map_edges)
-  DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
-  DIR/servicemap-topics.{mmd,svg}               the map with a node per topic
-  DIR/report.html                               one page to open in a browser: the
-                                                counts per size, the windows, the
-                                                service map, the verdict and any
-                                                differing rows
+` + demo.OutFiles + `
 A path that is a file, or a directory that cannot be written, is refused
 before the run starts.
 
@@ -132,7 +105,7 @@ differ; 4 when only the map differs (spans lost, or records redelivered);
 	f.DurationVar(&o.packer.Lateness, "lateness", o.packer.Lateness, "allowed lateness L")
 	f.Int32Var(&o.packer.Partitions, "partitions", o.packer.Partitions, "partitions of every topic")
 	f.StringVar(&o.packer.Group, "group", o.packer.Group, "prefix of the packer's goka groups")
-	bindDemoTracing(f, &o.trace)
+	f.BoolVar(&o.serviceMap, "servicemap", o.serviceMap, "trace every component in process and print the service map it draws (OTEL_* may send the spans elsewhere too)")
 	return cmd
 }
 
@@ -188,14 +161,22 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	dt, err := startDemoTracing(ctx, o.trace)
+	dt, err := demo.NewTracing(ctx, o.serviceMap, slog.Default(), startTelemetry)
 	if err != nil {
 		return err
 	}
-	defer dt.close()
-	prog := &progress{w: stderr, tty: isTerminal(stderr), toysWant: o.toys, boxesWant: o.boxes}
+	defer dt.Close()
+	line := statusline.New(stderr, 500*time.Millisecond)
 	pc := o.pipelineConfig(kc)
-	d, err := demo.New(pc, slog.Default(), harness.WithTracing(dt.provider), harness.WithProgress(prog.every(), prog.show))
+	pc.Tracing, pc.ProgressEvery = dt.Provider, line.Every()
+	pc.Progress = func(pr harness.Progress) {
+		if pr.Phase == harness.PhaseDone {
+			line.Clear()
+			return
+		}
+		line.Show(pr.StatusLine(o.toys, o.boxes))
+	}
+	d, err := demo.New(pc, slog.Default())
 	if err != nil {
 		var se *demo.StartError
 		if errors.As(err, &se) {
@@ -213,22 +194,21 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	printSummary(stdout, r.Summary, d.Where())
-	got := r.Run.Goka
-	m, c, sleighErr := d.FinishSleigh(ctx, len(got.Packed))
+	r.Summary.WriteText(stdout, d.Where())
+	m, c, sleighErr := d.FinishSleigh(ctx, len(r.Run.Goka.Packed))
 	if sleighErr == nil {
 		fmt.Fprintf(stdout, "sleigh manifest: %s in %s, one per packed key (%s skipped, %s)\n",
 			english.Count(m.Pairs, "pair"), english.Count(len(m.Sizes), "size class"), english.Count(c.Repeats, "re-sent record"), english.Count(c.Conflicts, "conflict"))
 	}
-	g, err := dt.finish(stdout)
-	if err != nil {
+	traces := dt.Finish()
+	if err := traces.WriteText(stdout); err != nil {
 		return err
 	}
-	if g != nil {
-		printMapCheck(stdout, r.CheckMap(*g))
+	if traces.Map != nil {
+		r.CheckMap(*traces.Map).WriteText(stdout)
 	}
 	if o.out != "" {
-		if err := writeDemoFiles(stdout, o.out, r, d.Where(), g, dt.topicGraph()); err != nil {
+		if err := demo.WriteOut(stdout, o.out, r, d.Where(), traces); err != nil {
 			return err
 		}
 	}
@@ -236,7 +216,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return sleighErr
 	}
 	if len(r.Reference) > 0 {
-		printDiffs(stdout, r)
+		r.WriteDiffs(stdout, maxDiffRows, "--out DIR writes every row")
 		return &exitError{code: exitDiffer, err: errors.New("the Goka results differ from the reference implementation")}
 	}
 	if !r.SQLComparison.Equal {
@@ -250,146 +230,5 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	return nil
 }
 
-// writeDemoFiles writes what --out asks for under dir, saying so: the
-// records and results, summary.json (with the map check, once made), the
-// service map g as SigNoz draws it and topics, the map with a node per topic
-// (nil: the demo traced nothing into a map), and report.html, which draws
-// the map with topics: the report accounts for records, and that map puts
-// each topic's records on its edges.
-func writeDemoFiles(stdout io.Writer, dir string, r demo.Report, where string, g, topics *servicemap.Graph) error {
-	if err := demo.WriteFiles(dir, r); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", dir, dir)
-	if g != nil && topics != nil {
-		for _, m := range []struct {
-			name string
-			g    *servicemap.Graph
-		}{{"servicemap", g}, {"servicemap-topics", topics}} {
-			if err := writeServicemap(*m.g, filepath.Join(dir, m.name+".mmd"), filepath.Join(dir, m.name+".svg"), false, io.Discard); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(stdout, "wrote %s/servicemap{,-topics}.{mmd,svg}\n", dir)
-	}
-	if err := demo.WriteReport(dir, r, where, topics); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s/%s: open it in a browser\n", dir, report.FileName)
-	return nil
-}
-
-func printSummary(w io.Writer, s demo.Summary, where string) {
-	toys, boxes := s.Inputs["toys"], s.Inputs["boxes"]
-	fmt.Fprintf(w, "\nPacked on %s in %.1fs: %s + %s and %s + %s read back from Kafka",
-		where, s.Seconds, english.Count(toys.Records, "toy"), english.Count(toys.Heartbeats, "heartbeat"), english.Count(boxes.Records, "box"), english.Count(boxes.Heartbeats, "heartbeat"))
-	if bad, dup := toys.Bad+boxes.Bad, toys.Duplicates+boxes.Duplicates; bad+dup > 0 {
-		fmt.Fprintf(w, "; among the toys and boxes %s and %s (dead letters)", english.Count(bad, "bad record"), english.Count(dup, "duplicate"))
-	}
-	fmt.Fprint(w, ".\n\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "size\tpacked\tunpacked\tspare\tlate\tdead\t")
-	for _, size := range record.Sizes {
-		c := s.BySize[size]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", size, c.Packed, c.Unpacked, c.Spare, c.Late, c.Dead)
-	}
-	if s.DeadWithoutSize > 0 {
-		fmt.Fprintf(tw, "no size\t\t\t\t\t%d\t\n", s.DeadWithoutSize)
-	}
-	all := s.Results
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t\n", all.Packed, all.Unpacked, all.Spare, all.Late, all.Dead)
-	tw.Flush()
-	var reasons []string
-	for _, r := range slices.Sorted(maps.Keys(s.DeadBy)) {
-		reasons = append(reasons, fmt.Sprintf("%s %d", r, s.DeadBy[r]))
-	}
-	fmt.Fprintf(w, "\ndead letters: %d", s.Results.Dead)
-	if len(reasons) > 0 {
-		fmt.Fprintf(w, " (%s)", strings.Join(reasons, ", "))
-	}
-	fmt.Fprintln(w)
-	if s.RawOutput.Duplicates > 0 {
-		fmt.Fprintf(w, "output records: %d, of which %d repeated an earlier key (redeliveries; consumers deduplicate by key)\n",
-			s.RawOutput.Records, s.RawOutput.Duplicates)
-	}
-	if s.Reference == "equal" {
-		fmt.Fprintln(w, "reference check: the Goka results equal the batch reference implementation, row for row, on all five sets")
-	} else {
-		fmt.Fprintln(w, "reference check: the Goka results DIFFER from the batch reference implementation")
-	}
-	if s.SQLCheck == "equal" {
-		fmt.Fprintln(w, "SQL check: the contract's SQL on the embedded SQLite gives the same rows as Goka on all five sets")
-	} else {
-		fmt.Fprintln(w, "SQL check: the contract's SQL on the embedded SQLite DIFFERS from Goka (details below)")
-	}
-}
-
-// printDiffs prints, per set, the rows only Goka or only the reference has,
-// as their JSON, at most maxDiffRows per set and side.
-func printDiffs(w io.Writer, r demo.Report) {
-	for _, d := range r.Reference {
-		fmt.Fprintf(w, "\n%s: %s only in Goka, %d only in the reference\n", d.Set, english.Count(len(d.OnlyA), "row"), len(d.OnlyB))
-		for _, side := range []struct {
-			name string
-			rows []string
-		}{{"goka", d.OnlyA}, {"reference", d.OnlyB}} {
-			for i, row := range side.rows {
-				if i == maxDiffRows {
-					fmt.Fprintf(w, "  ... %d more only in %s (--out DIR writes every row)\n", len(side.rows)-maxDiffRows, side.name)
-					break
-				}
-				fmt.Fprintf(w, "  only in %-10s %s\n", side.name+":", row)
-			}
-		}
-	}
-}
-
 // maxDiffRows bounds the differing rows printed per set and side.
 const maxDiffRows = 10
-
-// progress shows one status line while the demo runs: rewritten in place on a
-// terminal, a line every few seconds otherwise (CI logs).
-type progress struct {
-	w                   io.Writer
-	tty                 bool
-	toysWant, boxesWant int
-}
-
-// every is how often the line is shown.
-func (p *progress) every() time.Duration {
-	if p.tty {
-		return 500 * time.Millisecond
-	}
-	return 3 * time.Second
-}
-
-// show shows pr (harness.WithProgress); once the run is done it clears the
-// line on a terminal.
-func (p *progress) show(pr harness.Progress) {
-	if pr.Phase == harness.PhaseDone {
-		if p.tty {
-			fmt.Fprint(p.w, "\r\033[K")
-		}
-		return
-	}
-	backlog := fmt.Sprint(pr.Lag)
-	if pr.LagErr != nil {
-		backlog = "?"
-	}
-	line := fmt.Sprintf("[%5.1fs] %s: toys %d/%d, boxes %d/%d sent; packer backlog %s records",
-		pr.Elapsed.Seconds(), pr.Phase, pr.Toys.Records, p.toysWant, pr.Boxes.Records, p.boxesWant, backlog)
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K"+line)
-	} else {
-		fmt.Fprintln(p.w, line)
-	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}

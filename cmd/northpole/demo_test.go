@@ -1,65 +1,68 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/northpole-workshop/northpole/internal/app/demo"
-	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
-// TestPrintDiffs: rows that differ from the reference are printed as their
-// JSON, not as Go values.
-func TestPrintDiffs(t *testing.T) {
-	goka := results.Set{Packed: []results.Packed{{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}}}
-	ref := results.Set{Dead: []results.Dead{{Stream: "toys", Partition: 2, Offset: 9, Reason: "no id"}}}
-	r := demo.Report{Reference: results.Compare(goka, ref)}
-	var b strings.Builder
-	printDiffs(&b, r)
-	out := b.String()
-	for _, want := range []string{
-		"packed: 1 row only in Goka, 0 only in the reference",
-		`only in goka:      {"toy_id":"t1","box_id":"b1","size":"M","window_start":"2026-12-24T10:00:00Z"}`,
-		`only in reference: {"stream":"toys","partition":2,"offset":9,"reason":"no id"}`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("printDiffs lacks %q:\n%s", want, out)
-		}
+// TestDemoDeliversEverySpan: the demo, with default settings and an OTLP
+// server on loopback, sends it every span it ended, over gRPC and HTTP, says
+// so, and its own map's edges equal the records it read back.
+func TestDemoDeliversEverySpan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
 	}
-	if strings.Contains(out, "ToyID:") || strings.Contains(out, "{Stream:") {
-		t.Errorf("printDiffs printed Go values:\n%s", out)
-	}
-}
-
-// TestPrintDiffsOfReusedIDsAndLateCopies: a toy id packed in two windows is
-// two rows, each printed with its window; two late copies of one id are two
-// rows, each printed with its partition and offset.
-func TestPrintDiffsOfReusedIDsAndLateCopies(t *testing.T) {
-	goka := results.Set{
-		Packed: []results.Packed{
-			{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
-			{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
-		},
-		Late: []results.Late{
-			{Stream: "toys", Partition: 1, Offset: 7, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"},
-			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
-		},
-	}
-	ref := results.Set{Packed: goka.Packed[:1], Late: goka.Late[:1]}
-	var b strings.Builder
-	printDiffs(&b, demo.Report{Reference: results.Compare(goka, ref)})
-	out := b.String()
-	for _, want := range []string{
-		"packed: 1 row only in Goka, 0 only in the reference",
-		`only in goka:      {"toy_id":"t1","box_id":"b2","size":"M","window_start":"2026-12-24T10:00:10Z"}`,
-		"late: 1 row only in Goka, 0 only in the reference",
-		`only in goka:      {"stream":"toys","partition":1,"offset":9,"id":"x","size":"M","made_at":"2026-12-24T10:00:02Z"}`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("printDiffs lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, `"offset":7`) || strings.Contains(out, `"box_id":"b1"`) {
-		t.Errorf("printDiffs printed a row both sides have:\n%s", out)
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTPProtobuf} {
+		t.Run(proto, func(t *testing.T) {
+			rcv, err := servicemap.Listen(servicemap.NewBuilder(servicemap.Options{}), "127.0.0.1:0", "127.0.0.1:0", slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rcv.Close()
+			addr := rcv.HTTPAddr()
+			if proto == telemetry.ProtocolGRPC {
+				addr = rcv.GRPCAddr()
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
+			t.Setenv("OTEL_METRICS_EXPORTER", "none")
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			out, code := runCLI(t, ctx, "demo", "--toys", "1000", "--boxes", "1000")
+			if code != 0 {
+				t.Fatalf("demo: exit %d\n%s", code, out)
+			}
+			m := regexp.MustCompile(`spans: (\d+) ended`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("the demo did not count its spans:\n%s", out)
+			}
+			ended, _ := strconv.ParseInt(m[1], 10, 64)
+			_, received := rcv.Received()
+			t.Logf("%s: the demo ended %d spans, the receiver got %d", proto, ended, received)
+			if received != ended || ended < 6_000 {
+				t.Errorf("the demo ended %d spans, the receiver got %d", ended, received)
+			}
+			for _, want := range []string{
+				fmt.Sprintf("otlp       %d exported, 0 dropped", ended),
+				fmt.Sprintf("servicemap %d exported, 0 dropped", ended),
+				"pairs packed: equal",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in the output:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "parent was not received") {
+				t.Errorf("the demo's map missed parents:\n%s", out)
+			}
+		})
 	}
 }

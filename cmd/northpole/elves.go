@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/statusline"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -79,7 +76,7 @@ Examples:
 		},
 		ValidArgs: []string{string(record.Toys), string(record.Boxes)},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, kc, err := o.config(cmd, cfg, record.Stream(args[0]))
+			c, err := o.config(cmd, cfg, record.Stream(args[0]))
 			if err != nil {
 				return usageErr("elves: %w", err)
 			}
@@ -87,7 +84,7 @@ Examples:
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			if err := ensureElvesTopic(ctx, kc, c.Topic, o.partitions, cmd.Flags().Changed("partitions")); err != nil {
+			if err := ensureElvesTopic(ctx, c.Kafka, c.Topic, o.partitions, cmd.Flags().Changed("partitions")); err != nil {
 				return err
 			}
 			tel, stopTelemetry, err := startTelemetry(ctx, telemetry.Options{})
@@ -96,7 +93,7 @@ Examples:
 			}
 			defer stopTelemetry()
 			c.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ElvesService(string(c.Stream))))
-			return runElves(ctx, kc, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runElves(ctx, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -122,8 +119,8 @@ Examples:
 	return cmd
 }
 
-// config turns the flags into the elves' and Kafka's configurations.
-func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream record.Stream) (producers.Config, kafkaconf.Config, error) {
+// config turns the flags into the elves' configuration, Kafka's included.
+func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream record.Stream) (producers.Config, error) {
 	c.Stream = stream
 	if c.Topic == "" {
 		c.Topic = string(stream)
@@ -134,134 +131,39 @@ func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream reco
 	}
 	var err error
 	if c.SizeMix, err = producers.ParseSizeMix(o.sizes); err != nil {
-		return c, kafkaconf.Config{}, fmt.Errorf("--sizes: %w", err)
+		return c, fmt.Errorf("--sizes: %w", err)
 	}
 	if c.Start, err = record.ParseMadeAt(o.start); err != nil {
-		return c, kafkaconf.Config{}, fmt.Errorf("--start: %w", err)
+		return c, fmt.Errorf("--start: %w", err)
 	}
 	if o.finalAt != "" {
 		if c.FinalHeartbeatAt, err = record.ParseMadeAt(o.finalAt); err != nil {
-			return c, kafkaconf.Config{}, fmt.Errorf("--final-heartbeat-at: %w", err)
+			return c, fmt.Errorf("--final-heartbeat-at: %w", err)
 		}
 	}
-	if err := c.Validate(); err != nil {
-		return c, kafkaconf.Config{}, err
+	if c.Kafka, err = o.kafka.config("northpole-elves-" + string(stream)); err != nil {
+		return c, err
 	}
-	kc, err := o.kafka.config("northpole-elves-" + string(stream))
-	if err != nil {
-		return c, kc, err
-	}
-	if err := kc.Validate(); err != nil {
-		return c, kc, err
-	}
-	return c, kc, nil
+	return c, c.Validate()
 }
 
-func runElves(ctx context.Context, kc kafkaconf.Config, c producers.Config, stdout, stderr io.Writer) error {
-	what := english.Count(c.Count, "record")
-	if c.Duration > 0 {
-		what = "records for " + c.Duration.String()
-	}
-	rate := "as fast as possible"
-	if c.Rate > 0 {
-		rate = fmt.Sprintf("%g/s", c.Rate)
-	}
-	fmt.Fprintf(stderr, "northpole elves: %d %s elves make %s, %s, to topic %q on %s (seed %d)\n",
-		c.Elves, c.Stream, what, rate, c.Topic, strings.Join(kc.Brokers, ","), c.Seed)
+func runElves(ctx context.Context, c producers.Config, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "northpole elves: %s\n", c.Describe())
 
-	p := &elvesProgress{w: stderr, tty: isTerminal(stderr), want: c.Count, every: 3 * time.Second}
-	if p.tty {
-		p.every = 250 * time.Millisecond
+	line := statusline.New(stderr, 250*time.Millisecond)
+	c.Progress = func(s producers.Stats) { line.Show(s.StatusLine(c.Count)) }
+	c.ProgressEvery = line.Every()
+	e, err := producers.New(c, slog.Default())
+	if err != nil {
+		return usageErr("%w", err)
 	}
-	stats, err := producers.Run(ctx, kc, c, slog.Default(), p.report)
-	p.clear()
+	stats, err := e.Run(ctx)
+	line.Clear()
 	if err == nil || stats.Sent > 0 {
-		printElvesSummary(stdout, stats, err)
+		stats.WriteSummary(stdout, err)
 	}
 	// Stopped by a signal, main.exitStatus says interrupted, with its code.
 	return err
-}
-
-// elvesProgress prints one status line: rewritten in place on a terminal, a
-// line every few seconds otherwise (CI logs).
-type elvesProgress struct {
-	w     io.Writer
-	tty   bool
-	want  int
-	every time.Duration
-	mu    sync.Mutex
-	last  time.Time
-	shown bool
-}
-
-func (p *elvesProgress) report(s producers.Stats) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if time.Since(p.last) < p.every {
-		return
-	}
-	p.last = time.Now()
-	want := ""
-	if p.want > 0 {
-		want = fmt.Sprintf("/%d", p.want)
-	}
-	line := fmt.Sprintf("[%5.1fs] %s: %d%s records made (%.0f/s, %d bad); %d of %d messages acked, %d failed",
-		s.Elapsed.Seconds(), s.Stream, s.Records, want, s.Rate(), s.Bad(), s.Acked, s.Sent, s.Failed)
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K"+line)
-		p.shown = true
-	} else {
-		fmt.Fprintln(p.w, line)
-	}
-}
-
-func (p *elvesProgress) clear() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
-
-func printElvesSummary(w io.Writer, s producers.Stats, err error) {
-	status := "done"
-	switch {
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		status = "interrupted"
-	case err != nil:
-		status = "failed"
-	}
-	fmt.Fprintf(w, "elves %s: %s: %s to topic %q in %v (%.0f/s); %s with heartbeats, %d acked, %d failed\n",
-		status, s.Stream, english.Count(s.Records, "record"), s.Topic, s.Elapsed.Round(time.Millisecond), s.Rate(), english.Count(s.Sent, "message"), s.Acked, s.Failed)
-	var parts []string
-	for _, k := range []string{producers.KindToy, producers.KindBox, producers.KindLate, producers.KindDup, producers.KindHeartbeat} {
-		if n := s.Kinds[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	if bad := s.Bad(); bad > 0 {
-		var kinds []string
-		for _, k := range producers.BadKinds {
-			if n := s.Kinds[k]; n > 0 {
-				kinds = append(kinds, fmt.Sprintf("%s %d", strings.TrimPrefix(k, producers.KindBadPrefix), n))
-			}
-		}
-		// Kinds this binary does not know of, should any appear.
-		for k, n := range s.Kinds {
-			if producers.IsBad(k) && !slices.Contains(producers.BadKinds, k) {
-				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-			}
-		}
-		parts = append(parts, fmt.Sprintf("bad %d (%s)", bad, strings.Join(kinds, ", ")))
-	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
-	}
-	if !s.FinalHeartbeatAt.IsZero() {
-		fmt.Fprintf(w, "  final heartbeats at %s\n", record.FormatTime(s.FinalHeartbeatAt))
-	} else {
-		fmt.Fprintln(w, "  final heartbeats NOT sent")
-	}
 }
 
 // ensureElvesTopic creates a missing topic; an existing one is used as it is,

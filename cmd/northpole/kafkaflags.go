@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,12 +72,8 @@ var kafkaSettingFlags = map[string]string{
 // withKafkaFlags adds to an error about Kafka settings the flags that set
 // them: kafkaconf names the settings, only the command line knows its flags.
 func withKafkaFlags(err error) error {
-	var se *kafkaconf.SettingsError
-	if !errors.As(err, &se) {
-		return err
-	}
 	var flags []string
-	for _, s := range se.Settings {
+	for _, s := range kafkaconf.Settings(err) {
 		if f, ok := kafkaSettingFlags[s]; ok {
 			flags = append(flags, f)
 		}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,12 +59,12 @@ both groups have joined, recovered their tables and consume. See
 docs/ARCHITECTURE.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if js, ok := os.LookupEnv(bench.WorkerEnv); ok {
-				// A bench worker: its configuration whole, flags ignored.
-				w, err := bench.DecodeWorker(js)
-				if err != nil {
-					return err
-				}
+			// A bench worker gets its configuration whole, flags ignored.
+			w, isWorker, err := bench.WorkerFromEnv()
+			if err != nil {
+				return err
+			}
+			if isWorker {
 				cfg = w.Packer
 			} else {
 				kc, err := ko.config("northpole-packer")
@@ -76,7 +74,7 @@ docs/ARCHITECTURE.md.`,
 				cfg.Kafka = kc
 			}
 			if cpuprofile != "" {
-				stopProfile, err := startCPUProfile(cpuprofile)
+				stopProfile, err := bench.ProfileCPU(cpuprofile)
 				if err != nil {
 					return err
 				}
@@ -87,13 +85,12 @@ docs/ARCHITECTURE.md.`,
 				return err
 			}
 			defer stopTelemetry()
-			stderr := cmd.ErrOrStderr()
-			ready := func() {
-				fmt.Fprintf(stderr, "packer ready: consuming %s, %s on %s (groups %s)\n", cfg.Topics.Toys, cfg.Topics.Boxes,
+			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ServicePacker))
+			cfg.Ready = func() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "packer ready: consuming %s, %s on %s (groups %s)\n", cfg.Topics.Toys, cfg.Topics.Boxes,
 					strings.Join(cfg.Kafka.Brokers, ","), strings.Join(cfg.Groups(), ", "))
 			}
-			pk, err := packer.New(cfg, slog.Default(), packer.WithTracerProvider(tel.TracerProvider(telemetry.ServiceName(telemetry.ServicePacker))),
-				packer.WithReady(ready))
+			pk, err := packer.New(cfg, slog.Default())
 			if err != nil {
 				return usageErr("%w", err)
 			}
@@ -113,17 +110,4 @@ docs/ARCHITECTURE.md.`,
 	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file until the packer stops (northpole bench)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
-}
-
-// startCPUProfile profiles the process's CPU into path until stop is called.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

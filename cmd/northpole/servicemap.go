@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,48 +111,45 @@ func runServicemap(ctx context.Context, o servicemapOptions, stdout, stderr io.W
 	}
 	b := servicemap.NewBuilder(opts)
 	if o.file != "" {
-		f, err := os.Open(o.file)
-		if err != nil {
-			return fmt.Errorf("servicemap: %w", err)
-		}
-		err = servicemap.ReadJSON(f, b)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("servicemap: %s: %w", o.file, err)
+		if err := servicemap.ReadJSONFile(o.file, b); err != nil {
+			return err
 		}
 	} else {
-		rcv, err := servicemap.Listen(b, o.grpc, o.http, slog.Default())
+		rcv, err := servicemap.Receive(ctx, b, servicemap.ReceiveConfig{
+			GRPC: o.grpc, HTTP: o.http, For: o.duration,
+			Listening: func(rcv *servicemap.Receiver) {
+				fmt.Fprintf(stderr, "servicemap: receiving OTLP on grpc=%q http=%q; stop with Ctrl-C", rcv.GRPCAddr(), rcv.HTTPAddr())
+				if o.duration > 0 {
+					fmt.Fprintf(stderr, " or after %v", o.duration)
+				}
+				fmt.Fprintln(stderr)
+			},
+			Every: o.every, Tick: func() { _ = graphOf(b, o.topics).WriteText(stdout) },
+		}, slog.Default())
 		if err != nil {
 			return usageErr("%w", err)
 		}
-		fmt.Fprintf(stderr, "servicemap: receiving OTLP on grpc=%q http=%q; stop with Ctrl-C", rcv.GRPCAddr(), rcv.HTTPAddr())
-		if o.duration > 0 {
-			fmt.Fprintf(stderr, " or after %v", o.duration)
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, o.duration)
-			defer cancel()
-		}
-		fmt.Fprintln(stderr)
-		var tick <-chan time.Time
-		if o.every > 0 {
-			t := time.NewTicker(o.every)
-			defer t.Stop()
-			tick = t.C
-		}
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				break wait
-			case <-tick:
-				_ = graphOf(b, o.topics).WriteText(stdout)
-			}
-		}
-		rcv.Close()
 		batches, spans := rcv.Received()
 		fmt.Fprintf(stderr, "servicemap: %d spans in %d requests\n", spans, batches)
 	}
-	return writeServicemap(graphOf(b, o.topics), o.mermaid, o.svg, o.names, stdout)
+	g := graphOf(b, o.topics)
+	if err := g.WriteText(stdout); err != nil {
+		return err
+	}
+	if o.names {
+		if err := g.WriteNames(stdout); err != nil {
+			return err
+		}
+	}
+	if err := g.WriteFiles(o.mermaid, o.svg); err != nil {
+		return err
+	}
+	for _, path := range []string{o.mermaid, o.svg} {
+		if path != "" {
+			fmt.Fprintf(stdout, "wrote %s\n", path)
+		}
+	}
+	return nil
 }
 
 // graphOf is b's map, with a node per topic when topics is set.
@@ -162,37 +158,4 @@ func graphOf(b *servicemap.Builder, topics bool) servicemap.Graph {
 		return b.TopicGraph()
 	}
 	return b.Graph()
-}
-
-// writeServicemap prints g and writes the files asked for (empty: skipped).
-func writeServicemap(g servicemap.Graph, mermaid, svg string, names bool, stdout io.Writer) error {
-	if err := g.WriteText(stdout); err != nil {
-		return err
-	}
-	if names {
-		if err := g.WriteNames(stdout); err != nil {
-			return err
-		}
-	}
-	for _, out := range []struct {
-		path  string
-		write func(io.Writer) error
-	}{{mermaid, g.WriteMermaid}, {svg, g.WriteSVG}} {
-		if out.path == "" {
-			continue
-		}
-		f, err := os.Create(out.path)
-		if err != nil {
-			return fmt.Errorf("servicemap: %w", err)
-		}
-		if err := out.write(f); err != nil {
-			f.Close()
-			return fmt.Errorf("servicemap: write %s: %w", out.path, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("servicemap: write %s: %w", out.path, err)
-		}
-		fmt.Fprintf(stdout, "wrote %s\n", out.path)
-	}
-	return nil
 }

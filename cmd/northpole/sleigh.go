@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
@@ -86,7 +84,9 @@ in service sleigh, child of the packer's "send packed" span.`,
 				// (docs/PERFORMANCE.md).
 				debug.SetGCPercent(25)
 			}
-			return runSleigh(ctx, s, listen, cmd)
+			return s.ListenAndRun(ctx, listen, func(addr net.Addr) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sleigh ready: manifest at http://%s/manifest\n", addr)
+			})
 		},
 	}
 	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
@@ -101,32 +101,4 @@ in service sleigh, child of the packer's "send packed" span.`,
 	f.DurationVar(&cfg.HTTP.ReaderWait, "reader-wait", cfg.HTTP.ReaderWait, "how long a request beyond --max-readers waits before its 503")
 	f.DurationVar(&cfg.HTTP.WriteTimeout, "write-timeout", cfg.HTTP.WriteTimeout, "longest time to send one response")
 	return cmd
-}
-
-// runSleigh serves the manifest on listen while s runs, and says where once
-// both the server listens and the sleigh runs, so that a sleigh that cannot
-// reach Kafka fails without having announced a manifest. Whichever of the two
-// fails stops the other.
-func runSleigh(ctx context.Context, s *sleigh.Sleigh, listen string, cmd *cobra.Command) error {
-	lis, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("sleigh: listen on %s: %w", listen, err)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.Serve(gctx, lis) })
-	g.Go(func() error {
-		if err := s.Run(gctx); err != nil {
-			return fmt.Errorf("sleigh: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		select {
-		case <-s.Ready():
-			fmt.Fprintf(cmd.ErrOrStderr(), "sleigh ready: manifest at http://%s/manifest\n", lis.Addr())
-		case <-gctx.Done():
-		}
-		return nil
-	})
-	return g.Wait()
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/app/harness"
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 )
 
@@ -179,7 +179,7 @@ func TestPackerPartitionsFlag(t *testing.T) {
 	defer cancel()
 	name := testkafka.Unique("np-partitions")
 	topics := harness.Topics(name)
-	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topics.Toys, Partitions: 2}); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topics.Toys, Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	out, code := runCLI(t, ctx, "process", "packer", "--brokers", strings.Join(kc.Brokers, ","), "--group", name,

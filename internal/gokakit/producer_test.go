@@ -15,7 +15,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
@@ -39,7 +39,7 @@ func TestProducerAgainstBroker(t *testing.T) {
 		for _, parts := range []int32{1, 3, 4, 8} {
 			t.Run(fmt.Sprintf("%s/%d", name, parts), func(t *testing.T) {
 				topic := testkafka.Unique("gokaproducer")
-				if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: parts}); err != nil {
+				if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topic, Partitions: parts}); err != nil {
 					t.Fatal(err)
 				}
 				// goka's hasher is FNV-1a; the other one is the topic's own.

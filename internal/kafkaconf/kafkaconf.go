@@ -1,14 +1,17 @@
 // Package kafkaconf is the one place that builds Kafka client configuration
 // for northpole: franz-go options for every client of ours (the elves'
-// producer and goka's, readers, topic administration and lag, on kgo and
-// kadm), and *sarama.Config for what goka itself runs on sarama (its
+// producer and goka's, and the short-lived readers that read topics,
+// administer them and measure lag: NewReaderClient; the administration
+// itself is internal/kafkaadmin), and *sarama.Config for what goka itself runs on sarama (its
 // consumers and topic manager). Each goka builder asks for a fresh
 // *sarama.Config: goka's *BuilderWithConfig helpers mutate the config they
 // are given, so sharing one between builders is a data race.
 package kafkaconf
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,33 +57,32 @@ const DefaultFlushFrequency = 5 * time.Millisecond
 // retryBackoff is the pause between retries of produce and metadata requests.
 const retryBackoff = 500 * time.Millisecond
 
-// Validate reports configuration errors in words a user can act on, each a
-// *SettingsError.
+// Validate reports every configuration error, in words a user can act on,
+// each a *SettingsError (Settings lists the settings of them all).
 func (c Config) Validate() error {
+	var errs []error
 	if len(c.Brokers) == 0 {
-		return settingsErr("no brokers given (want host:port[,host:port])", "Brokers")
+		errs = append(errs, settingsErr("no brokers given (want host:port[,host:port])", "Brokers"))
 	}
 	for _, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" || !strings.Contains(b, ":") {
-			return settingsErr(fmt.Sprintf("broker address %q is not host:port", b), "Brokers")
+			errs = append(errs, settingsErr(fmt.Sprintf("broker address %q is not host:port", b), "Brokers"))
 		}
 	}
-	if err := c.Security.Validate(); err != nil {
-		return err
-	}
-	return c.validDurations()
+	return errors.Join(append(errs, c.Security.Validate(), c.validDurations())...)
 }
 
 // validDurations is the part of Validate that FromEnv checks too: the
 // durations, which a command has whole before it knows its brokers.
 func (c Config) validDurations() error {
+	var errs []error
 	if c.FlushFrequency < 0 {
-		return settingsErr(fmt.Sprintf("flush frequency %v is negative", c.FlushFrequency), "FlushFrequency")
+		errs = append(errs, settingsErr(fmt.Sprintf("flush frequency %v is negative", c.FlushFrequency), "FlushFrequency"))
 	}
 	if c.RetryFor < 0 {
-		return settingsErr(fmt.Sprintf("retry duration %v is negative", c.RetryFor), "RetryFor")
+		errs = append(errs, settingsErr(fmt.Sprintf("retry duration %v is negative", c.RetryFor), "RetryFor"))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // SettingsError is a Config that cannot work: a setting, or settings that do
@@ -96,6 +98,34 @@ func (e *SettingsError) Error() string { return "kafka: " + e.Problem }
 
 func settingsErr(problem string, settings ...string) error {
 	return &SettingsError{Problem: problem, Settings: settings}
+}
+
+// Settings are the settings every *SettingsError in err names, in order and
+// once each: Validate joins one per problem.
+func Settings(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(err error) {
+		// A walk of the whole tree, each wrapper opened in turn: errors.As
+		// finds only the first *SettingsError.
+		switch e := err.(type) { //nolint:errorlint // see above
+		case nil:
+		case *SettingsError:
+			for _, s := range e.Settings {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		default:
+			walk(errors.Unwrap(err))
+		}
+	}
+	walk(err)
+	return out
 }
 
 // SplitBrokers turns "a:9092, b:9092" into a list, dropping empty entries.
@@ -115,12 +145,10 @@ func SplitBrokers(s string) []string {
 // crashes relies on each partition's writes becoming durable in the order they
 // were sent, without gaps. See docs/ARCHITECTURE.md, "Why replays are harmless".
 func (c Config) Sarama() *sarama.Config {
+	c = c.WithDefaults()
 	cfg := sarama.NewConfig()
 	cfg.Version = c.Version
-	if cfg.Version == (sarama.KafkaVersion{}) {
-		cfg.Version = DefaultVersion
-	}
-	cfg.ClientID = c.clientID()
+	cfg.ClientID = c.ClientID
 	cfg.Metadata.RefreshFrequency = 30 * time.Second
 
 	cfg.Producer.Idempotent = true
@@ -137,9 +165,6 @@ func (c Config) Sarama() *sarama.Config {
 	cfg.Producer.Retry.Backoff = retryBackoff
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner // FNV-1a, as goka
 	cfg.Producer.Flush.Frequency = c.FlushFrequency
-	if cfg.Producer.Flush.Frequency == 0 {
-		cfg.Producer.Flush.Frequency = DefaultFlushFrequency
-	}
 	cfg.Producer.Flush.Bytes = 1 << 20
 
 	cfg.Consumer.Return.Errors = true
@@ -150,23 +175,30 @@ func (c Config) Sarama() *sarama.Config {
 	return cfg
 }
 
-// clientID is ClientID or its default.
-func (c Config) clientID() string {
+// DefaultClientID is the client id of a Config that names none.
+const DefaultClientID = "northpole"
+
+// WithDefaults is c with every setting it leaves at zero that has a
+// default set to it: ClientID, Version, FlushFrequency and RetryFor. Every
+// client built from c is built from this, so a default is decided here
+// only.
+func (c Config) WithDefaults() Config {
 	if c.ClientID == "" {
-		return "northpole"
+		c.ClientID = DefaultClientID
 	}
-	return c.ClientID
-}
-
-// RetryWindow is RetryFor or, when it is 0, DefaultRetryFor.
-func (c Config) RetryWindow() time.Duration {
+	if c.Version == (sarama.KafkaVersion{}) {
+		c.Version = DefaultVersion
+	}
+	if c.FlushFrequency == 0 {
+		c.FlushFrequency = DefaultFlushFrequency
+	}
 	if c.RetryFor == 0 {
-		return DefaultRetryFor
+		c.RetryFor = DefaultRetryFor
 	}
-	return c.RetryFor
+	return c
 }
 
-// retries is RetryFor in retries of retryBackoff (at least one).
+// retries is RetryFor (resolved) in retries of retryBackoff (at least one).
 func (c Config) retries() int {
-	return max(1, int((c.RetryWindow()+retryBackoff-1)/retryBackoff))
+	return max(1, int((c.WithDefaults().RetryFor+retryBackoff-1)/retryBackoff))
 }

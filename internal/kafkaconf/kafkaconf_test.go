@@ -39,6 +39,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no port", Config{Brokers: []string{"kafka"}}, "not host:port"},
 		{"negative flush", Config{Brokers: []string{"k:9092"}, FlushFrequency: -1}, "flush frequency"},
 		{"negative retry", Config{Brokers: []string{"k:9092"}, RetryFor: -time.Second}, "retry duration"},
+		{"every error at once", Config{Brokers: []string{"kafka"}, RetryFor: -time.Second, Security: Security{SASLUser: "elf"}}, "not host:port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.c.Validate()
@@ -52,5 +53,20 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %v names no setting (a *SettingsError with Settings)", err)
 			}
 		})
+	}
+}
+
+// TestValidateJoinsEveryError: a config wrong in three ways says all three,
+// and Settings names the settings of each.
+func TestValidateJoinsEveryError(t *testing.T) {
+	err := Config{Brokers: []string{"kafka"}, RetryFor: -time.Second, Security: Security{SASLUser: "elf"}}.Validate()
+	for _, want := range []string{"not host:port", "retry duration", "without a SASL mechanism"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
+	got := strings.Join(Settings(err), ",")
+	if want := "Brokers,Security.SASLUser,Security.SASLMechanism,RetryFor"; got != want {
+		t.Errorf("Settings = %s, want %s", got, want)
 	}
 }

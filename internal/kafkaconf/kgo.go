@@ -1,11 +1,15 @@
 package kafkaconf
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -16,7 +20,7 @@ import (
 // that the producers Kgo configures will send; a record that does not fit in
 // it alone fails with MESSAGE_TOO_LARGE before it reaches a broker. Writers
 // whose records grow with their input size them with it (and with each
-// topic's max.message.bytes, see MaxMessageBytes).
+// topic's max.message.bytes, see kafkaadmin.MaxMessageBytes).
 const ProducerMaxBytes = 1 << 20
 
 // Kgo returns options for a long-lived franz-go client that produces (the
@@ -25,15 +29,12 @@ const ProducerMaxBytes = 1 << 20
 // at most FlushFrequency, and retried for RetryFor before they fail. Brokers
 // and the partitioner are left to the caller.
 func (c Config) Kgo() []kgo.Opt {
-	linger := c.FlushFrequency
-	if linger == 0 {
-		linger = DefaultFlushFrequency
-	}
-	retryFor := c.RetryWindow()
+	c = c.WithDefaults()
+	retryFor := c.RetryFor
 	opts := []kgo.Opt{
-		kgo.ClientID(c.clientID()),
+		kgo.ClientID(c.ClientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(linger),
+		kgo.ProducerLinger(c.FlushFrequency),
 		kgo.ProducerBatchMaxBytes(ProducerMaxBytes),
 		// kgo's default, said out loud: goka's own (sarama) producer sends
 		// uncompressed, these send snappy when it makes a batch smaller. Against none,
@@ -83,11 +84,11 @@ const readerBackoff = retryBackoff
 // out a broker restart; a reader with that setting would answer a missing
 // topic or an unreachable Kafka only when its caller's deadline ends, and a
 // command without one (compare, the demo) would appear to hang. Readers
-// retry, where they retry at all, in their own loops (WaitQuiet).
+// retry, where they retry at all, in their own loops (kafkaadmin.WaitQuiet).
 func (c Config) reader() []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
-		kgo.ClientID(c.clientID()),
+		kgo.ClientID(c.WithDefaults().ClientID),
 		kgo.RequestRetries(readerRetries),
 		kgo.RetryBackoffFn(func(int) time.Duration { return readerBackoff }),
 		minMetadataAge,
@@ -114,4 +115,39 @@ func (s Security) kgoOpts() []kgo.Opt {
 		opts = append(opts, kgo.SASL(scram.Auth{User: s.SASLUser, Pass: s.SASLPassword}.AsSha512Mechanism()))
 	}
 	return opts
+}
+
+// NewReaderClient connects a short-lived reader: topicread, topic
+// administration, lag, and the clients compare, bench and the demo open to
+// read topics, offsets or a group's lag. Its requests are retried a few
+// times, not for RetryFor (see reader), and it pings the brokers before it
+// returns, so that an unreachable Kafka, a wrong TLS setting or password
+// is reported here, in words a user can act on, rather than by whatever
+// request comes first. It gives up when ctx is done. Wrap it in
+// kadm.NewClient for administration; closing either closes both.
+func (c Config) NewReaderClient(ctx context.Context) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(c.reader()...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client for %v: %w", c.Brokers, err)
+	}
+	for attempt := 0; ; attempt++ {
+		err = cl.Ping(ctx)
+		var kafkaErr *kerr.Error
+		// A broker's answer (a refused password) will not change.
+		if err == nil || attempt == readerRetries || errors.As(err, &kafkaErr) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(readerBackoff):
+		}
+	}
+	if err != nil {
+		cl.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.explain(err))
+	}
+	return cl, nil
 }

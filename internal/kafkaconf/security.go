@@ -57,28 +57,29 @@ func (s Security) LogValue() slog.Value {
 // String keeps the password out of %v formatting.
 func (s Security) String() string { return s.LogValue().String() }
 
-// Validate checks the settings without touching files; its errors are
-// *SettingsError.
+// Validate checks the settings without touching files, and reports every
+// one that cannot work; its errors are *SettingsError.
 func (s Security) Validate() error {
+	var errs []error
 	switch strings.ToUpper(s.SASLMechanism) {
 	case "":
 		if s.SASLUser != "" {
-			return settingsErr("a SASL user is given without a SASL mechanism", "Security.SASLUser", "Security.SASLMechanism")
+			errs = append(errs, settingsErr("a SASL user is given without a SASL mechanism", "Security.SASLUser", "Security.SASLMechanism"))
 		}
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 		if s.SASLUser == "" {
-			return settingsErr(fmt.Sprintf("SASL %s needs a user", s.SASLMechanism), "Security.SASLUser")
+			errs = append(errs, settingsErr(fmt.Sprintf("SASL %s needs a user", s.SASLMechanism), "Security.SASLUser"))
 		}
 	default:
-		return settingsErr(fmt.Sprintf("SASL mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", s.SASLMechanism), "Security.SASLMechanism")
+		errs = append(errs, settingsErr(fmt.Sprintf("SASL mechanism %q is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", s.SASLMechanism), "Security.SASLMechanism"))
 	}
 	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
-		return settingsErr("a TLS client certificate and its key go together", "Security.TLSCertFile", "Security.TLSKeyFile")
+		errs = append(errs, settingsErr("a TLS client certificate and its key go together", "Security.TLSCertFile", "Security.TLSKeyFile"))
 	}
 	if !s.TLS && (s.TLSCAFile != "" || s.TLSCertFile != "" || s.InsecureSkipVerify) {
-		return settingsErr("TLS options (CA, client certificate, skipping verification) given with TLS off", "Security.TLS")
+		errs = append(errs, settingsErr("TLS options (CA, client certificate, skipping verification) given with TLS off", "Security.TLS"))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Resolve reads what the settings point to: the password (from the file, or

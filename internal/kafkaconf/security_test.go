@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -30,6 +31,8 @@ func TestSecurityValidate(t *testing.T) {
 		{"cert without key", Security{TLS: true, TLSCertFile: "c.pem"}, "go together"},
 		{"tls option without tls", Security{TLSCAFile: "ca.pem"}, "with TLS off"},
 		{"tls", Security{TLS: true, TLSCAFile: "ca.pem"}, ""},
+		// The last of three problems: each is reported, not the first only.
+		{"every problem at once", Security{SASLUser: "elf", TLSCertFile: "c.pem"}, "with TLS off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.Validate()
@@ -106,7 +109,7 @@ func TestSCRAMAgainstRealBroker(t *testing.T) {
 			if c.Security, err = c.Security.Resolve(); err != nil {
 				t.Fatal(err)
 			}
-			err = EnsureTopics(ctx, c, Topic{Name: topic, Partitions: 1})
+			_, err = c.NewReaderClient(ctx)
 			if err == nil {
 				t.Fatal("a wrong password was accepted")
 			}
@@ -131,8 +134,14 @@ func TestSCRAMAgainstRealBroker(t *testing.T) {
 			if c.Security, err = c.Security.Resolve(); err != nil {
 				t.Fatal(err)
 			}
-			if err := EnsureTopics(ctx, c, Topic{Name: topic, Partitions: 1}); err != nil {
+			cl, err := c.NewReaderClient(ctx)
+			if err != nil {
 				t.Fatalf("authenticated admin: %v", err)
+			}
+			_, err = kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic)
+			cl.Close()
+			if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				t.Fatalf("authenticated admin: create topic %s: %v", topic, err)
 			}
 			// goka's consumers connect with the sarama config.
 			p, err := sarama.NewSyncProducer(c.Brokers, c.Sarama())

@@ -20,6 +20,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
@@ -127,8 +128,8 @@ func TestTLSAgainstBroker(t *testing.T) {
 			kc := kafkaconf.Config{Brokers: brokers, Security: sec}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			topic := kafkaconf.Topic{Name: "tls-test", Partitions: 1}
-			err = kafkaconf.EnsureTopics(ctx, kc, topic)
+			topic := kafkaadmin.Topic{Name: "tls-test", Partitions: 1}
+			err = kafkaadmin.EnsureTopics(ctx, kc, topic)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("EnsureTopics = %v, want an error containing %q", err, tc.wantErr)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -324,6 +325,19 @@ func ReadJSON(r io.Reader, b *Builder) error {
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read OTLP JSON: %w", err)
+	}
+	return nil
+}
+
+// ReadJSONFile reads the OTLP JSON file at path into b (ReadJSON).
+func ReadJSONFile(path string, b *Builder) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("servicemap: %w", err)
+	}
+	defer f.Close()
+	if err := ReadJSON(f, b); err != nil {
+		return fmt.Errorf("servicemap: %s: %w", path, err)
 	}
 	return nil
 }

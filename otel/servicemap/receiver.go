@@ -211,3 +211,53 @@ func (r *Receiver) Resources() []map[string]string {
 	}
 	return out
 }
+
+// ReceiveConfig says where Receive listens, for how long, and what it does
+// meanwhile.
+type ReceiveConfig struct {
+	// GRPC and HTTP are the listen addresses; an empty one leaves that
+	// protocol off.
+	GRPC, HTTP string
+	// For stops receiving after this long; 0: when the context ends.
+	For time.Duration
+	// Listening, when set, is called once the receiver listens (its
+	// addresses: GRPCAddr, HTTPAddr).
+	Listening func(*Receiver)
+	// Tick, when set, is called every Every while the receiver runs (a
+	// command prints the map so far).
+	Every time.Duration
+	Tick  func()
+}
+
+// Receive listens for OTLP (Listen) and feeds b until ctx ends or cfg.For
+// has passed, calling cfg.Tick every cfg.Every, then closes the receiver
+// and returns it, for its counts (Received). Its only errors are Listen's.
+func Receive(ctx context.Context, b *Builder, cfg ReceiveConfig, log *slog.Logger) (*Receiver, error) {
+	rcv, err := Listen(b, cfg.GRPC, cfg.HTTP, log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Listening != nil {
+		cfg.Listening(rcv)
+	}
+	if cfg.For > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.For)
+		defer cancel()
+	}
+	var tick <-chan time.Time
+	if cfg.Every > 0 && cfg.Tick != nil {
+		t := time.NewTicker(cfg.Every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			rcv.Close()
+			return rcv, nil
+		case <-tick:
+			cfg.Tick()
+		}
+	}
+}

@@ -3,6 +3,7 @@ package servicemap
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -114,4 +115,29 @@ func (g Graph) WriteMermaid(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// WriteFiles writes the map as a Mermaid flowchart to mermaid and as SVG to
+// svg; an empty path is skipped.
+func (g Graph) WriteFiles(mermaid, svg string) error {
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer) error
+	}{{mermaid, g.WriteMermaid}, {svg, g.WriteSVG}} {
+		if out.path == "" {
+			continue
+		}
+		f, err := os.Create(out.path)
+		if err != nil {
+			return fmt.Errorf("servicemap: %w", err)
+		}
+		if err := out.write(f); err != nil {
+			f.Close()
+			return fmt.Errorf("servicemap: write %s: %w", out.path, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("servicemap: write %s: %w", out.path, err)
+		}
+	}
+	return nil
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
 	"github.com/lovoo/goka/tester"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/gokakit"
@@ -65,11 +66,19 @@ type testerPipeline struct {
 	clockLoop, clockTab, slotTable      *tester.QueueTracker
 }
 
-func newTesterPipeline(t testing.TB, opts ...Option) *testerPipeline {
+func newTesterPipeline(t testing.TB) *testerPipeline {
+	t.Helper()
+	return newTracedTesterPipeline(t, nil)
+}
+
+// newTracedTesterPipeline is newTesterPipeline with the packer traced by
+// tracer (Config.Tracer).
+func newTracedTesterPipeline(t testing.TB, tracer trace.TracerProvider) *testerPipeline {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Kafka.Brokers = []string{"unused:9092"}
-	pk, err := New(cfg, nil, opts...)
+	cfg.Tracer = tracer
+	pk, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -52,6 +53,15 @@ type Config struct {
 	// what the open windows hold plus what came in since the last cleaning.
 	// Zero never deletes them, and the table grows with every record.
 	CleanEvery time.Duration
+	// Tracer, when set and not a no-op, traces the packer (tracing.go:
+	// newStageTracing says which spans). Nil: no tracing work at all. Not
+	// serialized: a process that gets its configuration as JSON (a bench
+	// worker) builds its own from its environment.
+	Tracer trace.TracerProvider `json:"-"`
+	// Ready, when set, is called once in each Run, when both groups have
+	// joined and recovered their tables and consume: not when Run fails or
+	// stops first. Not serialized, as a function cannot be.
+	Ready func() `json:"-"`
 }
 
 // DefaultConfig is the configuration of the demo.

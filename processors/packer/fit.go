@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
@@ -68,7 +69,7 @@ func (p *Packer) readLimits(ctx context.Context) (limits, error) {
 		topics = append(topics, it.name)
 	}
 	l := defaultLimits()
-	maxes, err := kafkaconf.MaxMessageBytes(ctx, c.Kafka, topics...)
+	maxes, err := kafkaadmin.MaxMessageBytes(ctx, c.Kafka, topics...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return limits{}, err

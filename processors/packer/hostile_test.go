@@ -100,7 +100,9 @@ func TestHostileInputs(t *testing.T) {
 	defer cancel()
 	kc := testkafka.Config(t)
 	pl := newPipeline(t, kc, scenario{partitions: 2, window: 10 * time.Second, lateness: 5 * time.Second})
-	pk, err := packer.New(pl.cfg, slog.Default(), packer.WithTracerProvider(sampledProvider(t)))
+	cfg := pl.cfg
+	cfg.Tracer = sampledProvider(t)
+	pk, err := packer.New(cfg, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,14 +38,13 @@ type Packer struct {
 	slots  *tableStores // the slots group's slots (slots.go)
 	log    *slog.Logger
 	trace  stageTracing // all nil: tracing off (tracing.go)
-	ready  func()       // WithReady
 	// aligner keeps the clock group's inputs together in event time (align.go).
 	aligner *aligner
 }
 
 // New validates cfg; it does not touch Kafka. A nil log discards the
 // packer's log.
-func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
+func New(cfg Config, log *slog.Logger) (*Packer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("packer config: %w", err)
 	}
@@ -53,9 +52,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Packer, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable()), aligner: newAligner(cfg.Partitions)}
-	for _, o := range opts {
-		o(p)
-	}
+	p.trace = newStageTracing(cfg, cfg.Tracer)
 	return p, nil
 }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
-// TestWithReady: the ready callback runs once, when the two groups run,
+// TestReady: Config.Ready runs once, when the two groups run,
 // and not at all for a packer that never reached Kafka.
-func TestWithReady(t *testing.T) {
+func TestReady(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
 	}
@@ -22,11 +22,12 @@ func TestWithReady(t *testing.T) {
 	cfg.Kafka = testkafka.Config(t)
 	var calls atomic.Int32
 	ready := make(chan struct{})
-	pk, err := packer.New(cfg, nil, packer.WithReady(func() {
+	cfg.Ready = func() {
 		if calls.Add(1) == 1 {
 			close(ready)
 		}
-	}))
+	}
+	pk, err := packer.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,8 @@ func TestWithReady(t *testing.T) {
 	}
 
 	cfg.Kafka = kafkaconf.Config{Brokers: []string{"127.0.0.1:1"}, RetryFor: time.Second}
-	pk, err = packer.New(cfg, nil, packer.WithReady(func() { t.Error("ready called for a packer that never reached Kafka") }))
+	cfg.Ready = func() { t.Error("ready called for a packer that never reached Kafka") }
+	pk, err = packer.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

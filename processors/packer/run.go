@@ -15,6 +15,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
@@ -24,15 +25,15 @@ import (
 func (p *Packer) EnsureTopics(ctx context.Context) error {
 	c := p.cfg
 	for _, in := range []string{c.Topics.Toys, c.Topics.Boxes} {
-		n, err := kafkaconf.Partitions(c.Kafka, in)
+		n, err := kafkaadmin.Partitions(c.Kafka, in)
 		if err == nil && n != c.Partitions {
 			return &PartitionsError{Topic: in, Partitions: n, Configured: c.Partitions}
 		}
 	}
-	plain := func(name string) kafkaconf.Topic {
-		return kafkaconf.Topic{Name: name, Partitions: c.Partitions, Replication: c.Replication}
+	plain := func(name string) kafkaadmin.Topic {
+		return kafkaadmin.Topic{Name: name, Partitions: c.Partitions, Replication: c.Replication}
 	}
-	loop := func(name string) kafkaconf.Topic {
+	loop := func(name string) kafkaadmin.Topic {
 		t := plain(name)
 		t.Configs = map[string]string{
 			"cleanup.policy": "delete",
@@ -47,12 +48,12 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 	// Segments of 32 MiB: the broker frees a deleted record's disk only
 	// with its whole segment, once the log start has passed the segment's
 	// end (and its retention check has run), never the active segment's.
-	table := func(name string) kafkaconf.Topic {
+	table := func(name string) kafkaadmin.Topic {
 		t := plain(name)
 		t.Configs = map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": strconv.Itoa(tableSegmentBytes)}
 		return t
 	}
-	topics := []kafkaconf.Topic{
+	topics := []kafkaadmin.Topic{
 		plain(c.Topics.Toys), plain(c.Topics.Boxes),
 		plain(c.Topics.Packed), plain(c.Topics.Unpacked), plain(c.Topics.Spare), plain(c.Topics.Late), plain(c.Topics.Dead),
 	}
@@ -63,7 +64,7 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 			topics = append(topics, loop(it.name))
 		}
 	}
-	return kafkaconf.EnsureTopics(ctx, c.Kafka, topics...)
+	return kafkaadmin.EnsureTopics(ctx, c.Kafka, topics...)
 }
 
 // PartitionsError is an input topic whose partition count is not the
@@ -176,8 +177,8 @@ func (p *Packer) Run(ctx context.Context) error {
 		return unlessStopped(ctx, err)
 	}
 	p.lim = lim
-	signalled := false // p.ready was called
-	return gokakit.Supervise(ctx, p.log, p.cfg.Kafka.RetryWindow(), func(ctx context.Context) (bool, error) {
+	signalled := false // Config.Ready was called
+	return gokakit.Supervise(ctx, p.log, p.cfg.Kafka.WithDefaults().RetryFor, func(ctx context.Context) (bool, error) {
 		ran, err := p.runStages(ctx, !signalled)
 		signalled = signalled || ran
 		return ran, err
@@ -185,7 +186,7 @@ func (p *Packer) Run(ctx context.Context) error {
 }
 
 // runStages runs the two groups once, until ctx ends or one fails: ran
-// says whether both got to run (and, with signal, p.ready was called).
+// says whether both got to run (and, with signal, Config.Ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
 	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
@@ -234,8 +235,8 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 	go func() {
 		defer close(cleaned)
 		all := allRunning(gctx, procs)
-		if all && signal && p.ready != nil {
-			p.ready()
+		if all && signal && p.cfg.Ready != nil {
+			p.cfg.Ready()
 		}
 		running <- all
 		if all && p.cfg.CleanEvery > 0 {
@@ -284,12 +285,6 @@ func (p *Packer) readClockTable(ctx context.Context, partition int32, fn func(of
 		return fmt.Errorf("restore slots from %s/%d: %w", p.cfg.clockTable(), partition, err)
 	}
 	return nil
-}
-
-// WithReady calls ready once in each Run, when both groups have joined
-// and recovered their tables and consume: not when Run fails or stops first.
-func WithReady(ready func()) Option {
-	return func(p *Packer) { p.ready = ready }
 }
 
 // allRunning reports whether every processor came to run, recovered, before

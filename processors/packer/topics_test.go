@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/app/harness"
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -21,7 +21,7 @@ func TestEnsureTopicsRefusesOtherPartitionCount(t *testing.T) {
 	defer cancel()
 	cfg := harness.Named(testkafka.Unique("partitions")).Packer
 	cfg.Kafka, cfg.Partitions = kc, 4
-	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: cfg.Topics.Boxes, Partitions: 2}); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: cfg.Topics.Boxes, Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	pk, err := packer.New(cfg, nil)
@@ -33,7 +33,7 @@ func TestEnsureTopicsRefusesOtherPartitionCount(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Topic != cfg.Topics.Boxes || pe.Partitions != 2 || pe.Configured != 4 {
 		t.Fatalf("EnsureTopics = %v, want a PartitionsError for %s (2 partitions, configured 4)", err, cfg.Topics.Boxes)
 	}
-	if _, err := kafkaconf.Partitions(kc, cfg.Topics.Packed); err == nil {
+	if _, err := kafkaadmin.Partitions(kc, cfg.Topics.Packed); err == nil {
 		t.Errorf("topic %s was created although the packer refused to start", cfg.Topics.Packed)
 	}
 }

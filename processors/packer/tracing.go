@@ -12,11 +12,8 @@ import (
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
-// Option configures a Packer beyond its Config.
-type Option func(*Packer)
-
-// WithTracerProvider traces the packer with tp (nil or a no-op provider:
-// off, at no cost). Each input record gets a CONSUMER span "process toys" or
+// newStageTracing traces the packer of c with tp (Config.Tracer; nil or a
+// no-op provider: off, at no cost). Each input record gets a CONSUMER span "process toys" or
 // "process boxes", child of the elves' "send" span found in its headers. Its
 // context then travels inside the values of the clock's changelog and the
 // loop topics (traceref.go), and the slot of its rank
@@ -33,15 +30,12 @@ type Option func(*Packer)
 //
 // Tracing changes no value, key or decision: replays make extra spans, never
 // different results.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(p *Packer) {
-		c := p.cfg
-		g := func(group string) *kafkatrace.Goka {
-			return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: gokakit.ClientID(group), Brokers: c.Kafka.Brokers,
-				OnSend: onSend})
-		}
-		p.trace = stageTracing{clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
+func newStageTracing(c Config, tp trace.TracerProvider) stageTracing {
+	g := func(group string) *kafkatrace.Goka {
+		return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: gokakit.ClientID(group), Brokers: c.Kafka.Brokers,
+			OnSend: onSend})
 	}
+	return stageTracing{clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
 }
 
 // stageTracing instruments the two groups; nil members do nothing.

@@ -79,7 +79,8 @@ func BenchmarkPackerTracing(b *testing.B) {
 				for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 					e.Count, e.Elves, e.Seed = perStream, 2, int64(i+1)
 				}
-				p, err := harness.New(c, slog.New(slog.DiscardHandler), harness.WithTracing(tp))
+				c.Tracing = tp
+				p, err := harness.New(c, slog.New(slog.DiscardHandler))
 				if err != nil {
 					b.Fatal(err)
 				}

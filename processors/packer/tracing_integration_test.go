@@ -49,7 +49,8 @@ func TestTracingSendSpansNameTheirPartition(t *testing.T) {
 		e.Count, e.Elves = 200, 2
 		e.DupRate, e.BadRate, e.LateRate = 0.03, 0.03, 0.02
 	}
-	p, err := harness.New(c, slog.Default(), harness.WithTracing(tel.TracerProvider))
+	c.Tracing = tel.TracerProvider
+	p, err := harness.New(c, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

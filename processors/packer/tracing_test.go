@@ -44,7 +44,7 @@ func provider(rec *tracetest.SpanRecorder, service string) *sdktrace.TracerProvi
 // follows the elves' decision).
 func newTracedPipeline(t testing.TB) *tracedPipeline {
 	rec := tracetest.NewSpanRecorder()
-	p := newTesterPipeline(t, WithTracerProvider(telemetryProvider(t, "parentbased_always_on", rec)))
+	p := newTracedTesterPipeline(t, telemetryProvider(t, "parentbased_always_on", rec))
 	return &tracedPipeline{testerPipeline: p, rec: rec, elves: provider(rec, "elves").Tracer("test")}
 }
 
@@ -377,7 +377,7 @@ func BenchmarkTracingCPUPerRecord(b *testing.B) {
 			if mode.every == 0 {
 				p = newTesterPipeline(b)
 			} else {
-				p = newTesterPipeline(b, WithTracerProvider(telemetryProvider(b, "parentbased_always_on", sdktrace.NewBatchSpanProcessor(discardExporter{}))))
+				p = newTracedTesterPipeline(b, telemetryProvider(b, "parentbased_always_on", sdktrace.NewBatchSpanProcessor(discardExporter{})))
 			}
 			values := make([]string, b.N)
 			headers := make([]goka.Headers, b.N)

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // HTTPConfig bounds the work the manifest's HTTP server takes on.
@@ -97,6 +99,35 @@ func (s *Sleigh) Serve(ctx context.Context, lis net.Listener) error {
 		return fmt.Errorf("sleigh: stop serving the manifest on %s: %w", lis.Addr(), err)
 	}
 	return nil
+}
+
+// ListenAndRun runs the sleigh (Run) and serves its manifest on addr
+// (Serve) until ctx ends or either fails, which stops the other. Once both
+// the server listens and the sleigh runs (Ready) it calls ready with the
+// address it listens on, so that a sleigh that cannot reach Kafka fails
+// without having announced a manifest.
+func (s *Sleigh) ListenAndRun(ctx context.Context, addr string, ready func(net.Addr)) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("sleigh: listen on %s: %w", addr, err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.Serve(gctx, lis) })
+	g.Go(func() error {
+		if err := s.Run(gctx); err != nil {
+			return fmt.Errorf("sleigh: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		select {
+		case <-s.Ready():
+			ready(lis.Addr())
+		case <-gctx.Done():
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // Handler serves

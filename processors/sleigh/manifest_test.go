@@ -592,3 +592,36 @@ func BenchmarkPage(b *testing.B) {
 		i++
 	}
 }
+
+// TestConfigValidate names every problem of a sleigh's configuration, its
+// HTTP limits' and Kafka's included.
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
+	good.Kafka.Brokers = []string{"k:9092"}
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		want   []string // in the error; none: valid
+	}{
+		{"default with brokers", func(*Config) {}, nil},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, []string{"no brokers"}},
+		{"no topic", func(c *Config) { c.Topic = "" }, []string{"packed topic must not be empty"}},
+		{"every problem at once", func(c *Config) {
+			c.Kafka.Brokers, c.Topic, c.Group, c.Partitions, c.HTTP.MaxReaders = nil, "", "", 0, 0
+		}, []string{"no brokers", "packed topic must not be empty", "group must not be empty", "partitions (0)", "max readers (0)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.change(&c)
+			err := c.Validate()
+			if len(tc.want) == 0 && err != nil {
+				t.Fatalf("Validate() = %v, want nil", err)
+			}
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() = %v, want it to say %q", err, want)
+				}
+			}
+		})
+	}
+}

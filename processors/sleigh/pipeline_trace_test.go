@@ -71,7 +71,8 @@ func TestPipelineTraces(t *testing.T) {
 		e.Count, e.Elves = n, 2
 		e.DupRate, e.BadRate, e.LateRate = 0.03, 0.03, 0.02
 	}
-	p, err := harness.New(c, slog.Default(), harness.WithTracing(tel.TracerProvider))
+	c.Tracing = tel.TracerProvider
+	p, err := harness.New(c, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/gokastore"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
@@ -209,14 +210,14 @@ func (s *Sleigh) Counts() Counts {
 // group's input and table).
 func (s *Sleigh) EnsureTopics(ctx context.Context) error {
 	c := s.cfg
-	if err := kafkaconf.EnsureTopics(ctx, c.Kafka, kafkaconf.Topic{Name: c.Topic, Partitions: c.Partitions, Replication: c.Replication}); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, c.Kafka, kafkaadmin.Topic{Name: c.Topic, Partitions: c.Partitions, Replication: c.Replication}); err != nil {
 		return err
 	}
-	n, err := kafkaconf.Partitions(c.Kafka, c.Topic)
+	n, err := kafkaadmin.Partitions(c.Kafka, c.Topic)
 	if err != nil {
 		return err
 	}
-	return kafkaconf.EnsureTopics(ctx, c.Kafka, kafkaconf.Topic{Name: c.table(), Partitions: n, Replication: c.Replication,
+	return kafkaadmin.EnsureTopics(ctx, c.Kafka, kafkaadmin.Topic{Name: c.table(), Partitions: n, Replication: c.Replication,
 		Configs: map[string]string{"cleanup.policy": "compact"}})
 }
 
@@ -252,7 +253,7 @@ func (s *Sleigh) Run(ctx context.Context) error {
 	if err := s.EnsureTopics(ctx); err != nil {
 		return unlessStopped(ctx, err) // stopped before it started: as clean as a later stop
 	}
-	return gokakit.Supervise(ctx, s.log, s.cfg.Kafka.RetryWindow(), s.runOnce)
+	return gokakit.Supervise(ctx, s.log, s.cfg.Kafka.WithDefaults().RetryFor, s.runOnce)
 }
 
 // runOnce runs a new processor and view until ctx ends or one fails; ran

@@ -32,6 +32,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/app/harness"
 	"github.com/northpole-workshop/northpole/internal/app/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/processors/packer"
@@ -216,6 +217,29 @@ type Config struct {
 	Args       func(Worker) []string
 	// Progress gets the bench's progress lines and the workers' output.
 	Progress io.Writer
+}
+
+// ParsePartitions reads Config.Partitions from its text, counts apart by
+// commas: "4,1,8".
+func ParsePartitions(s string) ([]int32, error) {
+	var out []int32
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+		if err != nil || n < 1 {
+			return nil, errors.New("want a list of counts such as 1,4,8")
+		}
+		out = append(out, int32(n))
+	}
+	return out, nil
+}
+
+// FormatPartitions is ps as ParsePartitions reads it.
+func FormatPartitions(ps []int32) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(parts, ",")
 }
 
 // DefaultConfig is `northpole bench` without flags.
@@ -636,7 +660,7 @@ func (b *Bench) elvesProgress() func(producers.Stats) {
 	}
 }
 
-// waitQuiet waits until lag is zero on two polls in a row (kafkaconf.WaitQuiet),
+// waitQuiet waits until lag is zero on two polls in a row (kafkaadmin.WaitQuiet),
 // printing it every five seconds; what names the worker.
 func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64, error), proc *process, what string) error {
 	last := time.Now()
@@ -648,8 +672,8 @@ func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64,
 		}
 		return []int64{l}, err
 	}
-	err := kafkaconf.WaitQuiet(ctx, 200*time.Millisecond, lags, proc.stopped())
-	if errors.Is(err, kafkaconf.ErrStopped) {
+	err := kafkaadmin.WaitQuiet(ctx, 200*time.Millisecond, lags, proc.stopped())
+	if errors.Is(err, kafkaadmin.ErrStopped) {
 		return fmt.Errorf("%s process ended early: %w", what, err)
 	}
 	return err

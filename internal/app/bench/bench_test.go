@@ -157,3 +157,45 @@ func TestSpansLine(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePartitions: counts apart by commas, spaces allowed; anything
+// else, or a count below 1, is refused; FormatPartitions is read back.
+func TestParsePartitions(t *testing.T) {
+	got, err := ParsePartitions(" 4, 1,8")
+	if err != nil || FormatPartitions(got) != "4,1,8" {
+		t.Errorf("ParsePartitions = %v, %v; want 4,1,8", got, err)
+	}
+	for _, bad := range []string{"", "4,,8", "0", "-1", "x", "99999999999"} {
+		if _, err := ParsePartitions(bad); err == nil {
+			t.Errorf("ParsePartitions(%q): no error", bad)
+		}
+	}
+}
+
+// TestWorkerConfigsValidate: the hop's and the sleigh load test's Validate
+// name every problem.
+func TestWorkerConfigsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"hop", HopConfig{}.Validate(), []string{"needs a group and both input topics", "no brokers"}},
+		{"sleigh load", SleighLoadConfig{Limit: 0, Duration: -1}.Validate(),
+			[]string{"no northpole program", "pairs (0) and clients (0)", "limit 0", "duration -1ns must be positive"}},
+	} {
+		for _, want := range tc.want {
+			if tc.err == nil || !strings.Contains(tc.err.Error(), want) {
+				t.Errorf("%s: Validate() = %v, want it to say %q", tc.name, tc.err, want)
+			}
+		}
+	}
+	if err := (HopConfig{Kafka: kafkaconf.Config{Brokers: []string{"k:9092"}}, Group: "g", Toys: "t", Boxes: "b"}).Validate(); err != nil {
+		t.Errorf("a good hop: %v", err)
+	}
+	good := DefaultSleighLoadConfig()
+	good.Executable = "/bin/northpole"
+	if err := good.Validate(); err != nil {
+		t.Errorf("a good sleigh load test: %v", err)
+	}
+}

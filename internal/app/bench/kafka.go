@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/topicread"
@@ -82,7 +83,7 @@ func hopLag(ctx context.Context, kc kafkaconf.Config, group string, topics []str
 		return 0, err
 	}
 	defer adm.Close()
-	return kafkaconf.GroupLag(ctx, adm, group, topics...)
+	return kafkaadmin.GroupLag(ctx, adm, group, topics...)
 }
 
 // packLatencies: for each packed record, its Kafka timestamp minus the later

@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -134,7 +135,7 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 	}
 	name := fmt.Sprintf("sleigh-load-%d", time.Now().UnixNano())
 	topic := name + "-packed"
-	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: topic, Partitions: 4, Replication: 1}); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topic, Partitions: 4, Replication: 1}); err != nil {
 		return SleighLoadResult{}, err
 	}
 	defer deleteTopics(kc, topic, name+"-table")

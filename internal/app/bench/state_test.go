@@ -67,7 +67,8 @@ func runTestWorker(arg string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pk, err := packer.New(cfg, log, packer.WithReady(func() { fmt.Fprintf(os.Stderr, "%s: test worker, groups %v\n", ReadyLine, cfg.Groups()) }))
+	cfg.Ready = func() { fmt.Fprintf(os.Stderr, "%s: test worker, groups %v\n", ReadyLine, cfg.Groups()) }
+	pk, err := packer.New(cfg, log)
 	if err == nil {
 		err = pk.Run(ctx)
 	}

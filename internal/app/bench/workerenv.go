@@ -3,6 +3,8 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/pprof"
 
 	"github.com/IBM/sarama"
 )
@@ -56,4 +58,29 @@ func DecodeWorker(s string) (Worker, error) {
 	}
 	w.Packer.Kafka.Security = sec
 	return w, nil
+}
+
+// WorkerFromEnv is the Worker of this process when a bench started it (ok:
+// WorkerEnv is set), read with DecodeWorker.
+func WorkerFromEnv() (w Worker, ok bool, err error) {
+	js, ok := os.LookupEnv(WorkerEnv)
+	if !ok {
+		return Worker{}, false, nil
+	}
+	w, err = DecodeWorker(js)
+	return w, true, err
+}
+
+// ProfileCPU profiles this process's CPU into path until stop is called:
+// what a worker does with its Worker.CPUProfile.
+func ProfileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

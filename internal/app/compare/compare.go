@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
@@ -72,6 +73,20 @@ type Comparison struct {
 	// than one partition of the input topics (Spreads): the contract's
 	// order, and with it the comparison, is then not defined for them.
 	PartitionSpread []Spread `json:"partition_spread"`
+}
+
+// Err is nil when both sides have the same rows, else an error that says
+// how many rows differ and, when the inputs are mis-partitioned, that the
+// comparison is not defined for them.
+func (c Comparison) Err() error {
+	if c.Equal {
+		return nil
+	}
+	why := ""
+	if len(c.PartitionSpread) > 0 {
+		why = "; the input topics hold records of one (stream, size) in more than one partition (partition_spread), which the contract does not allow: see the warning"
+	}
+	return fmt.Errorf("the results of Goka and %s differ on %s (%d conflicting Goka keys)%s", c.SQL, english.Count(len(c.Differences), "row"), c.GokaConflicts, why)
 }
 
 // Build compares Goka's sets with the SQL engine's, set by set (as

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
@@ -253,4 +254,19 @@ func cutOther(p results.Packed) results.Packed {
 	p.ToyIDCut = results.CutOf([]byte(p.ToyID[:1] + "x"))
 	p.ToyID = p.ToyID[:1]
 	return p
+}
+
+// TestConfigValidate names every problem of a comparison's configuration.
+func TestConfigValidate(t *testing.T) {
+	good := Config{Kafka: kafkaconf.Config{Brokers: []string{"k:9092"}}, Params: contract.DefaultParams(), Schema: "public"}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("Validate() = %v, want nil", err)
+	}
+	bad := Config{Load: true, Schema: "no schema"}
+	err := bad.Validate()
+	for _, want := range []string{"window must be positive", "loading the inputs needs a DSN", "no schema", "no brokers"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
 }

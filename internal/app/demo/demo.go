@@ -40,9 +40,9 @@ type Demo struct {
 }
 
 // New starts an in-process Kafka when cfg names no brokers, and builds the
-// pipeline (with the sleigh) that Run runs; opts are the harness's (tracing,
-// progress). A nil log discards the components' logs.
-func New(cfg harness.Config, log *slog.Logger, opts ...harness.Option) (*Demo, error) {
+// pipeline (with the sleigh) that Run runs, traced and reporting its
+// progress as cfg says. A nil log discards the components' logs.
+func New(cfg harness.Config, log *slog.Logger) (*Demo, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -58,7 +58,7 @@ func New(cfg harness.Config, log *slog.Logger, opts ...harness.Option) (*Demo, e
 		d.where = "Kafka at " + strings.Join(cfg.Kafka.Brokers, ",")
 	}
 	cfg.Sleigh = true
-	p, err := harness.New(cfg, log, opts...)
+	p, err := harness.New(cfg, log)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -100,15 +100,15 @@ type Summary struct {
 	SQLCheck        string                    `json:"sql_check"`
 	// MapCheck is the service map's verdict, "equal" or "different": its
 	// edges into the packer and the sleigh against the records read back
-	// (MapEdges, Report.CheckMap). Both are absent when the demo drew no
+	// (MapEdges, Result.CheckMap). Both are absent when the demo drew no
 	// map.
 	MapCheck string   `json:"map_check,omitempty"`
 	MapEdges MapEdges `json:"map_edges,omitempty"`
 	Seconds  float64  `json:"seconds"`
 }
 
-// Report is what Run found.
-type Report struct {
+// Result is what Run found.
+type Result struct {
 	Summary Summary
 	// Run is what the elves wrote and what Kafka held afterwards, the
 	// dead-letters topic's records whole among it (Run.DeadLetters).
@@ -125,13 +125,13 @@ type Report struct {
 }
 
 // Equal reports whether Goka equals both the reference and the SQL.
-func (r Report) Equal() bool { return len(r.Reference) == 0 && r.SQLComparison.Equal }
+func (r Result) Equal() bool { return len(r.Reference) == 0 && r.SQLComparison.Equal }
 
 // Run runs the pipeline to the end (harness.Run) and checks what Goka wrote
 // against the reference and the embedded SQL. The sleigh goes on until
 // FinishSleigh or Close.
-func (d *Demo) Run(ctx context.Context) (Report, error) {
-	var r Report
+func (d *Demo) Run(ctx context.Context) (Result, error) {
+	var r Result
 	res, err := d.p.Run(ctx)
 	if err != nil {
 		return r, err
@@ -150,7 +150,7 @@ func (d *Demo) Run(ctx context.Context) (Report, error) {
 	return r, nil
 }
 
-func (d *Demo) summary(cfg harness.Config, r Report) Summary {
+func (d *Demo) summary(cfg harness.Config, r Result) Summary {
 	got := r.Run.Goka
 	s := Summary{
 		Brokers: strings.Join(cfg.Kafka.Brokers, ","), Topics: topicsByRole(cfg.Packer.Topics),

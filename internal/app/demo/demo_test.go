@@ -154,7 +154,7 @@ func TestWriteFilesKeepsEveryRow(t *testing.T) {
 			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
 		},
 	}
-	r := demo.Report{SQL: set}
+	r := demo.Result{SQL: set}
 	r.Run.Goka = set
 	dir := t.TempDir()
 	if err := demo.WriteFiles(dir, r); err != nil {

@@ -3,6 +3,7 @@ package demo
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -29,7 +30,7 @@ type inputLine struct {
 // (goka/{packed,unpacked,spare,late,dead}.jsonl; dead.jsonl holds the
 // dead-letters topic's records, with the reason's detail and the raw record),
 // the embedded SQLite's (sql/, the same five files) and summary.json.
-func WriteFiles(dir string, r Report) error {
+func WriteFiles(dir string, r Result) error {
 	for _, sub := range []string{"input", "goka", "sql"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return fmt.Errorf("create output directory: %w", err)
@@ -90,9 +91,9 @@ func writeJSONL(path string, rows any) error {
 }
 
 // WriteReport writes dir/report.html (internal/app/report) for the run, with
-// the service map g when there is one and its check (Report.CheckMap) when
+// the service map g when there is one and its check (Result.CheckMap) when
 // that was made; where says which Kafka it ran on.
-func WriteReport(dir string, r Report, where string, g *servicemap.Graph) error {
+func WriteReport(dir string, r Result, where string, g *servicemap.Graph) error {
 	sql := r.SQLComparison
 	sql.SQL = "the embedded SQLite (the shared contract SQL on the input records)"
 	in := report.Input{
@@ -107,4 +108,57 @@ func WriteReport(dir string, r Report, where string, g *servicemap.Graph) error 
 		in.MapCheck = &v
 	}
 	return report.WriteFile(dir, in)
+}
+
+// OutFiles lists the files WriteOut writes, for the demo command's help,
+// which includes it so that the two cannot drift apart.
+const OutFiles = `  DIR/input/toys.jsonl, DIR/input/boxes.jsonl   every input record as read back
+  DIR/goka/{packed,unpacked,spare,late,dead}.jsonl  Goka's five result sets
+                                                (dead.jsonl: the dead-letters
+                                                topic's records, with the
+                                                reason's detail and raw record)
+  DIR/sql/{packed,unpacked,spare,late,dead}.jsonl   the embedded SQLite's
+  DIR/summary.json                              the counts (toys and boxes
+                                                apart from heartbeats; a dead
+                                                letter counts under by_size
+                                                when its record has a valid
+                                                size that is its key, else
+                                                under dead_without_size) and
+                                                the verdicts: reference_check,
+                                                sql_check, map_check (with
+                                                map_edges)
+  DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
+  DIR/servicemap-topics.{mmd,svg}               the map with a node per topic
+  DIR/report.html                               one page to open in a browser: the
+                                                counts per size, the windows, the
+                                                service map, the verdict and any
+                                                differing rows`
+
+// WriteOut writes what `demo --out dir` asks for, saying on w what it
+// wrote: the records and results and summary.json (WriteFiles), the
+// service maps of tr (servicemap.{mmd,svg}, SigNoz's, and
+// servicemap-topics.{mmd,svg}, a node per topic) when the demo drew them,
+// and report.html (WriteReport), which draws the map with topics. where
+// says which Kafka the demo ran on.
+func WriteOut(w io.Writer, dir string, r Result, where string, tr Traces) error {
+	if err := WriteFiles(dir, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nwrote %s/{input,goka,sql}/*.jsonl and %s/summary.json\n", dir, dir)
+	if tr.Map != nil && tr.TopicMap != nil {
+		for _, m := range []struct {
+			name string
+			g    *servicemap.Graph
+		}{{"servicemap", tr.Map}, {"servicemap-topics", tr.TopicMap}} {
+			if err := m.g.WriteFiles(filepath.Join(dir, m.name+".mmd"), filepath.Join(dir, m.name+".svg")); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(w, "wrote %s/servicemap{,-topics}.{mmd,svg}\n", dir)
+	}
+	if err := WriteReport(dir, r, where, tr.TopicMap); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wrote %s/%s: open it in a browser\n", dir, report.FileName)
+	return nil
 }

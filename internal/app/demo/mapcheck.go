@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/northpole-workshop/northpole/internal/english"
@@ -53,13 +54,23 @@ func (es MapEdges) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// WriteText says whether the map's edges equal the records read back, for
+// people: "map check: <edges>: equal", or DIFFERENT and what that means.
+func (es MapEdges) WriteText(w io.Writer) {
+	verdict := "equal"
+	if !es.Equal() {
+		verdict = "DIFFERENT (" + MapDiffers + ")"
+	}
+	fmt.Fprintf(w, "map check: %s: %s\n", es, verdict)
+}
+
 // MapDiffers says what edges that differ from the records mean.
 const MapDiffers = "spans lost, or records redelivered"
 
 // CheckMap compares the service map g, drawn from every span of the run,
 // with the records the run read back, and puts the verdict in r.Summary
 // (MapCheck, MapEdges) and so in summary.json and report.html.
-func (r *Report) CheckMap(g servicemap.Graph) MapEdges {
+func (r *Result) CheckMap(g servicemap.Graph) MapEdges {
 	edges := MapEdges{
 		{From: telemetry.ServiceToyElves, To: telemetry.ServicePacker, Want: len(r.Run.Toys), Unit: "record", Of: "read back from the toys topic"},
 		{From: telemetry.ServiceBoxElves, To: telemetry.ServicePacker, Want: len(r.Run.Boxes), Unit: "record", Of: "read back from the boxes topic"},

@@ -19,7 +19,7 @@ import (
 // records read back, or else the verdict says different; either way it is
 // in summary.json and on report.html.
 func TestCheckMap(t *testing.T) {
-	var r demo.Report
+	var r demo.Result
 	r.Run.Toys = make([]record.Input, 3)
 	r.Run.Boxes = make([]record.Input, 2)
 	r.Run.Goka.Packed = make([]results.Packed, 1)
@@ -40,11 +40,21 @@ func TestCheckMap(t *testing.T) {
 	if edges.String() != want {
 		t.Errorf("edges say %q, want %q", edges, want)
 	}
+	var line strings.Builder
+	edges.WriteText(&line)
+	if line.String() != "map check: "+want+": equal\n" {
+		t.Errorf("the check says %q", line.String())
+	}
 
 	// A lost span of the packer's.
 	edges = r.CheckMap(graph(2))
 	if edges.Equal() || r.Summary.MapCheck != "different" || r.Summary.MapEdges[0].Calls != 2 || r.Summary.MapEdges[0].Want != 3 {
 		t.Errorf("a span lost: %v, summary %q %+v", edges, r.Summary.MapCheck, r.Summary.MapEdges)
+	}
+	line.Reset()
+	edges.WriteText(&line)
+	if !strings.HasSuffix(line.String(), ": DIFFERENT ("+demo.MapDiffers+")\n") {
+		t.Errorf("the check says %q", line.String())
 	}
 	dir := t.TempDir()
 	if err := demo.WriteFiles(dir, r); err != nil {
@@ -78,7 +88,7 @@ func TestCheckMap(t *testing.T) {
 	}
 
 	// Without a map, no verdict.
-	var none demo.Report
+	var none demo.Result
 	if b, _ := json.Marshal(none.Summary); strings.Contains(string(b), "map_") {
 		t.Errorf("a summary without a map check: %s", b)
 	}

@@ -67,6 +67,15 @@ type Config struct {
 	// Sleigh, when true, also runs the sleigh on the packed topic, in goka
 	// group <Packer.Group>-sleigh.
 	Sleigh bool
+	// Tracing, when set, traces every component with the tracer provider it
+	// gives for the component's service name (telemetry.ServiceToyElves,
+	// telemetry.ServiceBoxElves, telemetry.ServicePacker,
+	// telemetry.ServiceSleigh). Nil: nothing is traced.
+	Tracing func(service string) trace.TracerProvider
+	// Progress, when set, is called every ProgressEvery while Run produces
+	// and packs, and once more when it is done (Phase PhaseDone).
+	Progress      func(Progress)
+	ProgressEvery time.Duration
 }
 
 // DefaultConfig is a pipeline on the default topics and groups (those of the
@@ -104,9 +113,14 @@ func ValidPrefix(prefix string) error {
 	return nil
 }
 
-// complete ties the parts of c together (see Config).
+// complete ties the parts of c together (see Config), and gives each
+// component its tracer (with Tracing).
 func (c Config) complete() Config {
-	c.Packer.Kafka = c.Kafka
+	c.Packer.Kafka, c.Toys.Kafka, c.Boxes.Kafka = c.Kafka, c.Kafka, c.Kafka
+	if c.Tracing != nil {
+		c.Packer.Tracer = c.Tracing(telemetry.ServicePacker)
+		c.Toys.Tracer, c.Boxes.Tracer = c.Tracing(telemetry.ServiceToyElves), c.Tracing(telemetry.ServiceBoxElves)
+	}
 	c.Toys.Topic, c.Boxes.Topic = c.Packer.Topics.Toys, c.Packer.Topics.Boxes
 	c.Toys.Params, c.Boxes.Params = c.Packer.Params, c.Packer.Params
 	h := producers.Horizon(c.Toys, c.Boxes)
@@ -122,16 +136,23 @@ func (c Config) sleighConfig() sleigh.Config {
 	s := sleigh.DefaultConfig()
 	s.Kafka, s.Topic, s.Group = c.Kafka, c.Packer.Topics.Packed, c.Packer.Group+"-sleigh"
 	s.Partitions, s.Replication = c.Packer.Partitions, c.Packer.Replication
+	if c.Tracing != nil {
+		s.Tracer = c.Tracing(telemetry.ServiceSleigh)
+	}
 	return s
 }
 
-// Validate reports why the pipeline cannot run, or nil.
+// Validate reports every reason the pipeline cannot run, or nil; a problem
+// of the Kafka settings, which every component shares, is said once.
 func (c Config) Validate() error {
 	c = c.complete()
 	errs := []error{c.Packer.Validate()}
 	for _, e := range []producers.Config{c.Toys, c.Boxes} {
-		if err := e.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s elves: %w", e.Stream, err))
+		for _, err := range leaves(e.Validate()) {
+			if se := (*kafkaconf.SettingsError)(nil); !errors.As(err, &se) {
+				err = fmt.Errorf("%s elves: %w", e.Stream, err)
+			}
+			errs = append(errs, err)
 		}
 	}
 	if c.Toys.Stream != record.Toys || c.Boxes.Stream != record.Boxes {
@@ -142,23 +163,41 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	if c.Progress != nil && c.ProgressEvery <= 0 {
+		errs = append(errs, fmt.Errorf("progress interval must be positive, got %v", c.ProgressEvery))
+	}
+	return joinOnce(errs)
 }
 
-// Option changes how New builds a pipeline.
-type Option func(*Pipeline)
-
-// WithTracing traces every component with the tracer provider tp gives for
-// its service name (telemetry.ServiceToyElves, telemetry.ServiceBoxElves, telemetry.ServicePacker,
-// telemetry.ServiceSleigh). Without it nothing is traced.
-func WithTracing(tp func(service string) trace.TracerProvider) Option {
-	return func(p *Pipeline) { p.tracing = tp }
+// joinOnce joins the problems errs report, each once: the packer, the
+// elves and the sleigh each validate the Kafka settings they share.
+func joinOnce(errs []error) error {
+	var out []error
+	seen := map[string]bool{}
+	for _, err := range leaves(errors.Join(errs...)) {
+		if !seen[err.Error()] {
+			seen[err.Error()] = true
+			out = append(out, err)
+		}
+	}
+	return errors.Join(out...)
 }
 
-// WithProgress makes Run call report every interval while it produces and
-// packs, and once more when it is done (Phase PhaseDone).
-func WithProgress(every time.Duration, report func(Progress)) Option {
-	return func(p *Pipeline) { p.progressEvery, p.progress = every, report }
+// leaves are the errors errors.Join joined into err, joins within it
+// opened too.
+func leaves(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if err == nil {
+			return nil
+		}
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, leaves(e)...)
+	}
+	return out
 }
 
 // Phases of a Run, as Progress reports them.
@@ -179,68 +218,51 @@ type Progress struct {
 	LagErr error
 }
 
+// StatusLine is p as one line of progress, for people; toys and boxes are
+// the records each stream's elves were asked for.
+func (p Progress) StatusLine(toys, boxes int) string {
+	backlog := fmt.Sprint(p.Lag)
+	if p.LagErr != nil {
+		backlog = "?"
+	}
+	return fmt.Sprintf("[%5.1fs] %s: toys %d/%d, boxes %d/%d sent; packer backlog %s records",
+		p.Elapsed.Seconds(), p.Phase, p.Toys.Records, toys, p.Boxes.Records, boxes, backlog)
+}
+
 // Pipeline runs one Config. Its methods are not safe for concurrent use,
 // except those of the packers and the sleigh it hands out.
 type Pipeline struct {
-	cfg           Config
-	log           *slog.Logger
-	tracing       func(string) trace.TracerProvider
-	progressEvery time.Duration
-	progress      func(Progress)
-	pk            *packer.Packer // never run: topics and goka graphs
-	running       *RunningPacker // the one Start started
-	sleigh        *sleigh.Sleigh
-	sleighStop    context.CancelFunc
-	sleighDone    chan struct{}
-	sleighErr     error
+	cfg        Config
+	log        *slog.Logger
+	pk         *packer.Packer // never run: topics and goka graphs
+	running    *RunningPacker // the one Start started
+	sleigh     *sleigh.Sleigh
+	sleighStop context.CancelFunc
+	sleighDone chan struct{}
+	sleighErr  error
 
 	mu          sync.Mutex
 	phase       string
 	toys, boxes producers.Stats // the elves' latest progress
 }
 
-// New completes cfg (see Config), applies opts and validates the result; it
-// does not touch Kafka. A nil log discards the components' logs.
-func New(cfg Config, log *slog.Logger, opts ...Option) (*Pipeline, error) {
+// New completes cfg (see Config) and validates the result; it does not
+// touch Kafka. A nil log discards the components' logs.
+func New(cfg Config, log *slog.Logger) (*Pipeline, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{log: log}
-	for _, o := range opts {
-		o(p)
-	}
 	cfg = cfg.complete()
-	if tp := p.provider(telemetry.ServiceToyElves); tp != nil {
-		cfg.Toys.Tracer = tp
-	}
-	if tp := p.provider(telemetry.ServiceBoxElves); tp != nil {
-		cfg.Boxes.Tracer = tp
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p.cfg = cfg
-	pk, err := p.newPacker()
+	p := &Pipeline{cfg: cfg, log: log}
+	pk, err := packer.New(cfg.Packer, log)
 	if err != nil {
 		return nil, err
 	}
 	p.pk = pk
 	return p, nil
-}
-
-func (p *Pipeline) provider(service string) trace.TracerProvider {
-	if p.tracing == nil {
-		return nil
-	}
-	return p.tracing(service)
-}
-
-func (p *Pipeline) newPacker() (*packer.Packer, error) {
-	var opts []packer.Option
-	if tp := p.provider(telemetry.ServicePacker); tp != nil {
-		opts = append(opts, packer.WithTracerProvider(tp))
-	}
-	return packer.New(p.cfg.Packer, p.log, opts...)
 }
 
 // Config is the completed configuration the pipeline runs.
@@ -272,7 +294,7 @@ type RunningPacker struct {
 // Stop. Several may run at once: they share the work as instances of one
 // group do.
 func (p *Pipeline) StartPacker(ctx context.Context) (*RunningPacker, error) {
-	pk, err := p.newPacker()
+	pk, err := packer.New(p.cfg.Packer, p.log)
 	if err != nil {
 		return nil, err
 	}
@@ -325,9 +347,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 }
 
 func (p *Pipeline) startSleigh(ctx context.Context) error {
-	cfg := p.cfg.sleighConfig()
-	cfg.Tracer = p.provider(telemetry.ServiceSleigh)
-	s, err := sleigh.New(cfg, p.log)
+	s, err := sleigh.New(p.cfg.sleighConfig(), p.log)
 	if err != nil {
 		return err
 	}
@@ -344,15 +364,24 @@ func (p *Pipeline) startSleigh(ctx context.Context) error {
 }
 
 // Produce runs both streams' elves to the end and returns what each wrote.
-// progress, when not nil, gets each one's Stats as producers.Run reports them.
+// progress, when not nil, gets each one's Stats as the elves report them
+// (producers.Config.Progress).
 func (p *Pipeline) Produce(ctx context.Context, progress func(producers.Stats)) (toys, boxes producers.Stats, err error) {
+	run := func(ctx context.Context, cfg producers.Config) (producers.Stats, error) {
+		cfg.Progress = progress
+		e, err := producers.New(cfg, p.log)
+		if err != nil {
+			return producers.Stats{Stream: cfg.Stream, Topic: cfg.Topic}, err
+		}
+		return e.Run(ctx)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		toys, err = producers.Run(gctx, p.cfg.Kafka, p.cfg.Toys, p.log, progress)
+		toys, err = run(gctx, p.cfg.Toys)
 		return err
 	})
 	g.Go(func() (err error) {
-		boxes, err = producers.Run(gctx, p.cfg.Kafka, p.cfg.Boxes, p.log, progress)
+		boxes, err = run(gctx, p.cfg.Boxes)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -520,7 +549,7 @@ func (p *Pipeline) setPhase(phase string) {
 // reports PhaseDone.
 func (p *Pipeline) startProgress(ctx context.Context) (stop func()) {
 	p.setPhase(PhaseProducing)
-	if p.progress == nil {
+	if p.cfg.Progress == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -533,11 +562,11 @@ func (p *Pipeline) startProgress(ctx context.Context) (stop func()) {
 			pr.Phase = p.phase
 		}
 		p.mu.Unlock()
-		p.progress(pr)
+		p.cfg.Progress(pr)
 	}
 	go func() {
 		defer close(done)
-		t := time.NewTicker(p.progressEvery)
+		t := time.NewTicker(p.cfg.ProgressEvery)
 		defer t.Stop()
 		for {
 			select {

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -125,14 +126,16 @@ func TestRun(t *testing.T) {
 	var mu sync.Mutex
 	var phases []string
 	var last harness.Progress
-	p, err := harness.New(c, nil, harness.WithProgress(50*time.Millisecond, func(pr harness.Progress) {
+	c.ProgressEvery = 50 * time.Millisecond
+	c.Progress = func(pr harness.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(phases) == 0 || phases[len(phases)-1] != pr.Phase {
 			phases = append(phases, pr.Phase)
 		}
 		last = pr
-	}))
+	}
+	p, err := harness.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,5 +158,19 @@ func TestRun(t *testing.T) {
 	defer mu.Unlock()
 	if phases[len(phases)-1] != harness.PhaseDone || last.Toys.Records != 400 || last.Boxes.Records != 250 {
 		t.Errorf("progress phases %v, last %+v; want it to end done with every record", phases, last)
+	}
+}
+
+// TestProgressStatusLine: the line says the phase, what each stream's elves
+// sent of what they were asked for, and the backlog, "?" when unknown.
+func TestProgressStatusLine(t *testing.T) {
+	pr := harness.Progress{Elapsed: 1500 * time.Millisecond, Phase: harness.PhaseProducing, Lag: 42,
+		Toys: producers.Stats{Records: 10}, Boxes: producers.Stats{Records: 7}}
+	if got, want := pr.StatusLine(100, 50), "[  1.5s] producing: toys 10/100, boxes 7/50 sent; packer backlog 42 records"; got != want {
+		t.Errorf("StatusLine = %q, want %q", got, want)
+	}
+	pr.LagErr = errors.New("no coordinator")
+	if got := pr.StatusLine(100, 50); !strings.HasSuffix(got, "packer backlog ? records") {
+		t.Errorf("StatusLine with the lag unknown = %q", got)
 	}
 }

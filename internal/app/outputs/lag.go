@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -45,7 +46,7 @@ func lagAdmin(ctx context.Context, kc kafkaconf.Config) (*kadm.Client, error) {
 func groupLags(ctx context.Context, cfg packer.Config, admin *kadm.Client) ([]int64, error) {
 	var lags []int64
 	for _, g := range cfg.GroupInputs() {
-		lag, err := kafkaconf.GroupLag(ctx, admin, g.Group, g.Topics...)
+		lag, err := kafkaadmin.GroupLag(ctx, admin, g.Group, g.Topics...)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +56,7 @@ func groupLags(ctx context.Context, cfg packer.Config, admin *kadm.Client) ([]in
 }
 
 // WaitQuiet returns once the packer cfg configures has consumed everything:
-// Lag is zero on two polls in a row, every apart (kafkaconf.WaitQuiet).
+// Lag is zero on two polls in a row, every apart (kafkaadmin.WaitQuiet).
 // Errors from Lag are retried (a group coordinator that is still loading
 // offsets after a restart says so for a while), logged at debug on log (nil:
 // discarded), until ctx ends; the last one is reported then. If stopped
@@ -87,7 +88,7 @@ func WaitQuiet(ctx context.Context, cfg packer.Config, every time.Duration, stop
 		return lags, err
 	}
 	// Which stage stalled (the lags are in the groups' order) tells where to look.
-	if err := kafkaconf.WaitQuiet(ctx, every, lags, stopped); err != nil {
+	if err := kafkaadmin.WaitQuiet(ctx, every, lags, stopped); err != nil {
 		return fmt.Errorf("waiting for the packer (groups %v) to finish: %w", cfg.Groups(), err)
 	}
 	return nil

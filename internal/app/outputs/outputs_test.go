@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/northpole-workshop/northpole/internal/app/outputs"
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -24,11 +24,11 @@ func TestRead(t *testing.T) {
 	name := testkafka.Unique("outputs")
 	topics := packer.Topics{Toys: name + "-toys", Boxes: name + "-boxes", Packed: name + "-packed", Unpacked: name + "-unpacked",
 		Spare: name + "-spare", Late: name + "-late", Dead: name + "-dead"}
-	var ts []kafkaconf.Topic
+	var ts []kafkaadmin.Topic
 	for _, n := range []string{topics.Packed, topics.Unpacked, topics.Spare, topics.Late, topics.Dead} {
-		ts = append(ts, kafkaconf.Topic{Name: n, Partitions: 2})
+		ts = append(ts, kafkaadmin.Topic{Name: n, Partitions: 2})
 	}
-	if err := kafkaconf.EnsureTopics(ctx, kc, ts...); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, kc, ts...); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)

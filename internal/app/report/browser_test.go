@@ -123,7 +123,8 @@ func TestPageInBrowser(t *testing.T) {
 		providers = append(providers, tp)
 		return tp
 	}
-	d, err := demo.New(c, nil, harness.WithTracing(tracing))
+	c.Tracing = tracing
+	d, err := demo.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

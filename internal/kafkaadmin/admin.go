@@ -1,4 +1,9 @@
-package kafkaconf
+// Package kafkaadmin administers northpole's topics and watches consumer
+// groups, on franz-go's kadm with kafkaconf's short-lived reader clients:
+// topics created and checked (EnsureTopics), their partitions and record
+// size limits read, a group's lag measured (GroupLag) and waited for until
+// it is zero (WaitQuiet). kafkaconf only configures clients.
+package kafkaadmin
 
 import (
 	"context"
@@ -9,7 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
 // Topic describes a topic northpole needs.
@@ -24,7 +30,7 @@ type Topic struct {
 // EnsureTopics creates the topics that do not exist and checks that those that
 // do have the requested partition count. A mismatch is an error, never fixed
 // silently: co-partitioned topics with different counts would break the join.
-func EnsureTopics(ctx context.Context, c Config, topics ...Topic) error {
+func EnsureTopics(ctx context.Context, c kafkaconf.Config, topics ...Topic) error {
 	cl, err := c.NewReaderClient(ctx)
 	if err != nil {
 		return err
@@ -106,7 +112,7 @@ func leaderless(td kadm.TopicDetail) error {
 // MaxMessageBytes returns, for each topic, the largest record batch its
 // brokers accept (the topic's max.message.bytes, which defaults to the
 // broker's message.max.bytes).
-func MaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[string]int, error) {
+func MaxMessageBytes(ctx context.Context, c kafkaconf.Config, topics ...string) (map[string]int, error) {
 	cl, err := c.NewReaderClient(ctx)
 	if err != nil {
 		return nil, err
@@ -145,7 +151,7 @@ func MaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[strin
 // Partitions returns the partition count of topic, or an error that names the
 // topic when it does not exist. It takes no context: a reader's few retries
 // bound it (see NewReaderClient).
-func Partitions(c Config, topic string) (int32, error) {
+func Partitions(c kafkaconf.Config, topic string) (int32, error) {
 	ctx := context.Background()
 	cl, err := c.NewReaderClient(ctx)
 	if err != nil {
@@ -160,41 +166,6 @@ func Partitions(c Config, topic string) (int32, error) {
 		return 0, fmt.Errorf("topic %q: %w", topic, err)
 	}
 	return int32(len(tds[topic].Partitions)), nil
-}
-
-// NewReaderClient connects a short-lived reader: topicread, topic
-// administration, lag, and the clients compare, bench and the demo open to
-// read topics, offsets or a group's lag. Its requests are retried a few
-// times, not for RetryFor (see reader), and it pings the brokers before it
-// returns, so that an unreachable Kafka, a wrong TLS setting or password
-// is reported here, in words a user can act on, rather than by whatever
-// request comes first. It gives up when ctx is done. Wrap it in
-// kadm.NewClient for administration; closing either closes both.
-func (c Config) NewReaderClient(ctx context.Context) (*kgo.Client, error) {
-	cl, err := kgo.NewClient(c.reader()...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka client for %v: %w", c.Brokers, err)
-	}
-	for attempt := 0; ; attempt++ {
-		err = cl.Ping(ctx)
-		var kafkaErr *kerr.Error
-		// A broker's answer (a refused password) will not change.
-		if err == nil || attempt == readerRetries || errors.As(err, &kafkaErr) || ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(readerBackoff):
-		}
-	}
-	if err != nil {
-		cl.Close()
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.explain(err))
-	}
-	return cl, nil
 }
 
 // GroupLag is how many records of topics the consumer group has not committed

@@ -1,4 +1,4 @@
-package kafkaconf_test
+package kafkaadmin_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 )
 
 // TestWaitQuiet: quiet means zero lag on two polls in a row; errors are
@@ -30,7 +30,7 @@ func TestWaitQuiet(t *testing.T) {
 		polls := 0
 		lags := script([]int64{3, 0}, []int64{0, 0}, busy, []int64{0, 1}, []int64{0, 0}, []int64{0, 0}, []int64{5})
 		counted := func(ctx context.Context) ([]int64, error) { polls++; return lags(ctx) }
-		if err := kafkaconf.WaitQuiet(context.Background(), time.Millisecond, counted, nil); err != nil {
+		if err := kafkaadmin.WaitQuiet(context.Background(), time.Millisecond, counted, nil); err != nil {
 			t.Fatal(err)
 		}
 		if polls != 6 {
@@ -40,7 +40,7 @@ func TestWaitQuiet(t *testing.T) {
 	t.Run("deadline names the last error", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		err := kafkaconf.WaitQuiet(ctx, time.Millisecond, script([]int64{4}, busy), nil)
+		err := kafkaadmin.WaitQuiet(ctx, time.Millisecond, script([]int64{4}, busy), nil)
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, busy) {
 			t.Errorf("got %v, want the deadline and the last error", err)
 		}
@@ -48,7 +48,7 @@ func TestWaitQuiet(t *testing.T) {
 	t.Run("deadline names the last lags", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		err := kafkaconf.WaitQuiet(ctx, time.Millisecond, script(busy, []int64{4, 2}), nil)
+		err := kafkaadmin.WaitQuiet(ctx, time.Millisecond, script(busy, []int64{4, 2}), nil)
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, busy) || !strings.Contains(err.Error(), "[4 2]") {
 			t.Errorf("got %v, want the deadline and the lags [4 2]", err)
 		}
@@ -58,8 +58,8 @@ func TestWaitQuiet(t *testing.T) {
 		for _, why := range []error{crash, nil} {
 			stopped := make(chan error, 1)
 			stopped <- why
-			err := kafkaconf.WaitQuiet(context.Background(), time.Hour, script([]int64{1}), stopped)
-			if !errors.Is(err, kafkaconf.ErrStopped) || (why != nil && !errors.Is(err, crash)) {
+			err := kafkaadmin.WaitQuiet(context.Background(), time.Hour, script([]int64{1}), stopped)
+			if !errors.Is(err, kafkaadmin.ErrStopped) || (why != nil && !errors.Is(err, crash)) {
 				t.Errorf("stopped with %v: got %v, want ErrStopped wrapping it", why, err)
 			}
 		}

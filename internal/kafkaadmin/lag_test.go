@@ -1,4 +1,4 @@
-package kafkaconf_test
+package kafkaadmin_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 )
 
@@ -17,7 +17,7 @@ func TestGroupLag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a, b, group := testkafka.Unique("lag-a"), testkafka.Unique("lag-b"), testkafka.Unique("lag-g")
-	if err := kafkaconf.EnsureTopics(ctx, kc, kafkaconf.Topic{Name: a, Partitions: 2}, kafkaconf.Topic{Name: b, Partitions: 1}); err != nil {
+	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: a, Partitions: 2}, kafkaadmin.Topic{Name: b, Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// A hash partitioner would move the records; place them by hand.
@@ -41,7 +41,7 @@ func TestGroupLag(t *testing.T) {
 	defer admin.Close()
 	lag := func() int64 {
 		t.Helper()
-		n, err := kafkaconf.GroupLag(ctx, admin, group, a, b)
+		n, err := kafkaadmin.GroupLag(ctx, admin, group, a, b)
 		if err != nil {
 			t.Fatal(err)
 		}

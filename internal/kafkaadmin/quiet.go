@@ -1,4 +1,4 @@
-package kafkaconf
+package kafkaadmin
 
 import (
 	"context"

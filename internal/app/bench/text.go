@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Legend says what the columns of WriteText's tables are, and how the state
+// after a run is measured: the bench command's help includes it, so that
+// the help and the tables cannot drift apart.
+const Legend = `Columns:
+  variant, parts    the variant and its partition count
+  events            input events: records in toys and boxes (heartbeats too)
+  events/s          input events over the wall time from the packer's start
+                    to zero lag (start-up included)
+  packer µs/ev      the packer process's user+system CPU (rusage, its whole
+                    life; with --restart less what it used in the tail after
+                    zero lag, read from /proc) per input event
+  broker µs/ev      the broker's user+system CPU over the packer process's
+                    life, less the bench's lag polls (calibrated after the
+                    packer exits: 10 polls), per input event. kfake: the
+                    bench process's own CPU (getrusage); it does nothing else
+                    meanwhile, and its garbage collection counts as the
+                    broker's. Not measured with tracing (the span receiver
+                    runs in the bench process) nor live (the elves do). Real
+                    broker: /proc/<pid>/stat of --broker-pid, or of the
+                    processes of this host listening on the --brokers
+                    addresses (summed); a remote broker is not measured.
+                    On a shared broker, other clients' work counts too.
+  net µs/ev         broker µs/ev less the broker's idle rate (its CPU per
+                    second over 2 s before the packer starts and 2 s after
+                    it exits, the mean) times the packer's life: on a shared
+                    broker, an estimate of what the packer alone cost it
+  sum µs/ev         packer + net
+  CPU ratio, rate ratio   packer CPU per event and events/s over the first
+                    variant's
+  max RSS MiB       the packer's peak resident set (VmHWM) before it is
+                    stopped
+  RSS B/rec         that peak in bytes per input event
+  outputs/s         records in the five result topics per second
+  inputs, loops, events, tables, outputs (w/r)
+                    Kafka records written / read per input event by kind of
+                    topic, from end offsets before and after (written), and
+                    written times the number of the worker's goka groups that
+                    consume the topic in normal running (read): inputs are
+                    the elves' topics, loops the groups' loopbacks, events a
+                    group's output another consumes, tables the group
+                    tables (a table no group reads as a stream or joins is
+                    read only on recovery: 0 read), outputs the result topics
+                    (their consumers are not counted)
+  p50, p99, p999 ms pack latency, live variant only
+After the table, a line per variant says how the broker's CPU was measured.
+
+State (--restart, on by default; not the live and hop variants): once the
+packer's lag is zero it runs on for two of its cleaning intervals and a
+second (2 × 2 s + 1 s), so that its cleaner deletes the records of its clock
+table that no restart needs; then it is stopped, the bench reads its internal
+topics (<group>-clock-loop, <group>-clock-table, <group>-slots-table) and
+starts the same packer again. That tail is left out of events/s, packer
+µs/ev and the broker's figures (they stop at zero lag, plus the packer's
+exit, as without --restart); max RSS MiB is the peak over the whole life,
+tail included. A second table, per variant:
+  written           records ever written to the internal topics (their end
+                    offsets, summed over partitions)
+  kept              records they still hold (end less start offsets): what
+                    a restart reads
+  kept %            kept over written
+  KiB               the internal topics' log size on the brokers
+                    (DescribeLogDirs, every replica), "-" when the broker
+                    does not say (a note says why). A real Kafka frees a
+                    deleted record's bytes only with its whole segment (32
+                    MiB for the tables) and after its retention check, so
+                    there bytes fall later than kept records; kfake frees
+                    them at once
+  restart s         wall time from starting the packer again (same group,
+                    topics and storage: the disk variant keeps its LevelDB)
+                    to its "packer ready" line: both groups have recovered
+                    their tables and consume
+  restart RSS MiB   the restarted packer's peak RSS (VmHWM) at that moment
+--restart=false stops the packer at zero lag and measures none of this
+(about 5 s and a restart less per variant).`
+
+// WriteText prints the results as a table (Legend), a line per variant on
+// how its broker's CPU was measured (or why the variant failed), and, for
+// the variants whose state was measured, the state table.
+func WriteText(w io.Writer, rs []Result) {
+	writeTable(w, rs)
+	writeBrokerNotes(w, rs)
+	writeStateTable(w, rs)
+}
+
+func writeTable(w io.Writer, rs []Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "variant\tparts\tevents\tevents/s\tpacker µs/ev\tbroker µs/ev\tnet µs/ev\tsum µs/ev\tCPU ratio\trate ratio\tmax RSS MiB\tRSS B/rec\toutputs/s\t"
+	for _, k := range Kinds {
+		head += k + " w/r\t"
+	}
+	fmt.Fprintln(tw, head+"p50 ms\tp99 ms\tp999 ms\t")
+	for _, r := range rs {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t%d\tfailed%s\n", r.Name, r.Partitions, strings.Repeat("\t", 19))
+			continue
+		}
+		ratio := func(x float64) string {
+			if x == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", x)
+		}
+		lat := func(x float64) string {
+			if !r.Live {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f", x)
+		}
+		broker, net, sum := "-", "-", "-"
+		if r.BrokerSeconds != 0 {
+			broker, net, sum = fmt.Sprintf("%.1f", r.BrokerCPUPerEventUS), fmt.Sprintf("%.1f", r.BrokerNetCPUPerEventUS), fmt.Sprintf("%.1f", r.TotalCPUPerEventUS)
+		}
+		kinds := ""
+		for _, k := range r.Records {
+			kinds += fmt.Sprintf("%.2f/%.2f\t", k.WrittenPerEvent, k.ReadPerEvent)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s%s\t%s\t%s\t\n", r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
+			r.CPUPerEventUS, broker, net, sum, ratio(r.CPURatio), ratio(r.RateRatio), r.MaxRSSMiB, r.RSSBytesPerRecord, r.OutputsPerSec, kinds,
+			lat(r.LatencyP50MS), lat(r.LatencyP99MS), lat(r.LatencyP999MS))
+	}
+	tw.Flush()
+}
+
+// writeBrokerNotes says, per variant, how its broker CPU was measured, or
+// why it failed.
+func writeBrokerNotes(w io.Writer, rs []Result) {
+	for _, r := range rs {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s failed: %s\n", r.Name, r.Error)
+			continue
+		}
+		how := r.BrokerCPU
+		if strings.HasPrefix(how, NotLocal) {
+			how = NotLocal + "; use --broker-pid)"
+		}
+		fmt.Fprintf(w, "broker CPU of %s: %s\n", r.Name, how)
+	}
+}
+
+// writeStateTable prints, for the variants whose state was measured
+// (--restart), what the packer's internal topics kept and how long a
+// restart took, then a note per variant whose bytes were not measured.
+func writeStateTable(w io.Writer, rs []Result) {
+	var measured []Result
+	for _, r := range rs {
+		if r.Error == "" && r.RestartReadySeconds > 0 {
+			measured = append(measured, r)
+		}
+	}
+	if len(measured) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nstate after the run: the packer's internal topics, and a restart")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tparts\twritten\tkept\tkept %\tKiB\trestart s\trestart RSS MiB\t")
+	for _, r := range measured {
+		kept, size := "-", "-"
+		if r.InternalRecordsWritten > 0 {
+			kept = fmt.Sprintf("%.1f", 100*float64(r.InternalRecordsKept)/float64(r.InternalRecordsWritten))
+		}
+		if r.InternalBytes >= 0 {
+			size = fmt.Sprintf("%.0f", float64(r.InternalBytes)/1024)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.2f\t%.0f\t\n", r.Name, r.Partitions, r.InternalRecordsWritten, r.InternalRecordsKept,
+			kept, size, r.RestartReadySeconds, r.RestartMaxRSSMiB)
+	}
+	tw.Flush()
+	for _, r := range measured {
+		if r.InternalBytes < 0 {
+			fmt.Fprintf(w, "internal bytes of %s: not measured (%s)\n", r.Name, r.InternalBytesError)
+		}
+	}
+}
+
+// SleighLoadLegend says what WriteSleighLoadText's columns are; the
+// bench-sleigh command's help includes it.
+const SleighLoadLegend = `It reports, per run:
+  empty MiB, idle MiB    the sleigh's resident set (VmRSS) running with no pair,
+                         and idle --idle (30 s) after loading them all
+  B/pair                 (idle - empty) / pairs
+  load s, load peak MiB  from the first pair written to the last one counted,
+                         and the peak resident set (VmHWM) until then
+  paging peak MiB        the peak resident set while the clients paged (VmHWM,
+                         reset before they start), and its ratio to idle
+  req/s, pages/s         answers (200 and 503) and pages (200) per second
+  p50, p99, max ms       latency of the pages of --limit pairs, request sent to
+                         body read (the wait for a place included)
+  503s, busy p99 ms      answers that said come back later, and their latency
+  failed, done           other failures; clients that saw every pair`
+
+// WriteSleighLoadText prints the load tests' results as a table
+// (SleighLoadLegend says what each column is), then the first failure of
+// each run that had one.
+func WriteSleighLoadText(w io.Writer, rs []SleighLoadResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "storage\tpairs\tempty MiB\tidle MiB\tB/pair\tload s\tload peak MiB\tpaging peak MiB\tpeak/idle\treq/s\tpages/s\tp50 ms\tp99 ms\tmax ms\t503s\tbusy p99 ms\tfailed\tdone\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%d\t%d/%d\t\n",
+			r.Storage, r.Pairs, r.EmptyRSSMiB, r.IdleRSSMiB, r.BytesPerPair, r.LoadSeconds, r.LoadingPeakMiB, r.PagingPeakMiB, r.PagingPeakMiB/r.IdleRSSMiB,
+			r.RequestsPerSecond(), r.PagesPerSecond(), r.P50ms, r.P99ms, r.MaxMs, r.Busy, r.BusyP99ms, r.Failed, r.ClientsDone, r.Clients)
+	}
+	_ = tw.Flush()
+	for _, r := range rs {
+		if r.FirstFailure != "" {
+			fmt.Fprintf(w, "%s run: first failure: %s\n", r.Storage, r.FirstFailure)
+		}
+	}
+}
