@@ -44,10 +44,10 @@ Parameters: size (S, M, L or XL), window (an RFC 3339 window start), limit
 a 400 that says what is allowed. At most --max-readers manifest requests run at
 once; one more waits up to --reader-wait and then gets 503 with Retry-After: 1.
 
-Its tables are LevelDB, in memory by default (the process grows by about 180
+Its tables are LevelDB, in memory by default (the process grows by 150 to 230
 bytes a pair; rebuilt from Kafka at every start); --storage-dir keeps them on
-disk, the choice for manifests larger than the memory you want it to hold (see
-README and docs/PERFORMANCE.md).
+disk, where the process stays near 100 MB however many pairs it holds: the
+choice for large manifests (see README and docs/PERFORMANCE.md).
 
 It prints "sleigh ready: manifest at http://ADDR/manifest" on stderr once the
 server listens and the sleigh's group runs (after joining and loading its
