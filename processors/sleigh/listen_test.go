@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
@@ -52,12 +51,7 @@ func TestListenAndRun(t *testing.T) {
 // TestListenAndRunFails: an address nobody can listen on, and a Kafka that
 // cannot be reached, are errors, and neither announces a manifest.
 func TestListenAndRunFails(t *testing.T) {
-	cfg := sleigh.DefaultConfig()
-	cfg.Kafka = kafkaconf.Config{Brokers: []string{"127.0.0.1:1"}, RetryFor: time.Second}
-	s, err := sleigh.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := unreachableSleigh(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ready := func(net.Addr) { t.Error("ready announced") }

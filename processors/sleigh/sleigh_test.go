@@ -70,12 +70,7 @@ func TestReady(t *testing.T) {
 // TestNotReadyWhenKafkaIsUnreachable: a sleigh that cannot reach Kafka
 // fails, and Ready never closed.
 func TestNotReadyWhenKafkaIsUnreachable(t *testing.T) {
-	cfg := sleigh.DefaultConfig()
-	cfg.Kafka = kafkaconf.Config{Brokers: []string{"127.0.0.1:1"}, RetryFor: time.Second}
-	s, err := sleigh.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := unreachableSleigh(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.Run(ctx); err == nil {
@@ -228,4 +223,17 @@ func runInBackground(t *testing.T, ctx context.Context, s *sleigh.Sleigh) (stop 
 			t.Error(err)
 		}
 	}
+}
+
+// unreachableSleigh is a sleigh whose Kafka nobody listens on, giving up
+// after a second.
+func unreachableSleigh(t *testing.T) *sleigh.Sleigh {
+	t.Helper()
+	cfg := sleigh.DefaultConfig()
+	cfg.Kafka = kafkaconf.Config{Brokers: []string{"127.0.0.1:1"}, RetryFor: time.Second}
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -144,16 +144,7 @@ func TestRun(t *testing.T) {
 // a toy id packed in two windows as two rows with their windows, and two
 // late copies of one id as two rows with their partitions and offsets.
 func TestWriteFilesKeepsEveryRow(t *testing.T) {
-	set := results.Set{
-		Packed: []results.Packed{
-			{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
-			{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
-		},
-		Late: []results.Late{
-			{Stream: "toys", Partition: 1, Offset: 7, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"},
-			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
-		},
-	}
+	set := reusedIDsAndLateCopies()
 	r := demo.Result{SQL: set}
 	r.Run.Goka = set
 	dir := t.TempDir()
@@ -237,4 +228,19 @@ func deadPositions(t *testing.T, jsonl []byte) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// reusedIDsAndLateCopies is a result set with a toy id packed in two
+// windows and two late copies of one id.
+func reusedIDsAndLateCopies() results.Set {
+	return results.Set{
+		Packed: []results.Packed{
+			{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+			{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
+		},
+		Late: []results.Late{
+			{Stream: "toys", Partition: 1, Offset: 7, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"},
+			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
+		},
+	}
 }

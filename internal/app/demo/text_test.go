@@ -35,16 +35,7 @@ func TestWriteDiffs(t *testing.T) {
 // two rows, each printed with its window; two late copies of one id are two
 // rows, each printed with its partition and offset.
 func TestWriteDiffsOfReusedIDsAndLateCopies(t *testing.T) {
-	goka := results.Set{
-		Packed: []results.Packed{
-			{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
-			{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
-		},
-		Late: []results.Late{
-			{Stream: "toys", Partition: 1, Offset: 7, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"},
-			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
-		},
-	}
+	goka := reusedIDsAndLateCopies()
 	ref := results.Set{Packed: goka.Packed[:1], Late: goka.Late[:1]}
 	var b strings.Builder
 	demo.Result{Reference: results.Compare(goka, ref)}.WriteDiffs(&b, 10, "--out DIR writes every row")
