@@ -3,15 +3,12 @@ package main
 import (
 	"encoding/json"
 	"log/slog"
-	"math"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/app/bench"
-	"github.com/northpole-workshop/northpole/producers"
 )
 
 // benchOptions are the flags of northpole bench that are not a
@@ -106,8 +103,8 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	return cmd
 }
 
-// config completes the bench's configuration from the flags, refusing values
-// that make no sense as usage errors.
+// config completes the bench's configuration from the flags; bench.New
+// refuses the values that make no sense.
 func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, error) {
 	var err error
 	if c.Partitions, err = bench.ParsePartitions(o.partitions); err != nil {
@@ -117,37 +114,13 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 	for _, v := range strings.Split(o.variants, ",") {
 		c.Variants = append(c.Variants, strings.TrimSpace(v))
 	}
-	switch {
-	case c.Records < 2:
-		return c, usageErr("--records must be at least 2")
-	case c.Timeout <= 0:
-		return c, usageErr("--timeout must be positive, got %v", c.Timeout)
-	case c.LiveDuration <= 0:
-		return c, usageErr("--live-duration must be positive, got %v", c.LiveDuration)
-	case !(c.LiveRate > 0) || math.IsInf(c.LiveRate, 0):
-		return c, usageErr("--live-rate must be a positive number of records per second, got %v", c.LiveRate)
-	case c.Elves < 1 || c.Elves > producers.MaxElves:
-		return c, usageErr("--elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
-	case slices.ContainsFunc(c.BrokerPIDs, func(p int) bool { return p < 1 }):
-		return c, usageErr("--broker-pid: process ids must be positive, got %v", c.BrokerPIDs)
-	}
-	if err := c.Params.Validate(); err != nil {
-		return c, usageErr("%w", err)
-	}
-	real, err := ko.config("northpole-bench")
-	if err != nil {
+	if c.Real, err = ko.config("northpole-bench"); err != nil {
 		return c, err
 	}
-	if len(real.Brokers) > 0 {
-		if err := real.Validate(); err != nil {
-			return c, usageErr("%w", err)
-		}
-	}
-	exe, err := os.Executable()
-	if err != nil {
+	if c.Executable, err = os.Executable(); err != nil {
 		return c, err
 	}
-	c.Real, c.Executable, c.Args, c.Progress = real, exe, benchWorkerArgs, os.Stderr
+	c.Args, c.Progress = benchWorkerArgs, os.Stderr
 	return c, nil
 }
 
