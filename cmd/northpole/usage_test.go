@@ -36,6 +36,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"process", "pakcer"}, `did you mean "packer"?`},
 		{[]string{"completion"}, "completion: say which command to run: bash"},
 		{[]string{"elves"}, "toys or boxes"},
+		{[]string{"elves", "toys", "--brokers", "k:9092", "--partitions", "0"}, "elves: --partitions must be at least 1, got 0"},
+		{[]string{"elves", "toys", "--brokers", "k:9092", "--count", "-1"}, "elves: count must be >= 0, got -1"},
 		{[]string{"--log-level", "x", "demo"}, `--log-level "x"`},
 		{[]string{"demo", "--timeout", "0"}, "--timeout must be positive"},
 		{[]string{"demo", "--timeout", "-1s"}, "--timeout must be positive"},
