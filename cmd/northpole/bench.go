@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
@@ -74,9 +73,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 				return err
 			}
 			if o.json {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out})
+				return writeJSON(os.Stdout, map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out})
 			}
 			bench.WriteText(os.Stdout, out)
 			return nil

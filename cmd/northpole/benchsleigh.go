@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -66,9 +65,7 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 				all = append(all, r)
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(all)
+				return writeJSON(cmd.OutOrStdout(), all)
 			}
 			bench.WriteSleighLoadText(cmd.OutOrStdout(), all)
 			return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -153,10 +152,8 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 	}
 	c := res.Comparison
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(c); err != nil {
-			return fmt.Errorf("write JSON: %w", err)
+		if err := writeJSON(stdout, c); err != nil {
+			return err
 		}
 	} else {
 		compare.WriteText(stdout, c, o.rows, moreRowsHint)
