@@ -122,15 +122,11 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 }
 
 // benchWorkerArgs is the command line of a bench worker: northpole process
-// packer, or the hidden bench-hop. Each reads its configuration whole from
-// $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
+// packer, or the hidden bench-hop. Each reads its configuration whole, its
+// CPU profile included, from $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
 func benchWorkerArgs(w bench.Worker) []string {
-	args := []string{"process", "packer"}
 	if w.Hop {
-		args = []string{"bench-hop"}
+		return []string{"bench-hop"}
 	}
-	if w.CPUProfile != "" {
-		args = append(args, "--cpuprofile", w.CPUProfile)
-	}
-	return args
+	return []string{"process", "packer"}
 }

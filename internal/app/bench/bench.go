@@ -165,7 +165,8 @@ type Worker struct {
 	// frequency), group, partitions, W and L, topics and, for the disk
 	// variant, StorageDir.
 	Packer packer.Config
-	// CPUProfile, when set, is where the worker writes its CPU profile.
+	// CPUProfile, when set, is where the worker writes its CPU profile
+	// (Profile).
 	CPUProfile string
 }
 
