@@ -35,24 +35,7 @@ variant writes at a fixed --live-rate instead and reports pack latency (packed
 record's Kafka timestamp minus the later of its toy's and box's) at
 p50/p99/p999.
 
-Variants (--variants, comma-separated; the first is the baseline of the ratios):
-  base        the default partitions (first of --partitions), tracing off, memory
-  trace100    OTEL on in the packer, every trace sampled, OTLP/gRPC to a receiver
-              in the bench process (which counts spans and throws them away; it
-              says whether it got one per input record and one per output record)
-  trace10     the same, 10 % sampled (parentbased_traceidratio 0.1)
-  trace0      the same, nothing sampled (parentbased_always_off): the cost of
-              a record nobody samples, alone
-              (OTEL_BSP_* in the bench's environment reach the packer: the
-              batch span processor drops spans when its queue, 2048 by
-              default, is full; the receiver's count shows it)
-  parts       one run per other --partitions value
-  disk        --storage-dir (LevelDB) instead of memory
-  real        the real broker of --brokers (skipped without --brokers)
-  live        fixed input rate, latency percentiles
-  hop         not the packer: one goka group that consumes toys and boxes and
-              writes each record into its group table (one consume and one
-              write per event, no packing logic), the floor of one stage
+` + bench.VariantsHelp + `
 
 ` + bench.Legend + `
 
