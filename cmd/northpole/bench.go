@@ -1,17 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"log/slog"
-	"math"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/internal/app/bench"
-	"github.com/northpole-workshop/northpole/producers"
 )
 
 // benchOptions are the flags of northpole bench that are not a
@@ -39,24 +35,7 @@ variant writes at a fixed --live-rate instead and reports pack latency (packed
 record's Kafka timestamp minus the later of its toy's and box's) at
 p50/p99/p999.
 
-Variants (--variants, comma-separated; the first is the baseline of the ratios):
-  base        the default partitions (first of --partitions), tracing off, memory
-  trace100    OTEL on in the packer, every trace sampled, OTLP/gRPC to a receiver
-              in the bench process (which counts spans and throws them away; it
-              says whether it got one per input record and one per output record)
-  trace10     the same, 10 % sampled (parentbased_traceidratio 0.1)
-  trace0      the same, nothing sampled (parentbased_always_off): the cost of
-              a record nobody samples, alone
-              (OTEL_BSP_* in the bench's environment reach the packer: the
-              batch span processor drops spans when its queue, 2048 by
-              default, is full; the receiver's count shows it)
-  parts       one run per other --partitions value
-  disk        --storage-dir (LevelDB) instead of memory
-  real        the real broker of --brokers (skipped without --brokers)
-  live        fixed input rate, latency percentiles
-  hop         not the packer: one goka group that consumes toys and boxes and
-              writes each record into its group table (one consume and one
-              write per event, no packing logic), the floor of one stage
+` + bench.VariantsHelp + `
 
 ` + bench.Legend + `
 
@@ -77,9 +56,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 				return err
 			}
 			if o.json {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out})
+				return writeJSON(os.Stdout, map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out})
 			}
 			bench.WriteText(os.Stdout, out)
 			return nil
@@ -106,8 +83,8 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	return cmd
 }
 
-// config completes the bench's configuration from the flags, refusing values
-// that make no sense as usage errors.
+// config completes the bench's configuration from the flags; bench.New
+// refuses the values that make no sense.
 func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, error) {
 	var err error
 	if c.Partitions, err = bench.ParsePartitions(o.partitions); err != nil {
@@ -117,50 +94,22 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 	for _, v := range strings.Split(o.variants, ",") {
 		c.Variants = append(c.Variants, strings.TrimSpace(v))
 	}
-	switch {
-	case c.Records < 2:
-		return c, usageErr("--records must be at least 2")
-	case c.Timeout <= 0:
-		return c, usageErr("--timeout must be positive, got %v", c.Timeout)
-	case c.LiveDuration <= 0:
-		return c, usageErr("--live-duration must be positive, got %v", c.LiveDuration)
-	case !(c.LiveRate > 0) || math.IsInf(c.LiveRate, 0):
-		return c, usageErr("--live-rate must be a positive number of records per second, got %v", c.LiveRate)
-	case c.Elves < 1 || c.Elves > producers.MaxElves:
-		return c, usageErr("--elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
-	case slices.ContainsFunc(c.BrokerPIDs, func(p int) bool { return p < 1 }):
-		return c, usageErr("--broker-pid: process ids must be positive, got %v", c.BrokerPIDs)
-	}
-	if err := c.Params.Validate(); err != nil {
-		return c, usageErr("%w", err)
-	}
-	real, err := ko.config("northpole-bench")
-	if err != nil {
+	if c.Real, err = ko.config("northpole-bench"); err != nil {
 		return c, err
 	}
-	if len(real.Brokers) > 0 {
-		if err := real.Validate(); err != nil {
-			return c, usageErr("%w", err)
-		}
-	}
-	exe, err := os.Executable()
-	if err != nil {
+	if c.Executable, err = os.Executable(); err != nil {
 		return c, err
 	}
-	c.Real, c.Executable, c.Args, c.Progress = real, exe, benchWorkerArgs, os.Stderr
+	c.Args, c.Progress = benchWorkerArgs, os.Stderr
 	return c, nil
 }
 
 // benchWorkerArgs is the command line of a bench worker: northpole process
-// packer, or the hidden bench-hop. Each reads its configuration whole from
-// $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
+// packer, or the hidden bench-hop. Each reads its configuration whole, its
+// CPU profile included, from $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
 func benchWorkerArgs(w bench.Worker) []string {
-	args := []string{"process", "packer"}
 	if w.Hop {
-		args = []string{"bench-hop"}
+		return []string{"bench-hop"}
 	}
-	if w.CPUProfile != "" {
-		args = append(args, "--cpuprofile", w.CPUProfile)
-	}
-	return args
+	return []string{"process", "packer"}
 }

@@ -10,8 +10,7 @@ import (
 // under the packer: bench.RunHop). It is hidden: it exists only so that
 // northpole bench can measure it as its own OS process, like the packer.
 func newBenchHopCmd() *cobra.Command {
-	var cpuprofile string
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:    "bench-hop",
 		Short:  "One goka hop (consume, write the group table), the floor of northpole bench",
 		Long:   "Run by northpole bench only: it reads its configuration from $" + bench.WorkerEnv + ".",
@@ -25,21 +24,16 @@ func newBenchHopCmd() *cobra.Command {
 			if !ok {
 				return usageErr("bench-hop is northpole bench's worker: it needs $%s", bench.WorkerEnv)
 			}
-			p := w.Packer
-			cfg := bench.HopConfig{Kafka: p.Kafka, Group: w.HopGroup, Toys: p.Topics.Toys, Boxes: p.Topics.Boxes}
+			cfg := w.HopConfig()
 			if err := cfg.Validate(); err != nil {
 				return usageErr("%w", err)
 			}
-			if cpuprofile != "" {
-				stopProfile, err := bench.ProfileCPU(cpuprofile)
-				if err != nil {
-					return err
-				}
-				defer stopProfile()
+			stopProfile, err := w.Profile()
+			if err != nil {
+				return err
 			}
+			defer stopProfile()
 			return bench.RunHop(cmd.Context(), cfg)
 		},
 	}
-	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
-	return cmd
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +15,6 @@ func newBenchSleighCmd() *cobra.Command {
 	var brokers string
 	var runs int
 	var asJSON bool
-	var maxReaders int
-	var readerWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "bench-sleigh",
 		Short: "Load-test the sleigh's manifest: many clients paging through a million pairs",
@@ -44,12 +39,6 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 			}
 			cfg.Executable, cfg.Progress = exe, cmd.ErrOrStderr()
 			cfg.Kafka = kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(brokers), ClientID: "northpole-bench-sleigh"}
-			if cmd.Flags().Changed("max-readers") {
-				cfg.SleighArgs = append(cfg.SleighArgs, "--max-readers", strconv.Itoa(maxReaders))
-			}
-			if cmd.Flags().Changed("reader-wait") {
-				cfg.SleighArgs = append(cfg.SleighArgs, "--reader-wait", readerWait.String())
-			}
 			if err := cfg.Validate(); err != nil {
 				return usageErr("%w", err)
 			}
@@ -66,9 +55,7 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 				all = append(all, r)
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(all)
+				return writeJSON(cmd.OutOrStdout(), all)
 			}
 			bench.WriteSleighLoadText(cmd.OutOrStdout(), all)
 			return nil
@@ -84,7 +71,7 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 	fs.BoolVar(&cfg.StorageDir, "storage-dir", false, "run the sleigh with --storage-dir (a temporary directory)")
 	fs.IntVar(&runs, "runs", 1, "runs, each with a new sleigh and topic")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
-	fs.IntVar(&maxReaders, "max-readers", 0, "the sleigh's --max-readers (default: the sleigh's)")
-	fs.DurationVar(&readerWait, "reader-wait", 0, "the sleigh's --reader-wait (default: the sleigh's)")
+	fs.IntVar(&cfg.MaxReaders, "max-readers", 0, "the sleigh's --max-readers (default: the sleigh's)")
+	fs.DurationVar(&cfg.ReaderWait, "reader-wait", 0, "the sleigh's --reader-wait (default: the sleigh's)")
 	return cmd
 }

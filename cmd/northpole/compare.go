@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,30 +11,26 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/app/compare"
 	"github.com/northpole-workshop/northpole/internal/app/report"
-	"github.com/northpole-workshop/northpole/internal/contract"
-	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/risingwave"
 )
 
+// compareOptions are the flags of northpole compare that are not a
+// compare.Config's own.
 type compareOptions struct {
-	kafka            kafkaOptions
-	topics           packer.Topics
-	window, lateness time.Duration
-	sql              string
-	load             bool
-	schema           string
-	json             bool
-	rows             int
-	printRisingWave  bool
-	timeout          time.Duration
-	out              string
+	kafka           kafkaOptions
+	json            bool
+	rows            int
+	printRisingWave bool
+	timeout         time.Duration
+	out             string
 }
 
 func newCompareCmd() *cobra.Command {
 	def := packer.DefaultConfig()
-	o := compareOptions{topics: def.Topics, window: def.Window, lateness: def.Lateness, schema: "public", rows: 10, timeout: 5 * time.Minute}
+	cfg := compare.Config{Topics: def.Topics, Params: def.Params, Schema: "public"}
+	o := compareOptions{rows: 10, timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Compare Goka's five result topics with a SQL engine's five result relations",
@@ -81,12 +76,12 @@ Exit status: 0 when both sides have the same rows, 3 when they differ, 1 on
 error, 2 on bad flags, 130 when interrupted (Ctrl-C; 143: SIGTERM).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runCompare(cmd.Context(), cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	o.kafka.bind(f, "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
-	t := &o.topics
+	t := &cfg.Topics
 	f.StringVar(&t.Toys, "toys-topic", t.Toys, "input topic of toys")
 	f.StringVar(&t.Boxes, "boxes-topic", t.Boxes, "input topic of boxes")
 	f.StringVar(&t.Packed, "packed-topic", t.Packed, "Goka's packed topic")
@@ -94,11 +89,11 @@ error, 2 on bad flags, 130 when interrupted (Ctrl-C; 143: SIGTERM).`,
 	f.StringVar(&t.Spare, "spare-topic", t.Spare, "Goka's spare topic")
 	f.StringVar(&t.Late, "late-topic", t.Late, "Goka's late topic")
 	f.StringVar(&t.Dead, "dead-topic", t.Dead, "Goka's dead-letter topic")
-	f.DurationVar(&o.window, "window", o.window, "window width W Goka ran with")
-	f.DurationVar(&o.lateness, "lateness", o.lateness, "allowed lateness L Goka ran with")
-	f.StringVar(&o.sql, "sql", "", "DSN of a PostgreSQL-protocol server holding the result relations (RisingWave or PostgreSQL); default: the embedded SQLite")
-	f.BoolVar(&o.load, "load", false, "with --sql: load the input topics into PostgreSQL and run the shared SQL there first")
-	f.StringVar(&o.schema, "schema", o.schema, "schema of the result relations (and of the tables --load creates)")
+	f.DurationVar(&cfg.Window, "window", cfg.Window, "window width W Goka ran with")
+	f.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L Goka ran with")
+	f.StringVar(&cfg.DSN, "sql", "", "DSN of a PostgreSQL-protocol server holding the result relations (RisingWave or PostgreSQL); default: the embedded SQLite")
+	f.BoolVar(&cfg.Load, "load", false, "with --sql: load the input topics into PostgreSQL and run the shared SQL there first")
+	f.StringVar(&cfg.Schema, "schema", cfg.Schema, "schema of the result relations (and of the tables --load creates)")
 	f.BoolVar(&o.json, "json", false, "print the comparison as JSON")
 	f.IntVar(&o.rows, "rows", o.rows, "differing rows shown per set and side in the text output (all are in --json)")
 	f.BoolVar(&o.printRisingWave, "risingwave-sql", false, "print the RisingWave script (sources and materialized views) and exit")
@@ -107,30 +102,17 @@ error, 2 on bad flags, 130 when interrupted (Ctrl-C; 143: SIGTERM).`,
 	return cmd
 }
 
-func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer) error {
-	p := contract.Params{Window: o.window, Lateness: o.lateness}
-	if err := p.Validate(); err != nil {
-		return usageErr("%w", err)
-	}
-	if o.load && o.sql == "" {
-		return usageErr("--load needs --sql (the PostgreSQL to load into)")
-	}
-	if err := sqlengine.ValidSchema(o.schema); err != nil {
-		return usageErr("--schema: %w", err)
-	}
+// runCompare runs the comparison cfg describes once the flags have given it
+// all but its Kafka and tracer.
+func runCompare(ctx context.Context, cfg compare.Config, o compareOptions, stdout, stderr io.Writer) error {
 	if o.timeout <= 0 {
 		return usageErr("--timeout must be positive, got %v", o.timeout)
 	}
 	if o.rows < 0 {
 		return usageErr("--rows must be >= 0, got %d", o.rows)
 	}
-	if o.out != "" && !o.printRisingWave {
-		if err := report.CheckDir(o.out); err != nil {
-			return usageErr("--out %s: %w", o.out, err)
-		}
-	}
 	if o.printRisingWave {
-		so := risingwave.ScriptOptions{Brokers: o.kafka.brokers, ToysTopic: o.topics.Toys, BoxesTopic: o.topics.Boxes, Params: p}
+		so := risingwave.ScriptOptions{Brokers: o.kafka.brokers, ToysTopic: cfg.Topics.Toys, BoxesTopic: cfg.Topics.Boxes, Params: cfg.Params}
 		if so.Brokers == "" {
 			so.Brokers = risingwave.DefaultScriptOptions().Brokers
 		}
@@ -141,14 +123,15 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 		_, err = io.WriteString(stdout, s)
 		return err
 	}
-	kc, err := o.kafka.config("northpole-compare")
-	if err != nil {
+	if o.out != "" {
+		if err := report.CheckDir(o.out); err != nil {
+			return usageErr("--out %s: %w", o.out, err)
+		}
+	}
+	var err error
+	if cfg.Kafka, err = o.kafka.config("northpole-compare"); err != nil {
 		return err
 	}
-	if len(kc.Brokers) == 0 {
-		return usageErr("no Kafka: give --brokers or set $NORTHPOLE_BROKERS")
-	}
-	cfg := compare.Config{Kafka: kc, Topics: o.topics, Params: p, DSN: o.sql, Load: o.load, Schema: o.schema}
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%w", err)
 	}
@@ -166,10 +149,8 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 	}
 	c := res.Comparison
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(c); err != nil {
-			return fmt.Errorf("write JSON: %w", err)
+		if err := writeJSON(stdout, c); err != nil {
+			return err
 		}
 	} else {
 		compare.WriteText(stdout, c, o.rows, moreRowsHint)

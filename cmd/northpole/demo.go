@@ -133,22 +133,11 @@ func (o demoOptions) pipelineConfig(kc kafkaconf.Config) harness.Config {
 }
 
 func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
-	for _, s := range []struct {
-		name string
-		v    int
-	}{{"--toys", o.toys}, {"--boxes", o.boxes}} {
-		if s.v < 1 {
-			return usageErr("%s must be at least 1, got %d", s.name, s.v)
-		}
-	}
 	if o.timeout <= 0 {
 		return usageErr("--timeout must be positive, got %v", o.timeout)
 	}
 	if err := harness.ValidPrefix(o.topicPrefix); err != nil {
 		return usageErr("--topic-prefix %q: %w", o.topicPrefix, err)
-	}
-	if err := o.packer.Params.Validate(); err != nil {
-		return usageErr("%w", err)
 	}
 	if o.out != "" {
 		if err := report.CheckDir(o.out); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/statusline"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
@@ -80,20 +79,13 @@ Examples:
 			if err != nil {
 				return usageErr("elves: %w", err)
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			if err := ensureElvesTopic(ctx, c.Kafka, c.Topic, o.partitions, cmd.Flags().Changed("partitions")); err != nil {
-				return err
-			}
-			tel, stopTelemetry, err := startTelemetry(ctx, telemetry.Options{})
+			tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
 			if err != nil {
 				return err
 			}
 			defer stopTelemetry()
 			c.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ElvesService(string(c.Stream))))
-			return runElves(ctx, c, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runElves(cmd.Context(), c, o.partitions, cmd.Flags().Changed("partitions"), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -119,7 +111,8 @@ Examples:
 	return cmd
 }
 
-// config turns the flags into the elves' configuration, Kafka's included.
+// config turns the flags into the elves' configuration, Kafka's included;
+// producers.New checks it.
 func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream record.Stream) (producers.Config, error) {
 	c.Stream = stream
 	if c.Topic == "" {
@@ -128,6 +121,9 @@ func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream reco
 	f := cmd.Flags()
 	if f.Changed("duration") && !f.Changed("count") {
 		c.Count = 0
+	}
+	if o.partitions < 1 {
+		return c, fmt.Errorf("--partitions must be at least 1, got %d", o.partitions)
 	}
 	var err error
 	if c.SizeMix, err = producers.ParseSizeMix(o.sizes); err != nil {
@@ -141,15 +137,13 @@ func (o elvesOptions) config(cmd *cobra.Command, c producers.Config, stream reco
 			return c, fmt.Errorf("--final-heartbeat-at: %w", err)
 		}
 	}
-	if c.Kafka, err = o.kafka.config("northpole-elves-" + string(stream)); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
+	c.Kafka, err = o.kafka.config("northpole-elves-" + string(stream))
+	return c, err
 }
 
-func runElves(ctx context.Context, c producers.Config, stdout, stderr io.Writer) error {
-	fmt.Fprintf(stderr, "northpole elves: %s\n", c.Describe())
-
+// runElves creates the topic when it is missing (an existing one is used as
+// it is, unless --partitions was given and differs) and runs the elves.
+func runElves(ctx context.Context, c producers.Config, partitions int32, exact bool, stdout, stderr io.Writer) error {
 	line := statusline.New(stderr, 250*time.Millisecond)
 	c.Progress = func(s producers.Stats) { line.Show(s.StatusLine(c.Count)) }
 	c.ProgressEvery = line.Every()
@@ -157,6 +151,10 @@ func runElves(ctx context.Context, c producers.Config, stdout, stderr io.Writer)
 	if err != nil {
 		return usageErr("%w", err)
 	}
+	if err := producers.EnsureTopic(ctx, c.Kafka, c.Topic, partitions, exact); err != nil {
+		return fmt.Errorf("elves: %w", err)
+	}
+	fmt.Fprintf(stderr, "northpole elves: %s\n", c.Describe())
 	stats, err := e.Run(ctx)
 	line.Clear()
 	if err == nil || stats.Sent > 0 {
@@ -164,16 +162,4 @@ func runElves(ctx context.Context, c producers.Config, stdout, stderr io.Writer)
 	}
 	// Stopped by a signal, main.exitStatus says interrupted, with its code.
 	return err
-}
-
-// ensureElvesTopic creates a missing topic; an existing one is used as it is,
-// unless --partitions was given and differs.
-func ensureElvesTopic(ctx context.Context, kc kafkaconf.Config, topic string, partitions int32, explicit bool) error {
-	if partitions < 1 {
-		return usageErr("elves: --partitions must be at least 1, got %d", partitions)
-	}
-	if err := producers.EnsureTopic(ctx, kc, topic, partitions, explicit); err != nil {
-		return fmt.Errorf("elves: %w", err)
-	}
-	return nil
 }

@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -187,6 +189,16 @@ func needSubcommand(cmd *cobra.Command, args []string) error {
 		hint = fmt.Sprintf(" (did you mean %q?)", s[0])
 	}
 	return usageErr("%sunknown command %q%s: want one of %s", what, args[0], hint, want)
+}
+
+// writeJSON writes v to w as indented JSON: what --json prints.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
 }
 
 // usageErr is a usage error (exit 2). Kafka settings that cannot work are

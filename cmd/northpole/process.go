@@ -47,7 +47,6 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 func newPackerCmd() *cobra.Command {
 	cfg := packer.DefaultConfig()
 	var ko kafkaOptions
-	var cpuprofile string
 	cmd := &cobra.Command{
 		Use:   "packer",
 		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
@@ -66,19 +65,13 @@ docs/ARCHITECTURE.md.`,
 			}
 			if isWorker {
 				cfg = w.Packer
-			} else {
-				kc, err := ko.config("northpole-packer")
-				if err != nil {
-					return err
-				}
-				cfg.Kafka = kc
-			}
-			if cpuprofile != "" {
-				stopProfile, err := bench.ProfileCPU(cpuprofile)
+				stopProfile, err := w.Profile()
 				if err != nil {
 					return err
 				}
 				defer stopProfile()
+			} else if cfg.Kafka, err = ko.config("northpole-packer"); err != nil {
+				return err
 			}
 			tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
 			if err != nil {
@@ -107,7 +100,5 @@ docs/ARCHITECTURE.md.`,
 	}
 	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	packerFlags(cmd.Flags(), &cfg)
-	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file until the packer stops (northpole bench)")
-	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
 }

@@ -32,15 +32,9 @@ func newServicemapCmd() *cobra.Command {
 every span of service B whose parent is a span of service A, with the number of
 calls, of errors, and the p50/p99 latency of B's spans; and an edge A -> kafka
 (or postgresql, ...) for every non-server span of A that names a messaging or
-database system.
-
---topics draws what SigNoz cannot: each Kafka topic a node of its own between
-the services that write to it and those that read from it (toy-elves -> toys
--> packer -> packed -> sleigh), from the spans' messaging.destination.name,
-with the records on the edges (one PRODUCER span per record sent, one
-CONSUMER span per record read). The service edges those hops carry, and the
-edges to the kafka node, give way to the topics; a hop's topic edges do not
-need its parent span, so they are whole even with --same-batch.
+database system. --topics draws what SigNoz cannot: each Kafka topic a node of
+its own between the services that write to it and those that read from it
+(toy-elves -> toys -> packer -> packed -> sleigh), with the records on the edges.
 
 It receives OTLP on loopback, over gRPC and HTTP (protobuf or JSON), until
 --for has passed or it is interrupted, then prints the map:
@@ -54,21 +48,11 @@ exporter writes, or one document):
   northpole servicemap --file spans.json --mermaid map.mmd
 
 By default a child is joined with its parent whenever both were received.
-SigNoz joins them only when both are in one batch as its collector inserts
-it into ClickHouse (its service-map view joins the spans of one insert);
---same-batch joins that way and counts the spans whose edge is lost:
-
-- received over OTLP, the requests are grouped as the workshop collector's
-  batch processor groups them (deploy/signoz/otel-collector.yaml): across
-  requests, a batch goes once 10,000 spans are pending (at most 11,000 of
-  them, the rest wait), or when its 10 s timer fires (re-armed when it
-  fires and after a send by size); the timer starts with the first
-  request, so its phase is not the real collector's, and joins close to a
-  cut can differ;
-- read from a file, each line (or the one document) is one batch: a
-  collector's file exporter writes one line per export, which behind a
-  batch processor is one batch; the times spans arrived are not in the
-  file, so nothing is regrouped.`,
+SigNoz joins them only within one batch as its collector inserts it;
+--same-batch joins that way and counts the spans whose edge is lost: over
+OTLP the requests are regrouped as the workshop collector's batch processor
+groups them (10,000 spans or 10 s), and from a file each line is one batch.
+How, and where it can differ from SigNoz: otel/README.md, "The service map".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServicemap(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())

@@ -138,20 +138,28 @@ type Result struct {
 	Error     string  `json:"error,omitempty"`
 }
 
-// VariantNames are the variants Config.Variants may name:
-//
-//	base      the first of Partitions, tracing off, memory
-//	trace100  tracing on in the packer, every trace sampled, OTLP/gRPC to a
-//	          receiver in the bench's process that counts the spans against
-//	          one per input record and one per output record
-//	trace10   the same, 10 % sampled (parentbased_traceidratio 0.1)
-//	trace0    the same, nothing sampled (parentbased_always_off): what
-//	          tracing costs a record nobody samples, alone
-//	parts     one run per other value of Partitions
-//	disk      the tables in LevelDB (StorageDir) instead of memory
-//	real      the real broker of Config.Real (skipped without one)
-//	live      a fixed input rate (LiveRate), latency percentiles
-//	hop       not the packer: one goka hop (RunHop), the floor of one stage
+// VariantsHelp says what each of VariantNames measures: the bench command's
+// help includes it.
+const VariantsHelp = `Variants (--variants, comma-separated; the first is the baseline of the ratios):
+  base        the default partitions (first of --partitions), tracing off, memory
+  trace100    OTEL on in the packer, every trace sampled, OTLP/gRPC to a receiver
+              in the bench process (which counts spans and throws them away; it
+              says whether it got one per input record and one per output record)
+  trace10     the same, 10 % sampled (parentbased_traceidratio 0.1)
+  trace0      the same, nothing sampled (parentbased_always_off): the cost of
+              a record nobody samples, alone
+              (OTEL_BSP_* in the bench's environment reach the packer: the
+              batch span processor drops spans when its queue, 2048 by
+              default, is full; the receiver's count shows it)
+  parts       one run per other --partitions value
+  disk        --storage-dir (LevelDB) instead of memory
+  real        the real broker of --brokers (skipped without --brokers)
+  live        fixed input rate, latency percentiles
+  hop         not the packer: one goka group that consumes toys and boxes and
+              writes each record into its group table (one consume and one
+              write per event, no packing logic), the floor of one stage`
+
+// VariantNames are the variants Config.Variants may name (VariantsHelp).
 var VariantNames = []string{"base", "trace100", "trace10", "trace0", "parts", "disk", "real", "live", "hop"}
 
 // Worker is the process one variant measures: Config.Args names the command
@@ -165,7 +173,8 @@ type Worker struct {
 	// frequency), group, partitions, W and L, topics and, for the disk
 	// variant, StorageDir.
 	Packer packer.Config
-	// CPUProfile, when set, is where the worker writes its CPU profile.
+	// CPUProfile, when set, is where the worker writes its CPU profile
+	// (Profile).
 	CPUProfile string
 }
 

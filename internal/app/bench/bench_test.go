@@ -181,8 +181,8 @@ func TestWorkerConfigsValidate(t *testing.T) {
 		want []string
 	}{
 		{"hop", HopConfig{}.Validate(), []string{"needs a group and both input topics", "no brokers"}},
-		{"sleigh load", SleighLoadConfig{Limit: 0, Duration: -1}.Validate(),
-			[]string{"no northpole program", "pairs (0) and clients (0)", "limit 0", "duration -1ns must be positive"}},
+		{"sleigh load", SleighLoadConfig{Limit: 0, Duration: -1, MaxReaders: -1}.Validate(),
+			[]string{"no northpole program", "pairs (0) and clients (0)", "limit 0", "duration -1ns must be positive", "max-readers -1"}},
 	} {
 		for _, want := range tc.want {
 			if tc.err == nil || !strings.Contains(tc.err.Error(), want) {

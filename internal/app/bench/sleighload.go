@@ -34,9 +34,12 @@ type SleighLoadConfig struct {
 	// Kafka is the broker; without brokers, an in-process kfake.
 	Kafka kafkaconf.Config
 	// Executable is the northpole program; the sleigh runs as
-	// `Executable process sleigh ...` with SleighArgs added.
+	// `Executable process sleigh ...`.
 	Executable string
-	SleighArgs []string
+	// MaxReaders and ReaderWait are the sleigh's --max-readers and
+	// --reader-wait; zero leaves the sleigh's defaults.
+	MaxReaders int
+	ReaderWait time.Duration
 	// Pairs are written straight onto the packed topic (no packer), 250 per
 	// size class and window of 10 s.
 	Pairs int
@@ -75,6 +78,9 @@ func (c SleighLoadConfig) Validate() error {
 	}
 	if c.Duration <= 0 || c.Idle < 0 {
 		errs = append(errs, fmt.Errorf("sleigh load: duration %v must be positive, idle %v not negative", c.Duration, c.Idle))
+	}
+	if c.MaxReaders < 0 || c.ReaderWait < 0 {
+		errs = append(errs, fmt.Errorf("sleigh load: max-readers %d and reader-wait %v must not be negative", c.MaxReaders, c.ReaderWait))
 	}
 	return errors.Join(errs...)
 }
@@ -153,8 +159,14 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 		defer os.RemoveAll(dir)
 		args, r.Storage = append(args, "--storage-dir", dir), "disk"
 	}
+	if cfg.MaxReaders > 0 {
+		args = append(args, "--max-readers", strconv.Itoa(cfg.MaxReaders))
+	}
+	if cfg.ReaderWait > 0 {
+		args = append(args, "--reader-wait", cfg.ReaderWait.String())
+	}
 	// Not CommandContext: the deferred stop below ends it, and waits.
-	sleigh := exec.Command(cfg.Executable, append(args, cfg.SleighArgs...)...)
+	sleigh := exec.Command(cfg.Executable, args...)
 	sleigh.Stdout, sleigh.Stderr = cfg.Progress, cfg.Progress
 	if err := sleigh.Start(); err != nil {
 		return r, fmt.Errorf("sleigh load: start the sleigh: %w", err)

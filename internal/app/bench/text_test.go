@@ -70,3 +70,13 @@ func TestWriteSleighLoadText(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// TestVariantsHelpNamesEveryVariant: the help says what each variant
+// Config.Variants may name measures.
+func TestVariantsHelpNamesEveryVariant(t *testing.T) {
+	for _, v := range VariantNames {
+		if !strings.Contains(VariantsHelp, "\n  "+v+" ") {
+			t.Errorf("VariantsHelp does not describe %q", v)
+		}
+	}
+}

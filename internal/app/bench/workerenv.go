@@ -71,10 +71,13 @@ func WorkerFromEnv() (w Worker, ok bool, err error) {
 	return w, true, err
 }
 
-// ProfileCPU profiles this process's CPU into path until stop is called:
-// what a worker does with its Worker.CPUProfile.
-func ProfileCPU(path string) (stop func(), err error) {
-	f, err := os.Create(path)
+// Profile starts the CPU profile the worker's CPUProfile asks for, into
+// that file until stop is called; without one, stop does nothing.
+func (w Worker) Profile() (stop func(), err error) {
+	if w.CPUProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(w.CPUProfile)
 	if err != nil {
 		return nil, fmt.Errorf("bench: CPU profile: %w", err)
 	}
@@ -83,4 +86,10 @@ func ProfileCPU(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("bench: CPU profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// HopConfig is the hop worker's configuration: group HopGroup on the
+// packer's Kafka and input topics.
+func (w Worker) HopConfig() HopConfig {
+	return HopConfig{Kafka: w.Packer.Kafka, Group: w.HopGroup, Toys: w.Packer.Topics.Toys, Boxes: w.Packer.Topics.Boxes}
 }

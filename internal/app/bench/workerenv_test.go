@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -72,5 +74,29 @@ func checkSet(t *testing.T, v reflect.Value, path string, unset map[string]bool)
 			continue
 		}
 		checkSet(t, v.Field(i), path+"."+f.Name, unset)
+	}
+}
+
+// TestWorkerProfile: a worker writes the CPU profile its Worker names, and
+// none without one; its hop configuration is the packer's Kafka and inputs.
+func TestWorkerProfile(t *testing.T) {
+	stop, err := Worker{}.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	path := filepath.Join(t.TempDir(), "p.pprof")
+	stop, err = Worker{CPUProfile: path}.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Errorf("profile %s: %v, %v", path, fi, err)
+	}
+	w := Worker{HopGroup: "hop", Packer: packer.DefaultConfig()}
+	w.Packer.Kafka.Brokers = []string{"k:9092"}
+	if err := w.HopConfig().Validate(); err != nil {
+		t.Errorf("HopConfig: %v", err)
 	}
 }

@@ -264,7 +264,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	bad := Config{Load: true, Schema: "no schema"}
 	err := bad.Validate()
-	for _, want := range []string{"window must be positive", "loading the inputs needs a DSN", "no schema", "no brokers"} {
+	for _, want := range []string{"window must be positive", "load needs a DSN", "no schema", "no brokers"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to say %q", err, want)
 		}

@@ -51,7 +51,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.Load && c.DSN == "" {
-		errs = append(errs, errors.New("compare: loading the inputs needs a DSN (the PostgreSQL to load into)"))
+		errs = append(errs, errors.New("compare: load needs a DSN, sql (the PostgreSQL to load into)"))
 	}
 	if err := sqlengine.ValidSchema(c.Schema); err != nil {
 		errs = append(errs, err)

@@ -8,6 +8,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
+	"github.com/northpole-workshop/northpole/producers"
 )
 
 // StartError is the one error of New that is not the configuration's: the
@@ -41,8 +43,19 @@ type Demo struct {
 
 // New starts an in-process Kafka when cfg names no brokers, and builds the
 // pipeline (with the sleigh) that Run runs, traced and reporting its
-// progress as cfg says. A nil log discards the components' logs.
+// progress as cfg says. A nil log discards the components' logs. The elves
+// make a number of toys and boxes (Count), at least one each; the rest of
+// cfg is checked by harness.New.
 func New(cfg harness.Config, log *slog.Logger) (*Demo, error) {
+	var counts []error
+	for _, e := range []producers.Config{cfg.Toys, cfg.Boxes} {
+		if e.Count < 1 {
+			counts = append(counts, fmt.Errorf("demo: %s must be at least 1, got %d", e.Stream, e.Count))
+		}
+	}
+	if err := errors.Join(counts...); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

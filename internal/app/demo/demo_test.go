@@ -193,6 +193,14 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if errors.As(err, &se) {
 		t.Errorf("a configuration error is a StartError: %v", err)
 	}
+	c = harness.DefaultConfig()
+	c.Toys.Count, c.Boxes.Count = 0, -1
+	_, err = demo.New(c, nil)
+	for _, want := range []string{"demo: toys must be at least 1, got 0", "demo: boxes must be at least 1, got -1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New with no toys and boxes: %v, want it to say %q", err, want)
+		}
+	}
 }
 
 // canonJSON is the JSON document line with its members in one order.

@@ -143,12 +143,20 @@ func (c Config) sleighConfig() sleigh.Config {
 }
 
 // Validate reports every reason the pipeline cannot run, or nil; a problem
-// of the Kafka settings, which every component shares, is said once.
+// of the settings the packer shares with the others (Kafka, W and L) is said
+// once.
 func (c Config) Validate() error {
 	c = c.complete()
 	errs := []error{c.Packer.Validate()}
+	packers := map[string]bool{}
+	for _, err := range leaves(errs[0]) {
+		packers[err.Error()] = true
+	}
 	for _, e := range []producers.Config{c.Toys, c.Boxes} {
 		for _, err := range leaves(e.Validate()) {
+			if packers[err.Error()] {
+				continue
+			}
 			if se := (*kafkaconf.SettingsError)(nil); !errors.As(err, &se) {
 				err = fmt.Errorf("%s elves: %w", e.Stream, err)
 			}

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,10 @@ func TestNewTiesThePartsTogether(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New of a bad config: %v, want it to say %q", err, want)
 		}
+	}
+	// W and L are the packer's, which the elves take: said once.
+	if n := strings.Count(fmt.Sprint(err), "window must be positive"); n != 1 {
+		t.Errorf("New of a bad config says the window is wrong %d times, want once: %v", n, err)
 	}
 }
 
