@@ -47,13 +47,23 @@ type Demo struct {
 // make a number of toys and boxes (Count), at least one each; the rest of
 // cfg is checked by harness.New.
 func New(cfg harness.Config, log *slog.Logger) (*Demo, error) {
-	var counts []error
-	for _, e := range []producers.Config{cfg.Toys, cfg.Boxes} {
+	cfg.Sleigh = true
+	// Every problem at once, before an in-process Kafka starts: its
+	// address stands in for the brokers it will be. The demo makes a count
+	// of records, never runs for a time: it says so itself rather than
+	// through the elves' choice of count or duration.
+	check := cfg
+	if len(check.Kafka.Brokers) == 0 {
+		check.Kafka.Brokers = []string{"127.0.0.1:9092"}
+	}
+	var errs []error
+	for _, e := range []*producers.Config{&check.Toys, &check.Boxes} {
 		if e.Count < 1 {
-			counts = append(counts, fmt.Errorf("demo: %s must be at least 1, got %d", e.Stream, e.Count))
+			errs = append(errs, fmt.Errorf("demo: %s must be at least 1, got %d", e.Stream, e.Count))
+			e.Count = 1
 		}
 	}
-	if err := errors.Join(counts...); err != nil {
+	if err := errors.Join(append(errs, check.Validate())...); err != nil {
 		return nil, err
 	}
 	if log == nil {
@@ -70,7 +80,6 @@ func New(cfg harness.Config, log *slog.Logger) (*Demo, error) {
 	} else {
 		d.where = "Kafka at " + strings.Join(cfg.Kafka.Brokers, ",")
 	}
-	cfg.Sleigh = true
 	p, err := harness.New(cfg, log)
 	if err != nil {
 		d.Close()

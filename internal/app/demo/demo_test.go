@@ -195,11 +195,15 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	c = harness.DefaultConfig()
 	c.Toys.Count, c.Boxes.Count = 0, -1
+	c.Packer.Window = 0
 	_, err = demo.New(c, nil)
-	for _, want := range []string{"demo: toys must be at least 1, got 0", "demo: boxes must be at least 1, got -1"} {
+	for _, want := range []string{"demo: toys must be at least 1, got 0", "demo: boxes must be at least 1, got -1", "window must be positive"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("New with no toys and boxes: %v, want it to say %q", err, want)
+			t.Errorf("New with no toys, no boxes and no window: %v, want it to say %q", err, want)
 		}
+	}
+	if err != nil && strings.Contains(err.Error(), "count and duration") {
+		t.Errorf("the demo's counts are said twice, once as the elves' count or duration: %v", err)
 	}
 }
 
