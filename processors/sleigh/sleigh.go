@@ -139,22 +139,12 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
 	v, err := packedCodec{}.Decode(raw)
 	if err != nil {
-		s.malformed.Add(1)
-		s.log.Error("packed record is not a pair", "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
-		if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "not a packed pair")
-		}
+		s.notAPair(ctx, err)
 		return
 	}
 	p := v.(*results.Packed)
 	if err := keyFits(ctx.Key(), p); err != nil {
-		s.malformed.Add(1)
-		s.log.Error("packed record is not a pair", "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
-		if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "not a packed pair")
-		}
+		s.notAPair(ctx, err)
 		return
 	}
 	if v := ctx.Value(); v != nil {
@@ -175,6 +165,17 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
 		span.SetAttributes(attribute.String("northpole.size", p.Size), attribute.String("northpole.window_start", p.WindowStart),
 			attribute.String("northpole.toy_id", p.ToyID), attribute.String("northpole.box_id", p.BoxID))
+	}
+}
+
+// notAPair counts, logs and marks on its span a packed record that is
+// not a pair; the sleigh goes on with the next.
+func (s *Sleigh) notAPair(ctx goka.Context, err error) {
+	s.malformed.Add(1)
+	s.log.Error("packed record is not a pair", "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
+	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "not a packed pair")
 	}
 }
 
