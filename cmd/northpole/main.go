@@ -99,6 +99,7 @@ func newRootCmd() *cobra.Command {
   northpole servicemap             draw the service map from OTLP spans (as SigNoz would)
   northpole compare                compare Goka's results with a SQL engine's (SQLite, PostgreSQL, RisingWave)
   northpole bench                  measure the packer: events/s, CPU per event, memory, pack latency
+  northpole bench-sleigh           load-test the sleigh's manifest: 100 clients paging through 1,000,000 pairs
 
 Tracing is off unless the standard OTEL_* variables ask for it, e.g.
 OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (see otel/README.md).

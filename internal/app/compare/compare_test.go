@@ -262,11 +262,25 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("Validate() = %v, want nil", err)
 	}
-	bad := Config{Load: true, Schema: "no schema"}
-	err := bad.Validate()
-	for _, want := range []string{"window must be positive", "load needs a DSN", "no schema", "no brokers"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Validate() = %v, want it to say %q", err, want)
-		}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"everything wrong", Config{Load: true, Schema: "no schema"},
+			[]string{"window must be positive", "load needs a DSN", "no schema", "no brokers"}},
+		{"not a DSN", Config{Kafka: good.Kafka, Params: good.Params, Schema: "public", DSN: "foo://x"},
+			[]string{"compare: sql:", "foo://x"}},
+		{"a URL with a bad port", Config{Kafka: good.Kafka, Params: good.Params, Schema: "public", DSN: "postgres://h:port/db"},
+			[]string{"compare: sql:"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.cfg.Validate()
+			for _, want := range c.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() = %v, want it to say %q", err, want)
+				}
+			}
+		})
 	}
 }

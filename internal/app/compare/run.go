@@ -53,6 +53,13 @@ func (c Config) Validate() error {
 	if c.Load && c.DSN == "" {
 		errs = append(errs, errors.New("compare: load needs a DSN, sql (the PostgreSQL to load into)"))
 	}
+	if c.DSN != "" {
+		// Parsing connects to nothing: a DSN that is not one fails here,
+		// before Kafka is read, rather than after.
+		if _, err := pgx.ParseConfig(c.DSN); err != nil {
+			errs = append(errs, fmt.Errorf("compare: sql: %w", err))
+		}
+	}
 	if err := sqlengine.ValidSchema(c.Schema); err != nil {
 		errs = append(errs, err)
 	}
