@@ -41,7 +41,7 @@ func BenchmarkSpanCost(b *testing.B) {
 		}},
 	}
 	for _, e := range exporters {
-		for _, c := range []struct{ attrs, links int }{{0, 0}, {7, 0}, {14, 0}, {14, 1}, {14, 2}} {
+		for _, c := range []struct{ attrs, links int }{{0, 0}, {7, 0}, {8, 0}, {9, 0}, {11, 0}, {14, 0}, {14, 1}, {14, 2}} {
 			b.Run(fmt.Sprintf("exporter=%s/attrs=%d/links=%d", e.name, c.attrs, c.links), func(b *testing.B) {
 				benchSpanCost(b, e.new, c.attrs, c.links)
 			})
