@@ -40,7 +40,13 @@ p50/p99/p999.
 ` + bench.Legend + `
 
 Without --brokers the bench uses an in-process kfake broker (in this process,
-so its CPU is not the packer's). Quick run: --records 100000.`,
+so its CPU is not the packer's). Quick run: --records 100000.
+
+On a shared machine one run of a variant moves by up to a third from the
+next. To compare variants, run them in rounds, in mirrored order so that each
+is as often early as late, and read the summary's ratios, e.g.:
+  northpole bench --records 200000 --rounds 5 \
+    --variants base,trace0,trace10,trace100,trace100,trace10,trace0,base`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.config(cfg, ko)
@@ -56,7 +62,11 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 				return err
 			}
 			if o.json {
-				return writeJSON(os.Stdout, map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out})
+				doc := map[string]any{"records": c.Records, "window": c.Window.String(), "lateness": c.Lateness.String(), "results": out}
+				if s := bench.Summarize(out); s != nil {
+					doc["rounds"] = s
+				}
+				return writeJSON(os.Stdout, doc)
 			}
 			bench.WriteText(os.Stdout, out)
 			return nil
@@ -68,6 +78,7 @@ so its CPU is not the packer's). Quick run: --records 100000.`,
 	fs.IntVar(&cfg.Records, "records", cfg.Records, "input records per run (toys + boxes, half each)")
 	fs.StringVar(&o.partitions, "partitions", o.partitions, "partition counts: the first is the baseline's, the others the \"parts\" variant's")
 	fs.StringVar(&o.variants, "variants", o.variants, "variants to run, in order")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "run the variants this many times, each round's ratios to its own baseline, and sum the rounds up: median and range by variant")
 	fs.Float64Var(&cfg.LiveRate, "live-rate", cfg.LiveRate, "live variant: input records per second (toys + boxes)")
 	fs.DurationVar(&cfg.LiveDuration, "live-duration", cfg.LiveDuration, "live variant: how long the elves write")
 	fs.StringVar(&cfg.StorageDir, "storage-dir", "", "directory for the disk variant's LevelDB (default: a temporary one, removed after)")

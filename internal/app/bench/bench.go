@@ -133,6 +133,9 @@ type Result struct {
 	RestartReadySeconds    float64      `json:"restart_ready_s,omitempty"`
 	RestartMaxRSSMiB       float64      `json:"restart_max_rss_mib,omitempty"`
 	// Ratios to the baseline (the first variant) of CPU per event and events/s.
+	// Round is the round of the run (Config.Rounds), from 1; ratios are to
+	// the baseline of the same round.
+	Round     int     `json:"round"`
 	CPURatio  float64 `json:"cpu_per_event_ratio,omitempty"`
 	RateRatio float64 `json:"events_per_s_ratio,omitempty"`
 	Error     string  `json:"error,omitempty"`
@@ -188,7 +191,10 @@ type Config struct {
 	Partitions []int32
 	// Variants to run, in order (see VariantNames); the first is the
 	// baseline of the ratios.
-	Variants     []string
+	Variants []string
+	// Rounds runs the whole list of variants this many times; each
+	// round's ratios are to its own baseline, and Summarize sums them up.
+	Rounds       int
 	LiveRate     float64 // records per second, toys and boxes together
 	LiveDuration time.Duration
 	// StorageDir is where the disk variant keeps its LevelDB; empty: a
@@ -257,7 +263,7 @@ func DefaultConfig() Config {
 		Records: 1_000_000, Partitions: []int32{4, 1, 8},
 		Variants: []string{"base", "trace100", "trace10", "parts", "disk", "real", "live"},
 		LiveRate: 2000, LiveDuration: 30 * time.Second, Elves: 2, Timeout: 30 * time.Minute,
-		Params: contract.DefaultParams(), Restart: true, Progress: io.Discard,
+		Params: contract.DefaultParams(), Restart: true, Rounds: 1, Progress: io.Discard,
 	}
 }
 
@@ -280,6 +286,9 @@ func (c Config) Validate() error {
 		if !slices.Contains(VariantNames, v) {
 			bad("unknown variant %q (want one of %s)", v, strings.Join(VariantNames, ", "))
 		}
+	}
+	if c.Rounds < 1 {
+		bad("rounds must be at least 1, got %d", c.Rounds)
 	}
 	if !(c.LiveRate > 0) || math.IsInf(c.LiveRate, 0) {
 		bad("live rate must be a positive number of records per second, got %v", c.LiveRate)
@@ -398,42 +407,55 @@ func (b *Bench) Run(ctx context.Context) ([]Result, error) {
 	variants := b.variants()
 	runs := map[string]int{} // of each variant ID so far
 	var out []Result
-	for i, v := range variants {
-		kc := fake
-		if v.Broker == "real" {
-			kc = b.cfg.Real
-		}
-		runs[v.ID]++
-		profile := ""
-		if b.cfg.CPUProfile != "" {
-			profile = ProfilePath(b.cfg.CPUProfile, v.ID, runs[v.ID])
-			b.progress("variant %d/%d: %s (CPU profile %s)", i+1, len(variants), v.Name, profile)
-		} else {
-			b.progress("variant %d/%d: %s", i+1, len(variants), v.Name)
-		}
-		vctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
-		r, err := b.one(vctx, kc, v, profile)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return out, err
+	for round := 1; round <= b.cfg.Rounds; round++ {
+		first := len(out)
+		for i, v := range variants {
+			kc := fake
+			if v.Broker == "real" {
+				kc = b.cfg.Real
 			}
-			b.progress("variant %s failed: %v", v.Name, err)
-			r.Error = err.Error()
-		}
-		out = append(out, r)
-	}
-	if len(out) > 0 && out[0].Error == "" && !out[0].Live {
-		base := out[0]
-		for i := range out {
-			if out[i].Error != "" || out[i].Live {
-				continue
+			runs[v.ID]++
+			what := fmt.Sprintf("variant %d/%d: %s", i+1, len(variants), v.Name)
+			if b.cfg.Rounds > 1 {
+				what = fmt.Sprintf("round %d/%d, %s", round, b.cfg.Rounds, what)
 			}
-			out[i].CPURatio = out[i].CPUPerEventUS / base.CPUPerEventUS
-			out[i].RateRatio = out[i].EventsPerSec / base.EventsPerSec
+			profile := ""
+			if b.cfg.CPUProfile != "" {
+				profile = ProfilePath(b.cfg.CPUProfile, v.ID, runs[v.ID])
+				what += " (CPU profile " + profile + ")"
+			}
+			b.progress("%s", what)
+			vctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+			r, err := b.one(vctx, kc, v, profile)
+			cancel()
+			r.Round = round
+			if err != nil {
+				if ctx.Err() != nil {
+					return out, err
+				}
+				b.progress("variant %s failed: %v", v.Name, err)
+				r.Error = err.Error()
+			}
+			out = append(out, r)
 		}
+		setRatios(out[first:])
 	}
 	return out, nil
+}
+
+// setRatios sets the ratios of a round's runs to its first, the baseline.
+func setRatios(round []Result) {
+	if len(round) == 0 || round[0].Error != "" || round[0].Live {
+		return
+	}
+	base := round[0]
+	for i := range round {
+		if round[i].Error != "" || round[i].Live {
+			continue
+		}
+		round[i].CPURatio = round[i].CPUPerEventUS / base.CPUPerEventUS
+		round[i].RateRatio = round[i].EventsPerSec / base.EventsPerSec
+	}
 }
 
 // ProfilePath is where the run-th run of the variant id writes its CPU

@@ -11,6 +11,8 @@ import (
 // after a run is measured: the bench command's help includes it, so that
 // the help and the tables cannot drift apart.
 const Legend = `Columns:
+  round             with --rounds: the round of the run; its ratios are to
+                    that round's baseline
   variant, parts    the variant and its partition count
   events            input events: records in toys and boxes (heartbeats too)
   events/s          input events over the wall time from the packer's start
@@ -85,14 +87,32 @@ tail included. A second table, per variant:
 // WriteText prints the results as a table (Legend), a line per variant on
 // how its broker's CPU was measured (or why the variant failed), and, for
 // the variants whose state was measured, the state table.
+//
+// With several rounds (Config.Rounds) each row starts with its round, the
+// broker notes are the first round's (and any failure), and a last table
+// sums the rounds up by variant (Summarize).
 func WriteText(w io.Writer, rs []Result) {
 	writeTable(w, rs)
 	writeBrokerNotes(w, rs)
 	writeStateTable(w, rs)
+	writeRoundsTable(w, Summarize(rs))
+}
+
+// rounds is the leading cell of a row when rs ran in several rounds: its
+// round, or nothing.
+func rounds(rs []Result) func(Result) string {
+	if len(rs) == 0 || rs[len(rs)-1].Round < 2 {
+		return func(Result) string { return "" }
+	}
+	return func(r Result) string { return fmt.Sprintf("%d\t", r.Round) }
 }
 
 func writeTable(w io.Writer, rs []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	round := rounds(rs)
+	if len(rs) > 0 && round(rs[0]) != "" {
+		fmt.Fprint(tw, "round\t")
+	}
 	head := "variant\tparts\tevents\tevents/s\tpacker µs/ev\tbroker µs/ev\tnet µs/ev\tsum µs/ev\tCPU ratio\trate ratio\tmax RSS MiB\tRSS B/rec\toutputs/s\t"
 	for _, k := range Kinds {
 		head += k + " w/r\t"
@@ -100,7 +120,7 @@ func writeTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(tw, head+"p50 ms\tp99 ms\tp999 ms\t")
 	for _, r := range rs {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%d\tfailed%s\n", r.Name, r.Partitions, strings.Repeat("\t", 19))
+			fmt.Fprintf(tw, "%s%s\t%d\tfailed%s\n", round(r), r.Name, r.Partitions, strings.Repeat("\t", 19))
 			continue
 		}
 		ratio := func(x float64) string {
@@ -123,7 +143,7 @@ func writeTable(w io.Writer, rs []Result) {
 		for _, k := range r.Records {
 			kinds += fmt.Sprintf("%.2f/%.2f\t", k.WrittenPerEvent, k.ReadPerEvent)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s%s\t%s\t%s\t\n", r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
+		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s%s\t%s\t%s\t\n", round(r), r.Name, r.Partitions, r.InputEvents, r.EventsPerSec,
 			r.CPUPerEventUS, broker, net, sum, ratio(r.CPURatio), ratio(r.RateRatio), r.MaxRSSMiB, r.RSSBytesPerRecord, r.OutputsPerSec, kinds,
 			lat(r.LatencyP50MS), lat(r.LatencyP99MS), lat(r.LatencyP999MS))
 	}
@@ -133,10 +153,17 @@ func writeTable(w io.Writer, rs []Result) {
 // writeBrokerNotes says, per variant, how its broker CPU was measured, or
 // why it failed.
 func writeBrokerNotes(w io.Writer, rs []Result) {
+	round := rounds(rs)
 	for _, r := range rs {
 		if r.Error != "" {
+			if round(r) != "" {
+				fmt.Fprintf(w, "round %d: ", r.Round)
+			}
 			fmt.Fprintf(w, "%s failed: %s\n", r.Name, r.Error)
 			continue
+		}
+		if r.Round > 1 {
+			continue // the same as the first round's
 		}
 		how := r.BrokerCPU
 		if strings.HasPrefix(how, NotLocal) {
@@ -161,6 +188,10 @@ func writeStateTable(w io.Writer, rs []Result) {
 	}
 	fmt.Fprintln(w, "\nstate after the run: the packer's internal topics, and a restart")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	round := rounds(rs)
+	if round(rs[0]) != "" {
+		fmt.Fprint(tw, "round\t")
+	}
 	fmt.Fprintln(tw, "variant\tparts\twritten\tkept\tkept %\tKiB\trestart s\trestart RSS MiB\t")
 	for _, r := range measured {
 		kept, size := "-", "-"
@@ -170,7 +201,7 @@ func writeStateTable(w io.Writer, rs []Result) {
 		if r.InternalBytes >= 0 {
 			size = fmt.Sprintf("%.0f", float64(r.InternalBytes)/1024)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.2f\t%.0f\t\n", r.Name, r.Partitions, r.InternalRecordsWritten, r.InternalRecordsKept,
+		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%d\t%s\t%s\t%.2f\t%.0f\t\n", round(r), r.Name, r.Partitions, r.InternalRecordsWritten, r.InternalRecordsKept,
 			kept, size, r.RestartReadySeconds, r.RestartMaxRSSMiB)
 	}
 	tw.Flush()
@@ -196,6 +227,21 @@ const SleighLoadLegend = `It reports, per run:
                          body read (the wait for a place included)
   503s, busy p99 ms      answers that said come back later, and their latency
   failed, done           other failures; clients that saw every pair`
+
+// writeRoundsTable prints the rounds' summary by variant, if any.
+func writeRoundsTable(w io.Writer, ss []RoundSummary) {
+	if len(ss) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nover the rounds: per round, a variant's mean of its runs, and its ratio to that round's baseline; median [min-max] of the rounds")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tparts\trounds\tpacker µs/ev\tCPU ratio\t")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f [%.1f-%.1f]\t%.2f [%.2f-%.2f]\t\n", s.Name, s.Partitions, s.Rounds,
+			s.CPUPerEventUS.Median, s.CPUPerEventUS.Min, s.CPUPerEventUS.Max, s.CPURatio.Median, s.CPURatio.Min, s.CPURatio.Max)
+	}
+	tw.Flush()
+}
 
 // WriteSleighLoadText prints the load tests' results as a table
 // (SleighLoadLegend says what each column is), then the first failure of
