@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,4 +174,69 @@ func TestFuzzSeeds(t *testing.T) {
 			t.Errorf("no seed for reason %q", r)
 		}
 	}
+}
+
+// rfc3339Grammar is RFC 3339 section 5.6 (date-time) as a regular expression,
+// with the field ranges isRFC3339 checks: the oracle isRFC3339 is held to.
+var rfc3339Grammar = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`)
+
+func TestIsRFC3339(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"2026-12-24T10:00:00Z", true},
+		{"2026-12-24t10:00:00z", true},
+		{"2026-12-24T10:00:00.5Z", true},
+		{"2026-12-24T10:00:00.123456789+01:00", true},
+		{"0000-01-01T00:00:00-23:59", true},
+		{"9999-12-31T23:59:59+00:00", true},
+		{"2026-02-30T10:00:00Z", true}, // the grammar's; time.Parse refuses the date
+		{"", false},
+		{"2026-12-24T10:00:00", false},          // no offset
+		{"2026-12-24 10:00:00Z", false},         // space
+		{"2026-12-24T10:00:00.Z", false},        // a point without digits
+		{"2026-12-24T10:00:00,5Z", false},       // comma as the decimal mark
+		{"2026-12-24T1:00:00Z", false},          // one-digit hour
+		{"2026-00-24T10:00:00Z", false},         // month 00
+		{"2026-13-24T10:00:00Z", false},         // month 13
+		{"2026-12-00T10:00:00Z", false},         // day 00
+		{"2026-12-32T10:00:00Z", false},         // day 32
+		{"2026-12-24T24:00:00Z", false},         // hour 24
+		{"2026-12-24T10:60:00Z", false},         // minute 60
+		{"2026-12-24T10:00:60Z", false},         // a leap second
+		{"2026-12-24T10:00:00+24:00", false},    // offset hour 24
+		{"2026-12-24T10:00:00+01:60", false},    // offset minute 60
+		{"2026-12-24T10:00:00+0100", false},     // offset without a colon
+		{"2026-12-24T10:00:00Z\n", false},       // anything after the offset
+		{"2026-12-24T10:00:00+01:00:00", false}, // a longer offset
+		{"+2026-12-24T10:00:00Z", false},        // a sign before the year
+		{"12026-12-24T10:00:00Z", false},        // five-digit year
+		{"2026-1a-24T10:00:00Z", false},         // a letter in a field
+		{"２026-12-24T10:00:00Z", false},         // a digit that is not ASCII
+		{"2026-12-24T10:00:00.１Z", false},       // the same in the fraction
+		{"2026-12-24T10:00:00.000000000000001Z", true},
+	} {
+		if got := isRFC3339(tc.s); got != tc.want {
+			t.Errorf("isRFC3339(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+		if got := rfc3339Grammar.MatchString(tc.s); got != tc.want {
+			t.Errorf("the grammar's expression says %v for %q, the table %v", got, tc.s, tc.want)
+		}
+	}
+}
+
+// FuzzIsRFC3339: isRFC3339 accepts exactly what the grammar's regular
+// expression accepts. Run with
+//
+//	go test -fuzz=FuzzIsRFC3339 -fuzztime=60s ./internal/record
+func FuzzIsRFC3339(f *testing.F) {
+	for _, s := range []string{"2026-12-24T10:00:00Z", "2026-12-24t10:00:00.5-01:30", "2026-12-24T10:00:00.Z", "2026-19-39T29:69:69+29:69", "2026-12-24T10:00:00+01:00x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isRFC3339(s), rfc3339Grammar.MatchString(s); got != want {
+			t.Fatalf("isRFC3339(%q) = %v, the grammar says %v", s, got, want)
+		}
+	})
 }

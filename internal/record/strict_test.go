@@ -227,8 +227,6 @@ func (p *strictParser) hex4() (rune, bool) {
 	return r, true
 }
 
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
 // number reads -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? and
 // refuses it when it is not finite as a double.
 func (p *strictParser) number() bool {
