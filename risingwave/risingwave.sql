@@ -80,11 +80,11 @@ FROM (
 -- materialized view. PostgreSQL and the embedded SQLite run the same text
 -- (as CREATE TABLE ... AS); the fingerprint is of the SELECT after "AS".
 
--- contract relation np_grammar, shared text e9c58594b33a31b7
+-- contract relation np_grammar, shared text 2b7f4399e481b599
 CREATE MATERIALIZED VIEW np_grammar AS
 -- np_grammar: every input record, its made_at kept only when it matches the
--- RFC 3339 date-time grammar (the regular expression of
--- record.ParseMadeAt), NULL otherwise.
+-- RFC 3339 date-time grammar (the one record.ParseMadeAt checks, its tests
+-- hold it to this expression), NULL otherwise.
 --
 -- Input: np_input, one row per Kafka record, built by each engine's wrapper
 -- (see risingwave/README.md). Its columns are facts about the raw record, not

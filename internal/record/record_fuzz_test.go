@@ -176,9 +176,21 @@ func TestFuzzSeeds(t *testing.T) {
 	}
 }
 
-// rfc3339Grammar is RFC 3339 section 5.6 (date-time) as a regular expression,
-// with the field ranges isRFC3339 checks: the oracle isRFC3339 is held to.
-var rfc3339Grammar = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`)
+// rfc3339Grammar is the regular expression the SQL engines check made_at
+// with (internal/contractsql/sql/10_np_grammar.sql): RFC 3339 section 5.6
+// with the field ranges. isRFC3339 is held to it, so that Go and SQL agree on
+// what a bad made_at is.
+var rfc3339Grammar = func() *regexp.Regexp {
+	text, err := os.ReadFile(filepath.Join("..", "contractsql", "sql", "10_np_grammar.sql"))
+	if err != nil {
+		panic(err)
+	}
+	m := regexp.MustCompile(`regexp_count\(made_at, '([^']*)'\)`).FindSubmatch(text)
+	if m == nil {
+		panic("10_np_grammar.sql: no regexp_count(made_at, '...')")
+	}
+	return regexp.MustCompile(string(m[1]))
+}()
 
 func TestIsRFC3339(t *testing.T) {
 	for _, tc := range []struct {

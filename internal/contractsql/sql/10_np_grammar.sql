@@ -1,6 +1,6 @@
 -- np_grammar: every input record, its made_at kept only when it matches the
--- RFC 3339 date-time grammar (the regular expression of
--- record.ParseMadeAt), NULL otherwise.
+-- RFC 3339 date-time grammar (the one record.ParseMadeAt checks, its tests
+-- hold it to this expression), NULL otherwise.
 --
 -- Input: np_input, one row per Kafka record, built by each engine's wrapper
 -- (see risingwave/README.md). Its columns are facts about the raw record, not
