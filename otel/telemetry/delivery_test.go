@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/internal/testsupport/syncbuf"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
@@ -115,24 +115,6 @@ func TestEverySpanReachesTheReceiver(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the test reads while the reporter writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDeadBackendDropsCountsAndWarns: with nothing listening at the
 // endpoint, ending spans does not wait for the backend beyond the first
 // failed export, every span is counted as lost, and the loss is logged at
@@ -158,7 +140,7 @@ func TestDeadBackendDropsCountsAndWarns(t *testing.T) {
 			otlpEnv(t, c.proto, addr)
 			// gRPC retries a refused connection until its timeout.
 			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			opts := telemetry.Options{Log: log, ReportEvery: 20 * time.Millisecond}
 			telemetry.LogErrors(slog.New(slog.DiscardHandler)) // the failed exports themselves

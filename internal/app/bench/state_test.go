@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/testsupport/syncbuf"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
@@ -79,25 +79,6 @@ func runTestWorker(arg string) int {
 	return 0
 }
 
-// syncBuffer is a Progress that the bench and its workers' output may
-// write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestBenchStateAfterRun runs the baseline on kfake with the packer as its own
 // process (this test binary, runTestWorker) on enough records, in windows
 // short enough, that the packer's cleaner deletes part of its clock table:
@@ -112,7 +93,7 @@ func TestBenchStateAfterRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	c := DefaultConfig()
 	c.Records, c.Partitions, c.Variants = 20_000, []int32{2}, []string{"base"}
 	c.Window, c.Lateness = time.Second, time.Second
@@ -182,7 +163,7 @@ func TestBenchRestartReady(t *testing.T) {
 		{`exit 0`, "exit status 0"},
 	} {
 		c := validConfig()
-		progress := &syncBuffer{}
+		progress := &syncbuf.Buffer{}
 		c.Executable, c.Args, c.Progress = "/bin/sh", func(Worker) []string { return []string{"-c", tc.script} }, progress
 		b, err := New(c, nil)
 		if err != nil {
