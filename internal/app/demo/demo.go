@@ -146,9 +146,6 @@ type Result struct {
 	Params contract.Params
 }
 
-// Equal reports whether Goka equals both the reference and the SQL.
-func (r Result) Equal() bool { return len(r.Reference) == 0 && r.SQLComparison.Equal }
-
 // Run runs the pipeline to the end (harness.Run) and checks what Goka wrote
 // against the reference and the embedded SQL. The sleigh goes on until
 // FinishSleigh or Close.
