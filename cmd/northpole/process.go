@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 func newPackerCmd() *cobra.Command {
 	cfg := packer.DefaultConfig()
 	var ko kafkaOptions
+	var listen string
 	cmd := &cobra.Command{
 		Use:   "packer",
 		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
@@ -55,9 +57,19 @@ interrupted. Topics are created if missing; an input topic whose partition
 count differs from --partitions is refused. Several instances with the same
 --group share the partitions. It prints "packer ready: ..." on stderr once
 both groups have joined, recovered their tables and consume. See
-docs/ARCHITECTURE.md.`,
+docs/ARCHITECTURE.md.
+
+With --listen it serves GET /healthz there: its state as JSON (each goka
+group's state, partitions and records consumed and written since start),
+with status 200 while both groups run and 503 while they start, rebalance or
+recover, for a container's or an orchestrator's probe.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if listen != "" {
+				if err := validListen("--listen", listen); err != nil {
+					return err
+				}
+			}
 			// A bench worker gets its configuration whole, flags ignored.
 			w, isWorker, err := bench.WorkerFromEnv()
 			if err != nil {
@@ -88,7 +100,11 @@ docs/ARCHITECTURE.md.`,
 				return usageErr("%w", err)
 			}
 			slog.Info("packer starting", "brokers", cfg.Kafka.Brokers, "group", cfg.Group, "window", cfg.Window, "lateness", cfg.Lateness)
-			if err := pk.Run(cmd.Context()); err != nil {
+			run := pk.Run
+			if listen != "" && !isWorker {
+				run = func(ctx context.Context) error { return pk.ListenAndRun(ctx, listen) }
+			}
+			if err := run(cmd.Context()); err != nil {
 				if pe := (*packer.PartitionsError)(nil); errors.As(err, &pe) {
 					return fmt.Errorf("packer: %w (--partitions %d)", err, pe.Partitions)
 				}
@@ -100,5 +116,6 @@ docs/ARCHITECTURE.md.`,
 	}
 	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	packerFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&listen, "listen", "", "serve GET /healthz on this address, e.g. 127.0.0.1:8088 (default: none)")
 	return cmd
 }

@@ -2,11 +2,13 @@ package composecheck
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -543,5 +545,42 @@ func TestRewriteBrokers(t *testing.T) {
 	want := "-- Kafka kafka:9092\n  properties.bootstrap.server = 'kafka:9092',"
 	if got != want || n != 2 {
 		t.Errorf("rewriteBrokers = %q (%d), want %q (2)", got, n, want)
+	}
+}
+
+// TestHealthchecksProbeTheListenAddress: a northpole service with a
+// healthcheck probes /healthz on the port its --listen serves, inside its
+// container; one that listens on loopback only could not be published.
+func TestHealthchecksProbeTheListenAddress(t *testing.T) {
+	n := 0
+	for name, s := range northpoleServices(t, theProject(t)) {
+		hc := s.HealthCheck
+		if hc == nil || len(hc.Test) == 0 {
+			continue
+		}
+		n++
+		listen, ok := flagValue(s.Command, "listen")
+		if !ok {
+			t.Errorf("%s has a healthcheck but no --listen", name)
+			continue
+		}
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil || (host != "" && host != "0.0.0.0") {
+			t.Errorf("%s: --listen %q, want 0.0.0.0:PORT so that the published port reaches it", name, listen)
+			continue
+		}
+		if probe := "http://127.0.0.1:" + port + "/healthz"; !slices.Contains(hc.Test, probe) {
+			t.Errorf("%s: healthcheck %q does not ask %s", name, hc.Test, probe)
+		}
+		published := false
+		for _, p := range s.Ports {
+			published = published || strconv.Itoa(int(p.Target)) == port
+		}
+		if !published {
+			t.Errorf("%s: --listen %s, but port %s is not published", name, listen, port)
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d northpole services with a healthcheck, want the packer and the sleigh", n)
 	}
 }

@@ -20,6 +20,7 @@ package packer
 import (
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
@@ -40,6 +41,7 @@ type Packer struct {
 	trace  stageTracing // all nil: tracing off (tracing.go)
 	// aligner keeps the clock group's inputs together in event time (align.go).
 	aligner *aligner
+	procs   atomic.Pointer[[]*goka.Processor] // the groups' processors while they run (health.go)
 }
 
 // New validates cfg; it does not touch Kafka. A nil log discards the

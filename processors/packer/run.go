@@ -214,6 +214,8 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 		}
 		procs[i] = proc
 	}
+	p.procs.Store(&procs)
+	defer p.procs.Store(nil)
 	g, gctx := errgroup.WithContext(ctx)
 	for i, proc := range procs {
 		group := graphs[i].Group()

@@ -2,10 +2,8 @@ package sleigh
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/northpole-workshop/northpole/internal/httpserve"
 )
 
 // HTTPConfig bounds the work the manifest's HTTP server takes on.
@@ -52,51 +52,14 @@ func (c HTTPConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// The server's other bounds are no operator's choice: a request is a GET
-// without a body, so its header and the whole request are read quickly or
-// not at all, and idle keep-alive connections close after a minute.
-const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 10 * time.Second
-	idleTimeout       = 60 * time.Second
-	maxHeaderBytes    = 16 << 10
-	// shutdownGrace is how long requests under way may finish once Serve's
-	// context ends.
-	shutdownGrace = 5 * time.Second
-	// retryAfter is what a 503 tells the client to wait, in seconds.
-	retryAfter = 1
-)
+// retryAfter is what a 503 tells the client to wait, in seconds.
+const retryAfter = 1
 
 // Serve answers the manifest's HTTP requests (Handler) on lis until ctx
 // ends, then lets the requests under way finish for a few seconds.
 func (s *Sleigh) Serve(ctx context.Context, lis net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("sleigh: serve the manifest on %s: %w", lis.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if err != nil {
-		_ = srv.Close() // the grace is over: cut the rest off
-	}
-	if serr := <-served; err == nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("sleigh: stop serving the manifest on %s: %w", lis.Addr(), err)
+	if err := httpserve.Serve(ctx, lis, s.Handler(), s.cfg.HTTP.WriteTimeout, s.log); err != nil {
+		return fmt.Errorf("sleigh: the manifest: %w", err)
 	}
 	return nil
 }
@@ -145,7 +108,7 @@ func (s *Sleigh) Handler() http.Handler {
 	mux.Handle("GET /manifest", s.gate.limit(http.HandlerFunc(s.servePage)))
 	mux.Handle("GET /manifest/summary", s.gate.limit(http.HandlerFunc(s.serveSummary)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"running": s.tables.Load() != nil, "counts": s.Counts()})
+		httpserve.WriteJSON(w, http.StatusOK, map[string]any{"running": s.tables.Load() != nil, "counts": s.Counts()})
 	})
 	return mux
 }
@@ -188,14 +151,7 @@ func (s *Sleigh) serveSummary(w http.ResponseWriter, r *http.Request) {
 		unavailable(w, err)
 		return
 	}
-	writeJSON(w, sum)
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	httpserve.WriteJSON(w, http.StatusOK, sum)
 }
 
 // unavailable answers 503 with Retry-After: the sleigh is not running yet,
