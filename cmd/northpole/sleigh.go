@@ -37,7 +37,8 @@ serves the sleigh manifest over HTTP as JSON:
   curl -s localhost:8089/manifest/summary[?size=M]
       the number of pairs per size class and window, without the pairs
   curl -s localhost:8089/healthz
-      whether the sleigh runs, and its counts since start
+      whether the sleigh is ready (200; 503 until it has joined its group and
+      its view runs), and its counts since start
 
 Parameters: size (S, M, L or XL), window (an RFC 3339 window start), limit
 (1 to 10000, default 1000), cursor; any other parameter, or a wrong value, is

@@ -97,7 +97,7 @@ func (s *Sleigh) ListenAndRun(ctx context.Context, addr string, ready func(net.A
 //
 //	GET /manifest           a page of the manifest (size, window, limit, cursor; see writePage)
 //	GET /manifest/summary   the number of pairs per size class and window (size)
-//	GET /healthz            whether the sleigh runs, and its counts since start
+//	GET /healthz            whether the sleigh runs and is ready (200; 503 until Ready), and its counts since start
 //
 // A parameter that is not one of these, or a value that is wrong, is a 400
 // that says what is allowed. At most HTTPConfig.MaxReaders manifest
@@ -108,7 +108,13 @@ func (s *Sleigh) Handler() http.Handler {
 	mux.Handle("GET /manifest", s.gate.limit(http.HandlerFunc(s.servePage)))
 	mux.Handle("GET /manifest/summary", s.gate.limit(http.HandlerFunc(s.serveSummary)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		httpserve.WriteJSON(w, http.StatusOK, map[string]any{"running": s.tables.Load() != nil, "counts": s.Counts()})
+		status, ready := http.StatusServiceUnavailable, false
+		select {
+		case <-s.Ready():
+			status, ready = http.StatusOK, true
+		default:
+		}
+		httpserve.WriteJSON(w, status, map[string]any{"running": s.tables.Load() != nil, "ready": ready, "counts": s.Counts()})
 	})
 	return mux
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,11 @@ func TestListenAndRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	before := httptest.NewRecorder()
+	s.Handler().ServeHTTP(before, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if before.Code != http.StatusServiceUnavailable || !strings.Contains(before.Body.String(), `"ready": false`) {
+		t.Errorf("GET /healthz before Run: %d %q, want 503, not ready", before.Code, before.Body)
+	}
 	var health string
 	err = s.ListenAndRun(ctx, "127.0.0.1:0", func(addr net.Addr) {
 		defer cancel()
@@ -39,12 +45,15 @@ func TestListenAndRun(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		health = string(b)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET /healthz once ready: status %d", resp.StatusCode)
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(health, `"running": true`) {
-		t.Errorf("GET /healthz once ready: %q, want running", health)
+	if !strings.Contains(health, `"running": true`) || !strings.Contains(health, `"ready": true`) {
+		t.Errorf("GET /healthz once ready: %q, want running and ready", health)
 	}
 }
 
