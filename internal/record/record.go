@@ -122,7 +122,8 @@ func (r Record) MadeAtMicros() int64 { return r.MadeAt.UnixMicro() }
 // that are not RFC 3339, which is why the grammar is checked first. It is
 // written out rather than a regular expression because every input record's
 // made_at passes through it: the expression was 4 % of the packer's CPU.
-// TestIsRFC3339 and FuzzIsRFC3339 hold it to that expression.
+// TestIsRFC3339 and FuzzIsRFC3339 hold it to the expression the SQL engines
+// run (internal/contractsql/sql/10_np_grammar.sql).
 func isRFC3339(s string) bool {
 	const minLen = len("2006-01-02T15:04:05Z")
 	if len(s) < minLen ||
