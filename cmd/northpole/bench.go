@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/app/bench"
+	"github.com/northpole-workshop/northpole/app/bench"
 )
 
 // benchOptions are the flags of northpole bench that are not a

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/northpole-workshop/northpole/internal/app/bench"
+	"github.com/northpole-workshop/northpole/app/bench"
 )
 
 // TestBenchRunsItsVariants builds the binary (bench starts the packer from its

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/app/bench"
+	"github.com/northpole-workshop/northpole/app/bench"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/northpole-workshop/northpole/internal/app/bench"
+	"github.com/northpole-workshop/northpole/app/bench"
 )
 
 // TestBenchSleighSmall runs the load test on a small manifest, on kfake, with

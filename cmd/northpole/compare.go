@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/app/compare"
-	"github.com/northpole-workshop/northpole/internal/app/report"
+	"github.com/northpole-workshop/northpole/app/compare"
+	"github.com/northpole-workshop/northpole/app/report"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/risingwave"

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/internal/app/compare"
-	"github.com/northpole-workshop/northpole/internal/app/demo"
-	"github.com/northpole-workshop/northpole/internal/app/harness"
-	"github.com/northpole-workshop/northpole/internal/app/report"
+	"github.com/northpole-workshop/northpole/app/compare"
+	"github.com/northpole-workshop/northpole/app/demo"
+	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/app/report"
 	"github.com/northpole-workshop/northpole/internal/english"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/statusline"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/testsupport/hostile"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/northpole-workshop/northpole/internal/app/harness"
-	"github.com/northpole-workshop/northpole/internal/app/outputs"
+	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/northpole-workshop/northpole/internal/app/demo"
+	"github.com/northpole-workshop/northpole/app/demo"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
 

@@ -1,5 +1,5 @@
 // Package app_test checks that the module's imports run one way, top to
-// bottom: commands (cmd/), applications (internal/app/), the components
+// bottom: commands (cmd/), applications (app/), the components
 // (processors/, producers/), libraries (the rest of internal/, otel/,
 // risingwave/). Test support (internal/testsupport/) is for tests only.
 package app_test
@@ -20,7 +20,7 @@ func layer(path string) int {
 	switch {
 	case strings.HasPrefix(p, "cmd/"):
 		return 4
-	case strings.HasPrefix(p, "internal/app/"):
+	case strings.HasPrefix(p, "app/"):
 		return 3
 	case strings.HasPrefix(p, "processors/"), strings.HasPrefix(p, "producers"):
 		return 2

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/app/demo"
-	"github.com/northpole-workshop/northpole/internal/app/harness"
+	"github.com/northpole-workshop/northpole/app/demo"
+	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/producers"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/northpole-workshop/northpole/internal/app/demo"
-	"github.com/northpole-workshop/northpole/internal/app/report"
+	"github.com/northpole-workshop/northpole/app/demo"
+	"github.com/northpole-workshop/northpole/app/report"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/servicemap"

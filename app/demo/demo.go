@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/app/compare"
-	"github.com/northpole-workshop/northpole/internal/app/harness"
-	"github.com/northpole-workshop/northpole/internal/app/outputs"
+	"github.com/northpole-workshop/northpole/app/compare"
+	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/results"

@@ -29,8 +29,8 @@ import (
 
 	"github.com/lovoo/goka"
 
-	"github.com/northpole-workshop/northpole/internal/app/harness"
-	"github.com/northpole-workshop/northpole/internal/app/outputs"
+	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
