@@ -30,12 +30,12 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/northpole-workshop/northpole/app/harness"
-	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/producers"
 )
 

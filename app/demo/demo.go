@@ -16,11 +16,11 @@ import (
 
 	"github.com/northpole-workshop/northpole/app/compare"
 	"github.com/northpole-workshop/northpole/app/harness"
-	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 	"github.com/northpole-workshop/northpole/producers"
 )

@@ -15,7 +15,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/northpole-workshop/northpole/app/harness"
-	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -24,6 +23,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 )
 
 // rawProducer is hostile.NewProducer, closed when the test ends.

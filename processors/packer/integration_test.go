@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/northpole-workshop/northpole/app/harness"
-	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -21,6 +20,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
