@@ -38,7 +38,7 @@ const EnvRisingWave = "NORTHPOLE_TEST_RISINGWAVE"
 
 // TestGokaEqualsRisingWave runs the Goka packer on its own topics, then the
 // script generated for those topics on a running RisingWave, in a database
-// of its own, and compares the two row for row (internal/app/compare, as
+// of its own, and compares the two row for row (app/compare, as
 // `northpole compare --sql` does), and Goka with the batch reference. Two
 // inputs: the elves' randomized records with every kind of bad record,
 // duplicates, late and disordered records (the seed is logged), and the

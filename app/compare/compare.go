@@ -3,7 +3,7 @@
 // input records behind it: where they are, their key and made_at, and what
 // Goka, the SQL engine and the batch reference made of each. Run is
 // `northpole compare`: it reads Goka's side and the input records from Kafka
-// (internal/app/harness) and the SQL side from the embedded SQLite, a PostgreSQL
+// (app/harness) and the SQL side from the embedded SQLite, a PostgreSQL
 // it loads, or the result relations of any PostgreSQL-protocol server
 // (RisingWave). The demo uses Build and EmbeddedSQL on its own run.
 package compare

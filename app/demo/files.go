@@ -90,7 +90,7 @@ func writeJSONL(path string, rows any) error {
 	return nil
 }
 
-// WriteReport writes dir/report.html (internal/app/report) for the run, with
+// WriteReport writes dir/report.html (app/report) for the run, with
 // the service map g when there is one and its check (Result.CheckMap) when
 // that was made; where says which Kafka it ran on.
 func WriteReport(dir string, r Result, where string, g *servicemap.Graph) error {

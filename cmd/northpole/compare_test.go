@@ -304,7 +304,7 @@ func TestCompareReadsSQLRelations(t *testing.T) {
 
 // TestDemoWritesSQLFiles: the demo runs the embedded comparison, says so, and
 // with --out writes DIR/sql/*.jsonl beside DIR/goka/*.jsonl (that they hold
-// the same rows is internal/app/demo's TestRun), and the map check's verdict in
+// the same rows is app/demo's TestRun), and the map check's verdict in
 // summary.json and report.html.
 func TestDemoWritesSQLFiles(t *testing.T) {
 	if testing.Short() {

@@ -35,7 +35,7 @@ import (
 
 // clock applies one record, its lateness and duplicate decided, to st, the
 // clock of its size (the key of ctx) kept in part, and records the decision
-// in its table. key is the record's dedupe entry, "" for a heartbeat.
+// in its table. key is the record's dedupe entry, "" for a heartbeat or a late record.
 func (p *Packer) clock(ctx goka.Context, part *tablePart, st *sizeClock, obs *validRecord, key string) {
 	if !st.apply(p.params, *obs) {
 		return

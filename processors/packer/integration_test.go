@@ -62,7 +62,7 @@ func randomScenario(seed int64) scenario {
 }
 
 // pipeline is one packer configuration with topics of its own; the harness
-// (internal/app/harness) runs it with a scenario's elves.
+// (app/harness) runs it with a scenario's elves.
 type pipeline struct {
 	kc  kafkaconf.Config
 	cfg packer.Config
