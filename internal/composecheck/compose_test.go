@@ -20,7 +20,7 @@ import (
 	"github.com/northpole-workshop/northpole/risingwave"
 )
 
-// The workshop's services, as the README describes them. A renamed or lost
+// The workshop's services, as docs/WORKSHOP.md describes them. A renamed or lost
 // service must show up here, not in a user's `docker compose up`.
 var wantServices = []string{
 	"kafka", "kafka-topics",
