@@ -10,6 +10,18 @@
 //
 // The bench does not know the command line of the processes it measures:
 // Config.Args says, for each Worker, what to run.
+//
+// Besides the packer's own figures it reads the broker's CPU over the same
+// interval (brokercpu.go: kfake's is this process's own; a real broker's
+// from /proc, found by its listening socket, procfs.go), and the Kafka
+// records written and read per input event by kind of topic, from end
+// offsets and the goka group graphs (records.go). Rounds (rounds.go,
+// Summarize) run the variant list again and again and sum up each variant's
+// ratio to its round's baseline. RunHop (hop.go) is the one-hop floor, a bare
+// goka hop; RunSleighLoad (sleighload.go) is `northpole bench-sleigh`, the
+// sleigh's load test. A worker gets its configuration whole, as JSON in
+// $NORTHPOLE_BENCH_WORKER (workerenv.go). text.go renders both commands'
+// tables and the legends their help prints (Legend, SleighLoadLegend).
 package bench
 
 import (

@@ -5,7 +5,15 @@
 // (and of the demo's service map against the records read back), with the
 // differing rows and the input records behind them
 // (compare.Build's explanations). The page is one self-contained file: inline
-// CSS and SVG, no script, nothing fetched.
+// CSS and SVG, no script, nothing fetched: its Content-Security-Policy loads
+// nothing, and browser_test.go opens it in headless Chromium.
+//
+// What it shows is bounded whatever the run: every id and text is cut to a
+// bounded length and the differing rows listed are capped (report.go); the
+// count chart (chart.go) and the windows along event time (timeline.go) are
+// geometry computed here, long gaps without a window drawn as a break;
+// html.go fills the embedded html/template (page.html.tmpl), which escapes
+// everything. CheckDir is the early check of an --out directory.
 package report
 
 import (

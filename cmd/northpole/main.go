@@ -1,5 +1,15 @@
 // Command northpole runs Santa's workshop: the elves that produce toys and
 // boxes, the Goka packer, and a one-command demo on an in-process Kafka.
+//
+// Its commands are demo, elves toys|boxes, process packer|sleigh, compare,
+// servicemap, bench and bench-sleigh (and the hidden workers the bench
+// starts as processes of their own). They only wire: flags into the
+// packages' configs (the Kafka and TLS/SASL flags every command shares are
+// in kafkaflags.go), help text, printing what the packages render, and
+// errors mapped to exit codes (2 bad flags, 3 results differ, 4 the demo's
+// service map differs from the records read back) and to the flags to fix:
+// the packages' errors name settings, not flags (kafkaconf.Settings,
+// packer.PartitionsError).
 package main
 
 import (

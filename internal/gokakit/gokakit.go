@@ -2,7 +2,17 @@
 // two groups, the sleigh, the bench's one-hop floor) is built with: goka's
 // options from a kafkaconf.Config, a group name and a logger (Options), a
 // goka.Producer on franz-go's kgo client (Builder), and goka's log in slog
-// (Logger). Each processor appends only what is its own.
+// (Logger). Each processor appends only what is its own (the packer: its
+// sequencer around the producer, its own topics partitioned by size, nil
+// handling, the storage of the tables it joins; a storage directory).
+//
+// Options puts the consumer group, the consumers and the topic manager on
+// sarama configs of their own, with goka's co-partitioning strategy, and the
+// tables in memory (gokastore.Memory). The producer (producer.go) partitions
+// exactly as sarama's hash partitioner with goka's hasher, or with a hasher
+// per topic (ProducerByTopic, which the packer uses); goka still consumes
+// with sarama. Supervise (restart.go) starts processors that stopped on a
+// broker error again, and BrokerTrouble tells such errors from the others.
 package gokakit
 
 import (

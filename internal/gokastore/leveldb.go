@@ -1,4 +1,3 @@
-// Package gokastore holds goka table storage that northpole's processors share.
 package gokastore
 
 import (

@@ -1,7 +1,11 @@
 // Package httpserve runs a component's HTTP server for as long as the
 // component runs: the bounds a server of small GET requests needs, and a stop
-// that lets the requests under way finish. The sleigh serves its manifest
-// with it, the packer its health.
+// that lets the requests under way finish (Serve). The sleigh serves its
+// manifest with it, the packer its health.
+//
+// WriteJSON writes the small answers whole: both components' /healthz and the
+// sleigh's /manifest/summary. The manifest's pages are not built here: the
+// sleigh streams each one as it reads it (processors/sleigh, writePage).
 package httpserve
 
 import (

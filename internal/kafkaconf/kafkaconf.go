@@ -6,6 +6,17 @@
 // consumers and topic manager). Each goka builder asks for a fresh
 // *sarama.Config: goka's *BuilderWithConfig helpers mutate the config they
 // are given, so sharing one between builders is a data race.
+//
+// One file per concern: kafkaconf.go the Config, its validation and the
+// sarama side (idempotent producer, retries by time turned into counts, the
+// protocol version, DefaultVersion); kgo.go the franz-go side (Kgo for the
+// producers, KgoLogger, which logs the client through kslog on the command's
+// slog logger, so that --log-level debug shows kgo's debug output, and the
+// fail-fast readers of NewReaderClient); security.go TLS and SASL
+// (Security); env.go the settings a command leaves unset, taken from
+// $NORTHPOLE_BROKERS and $NORTHPOLE_KAFKA_* in one place (Config.FromEnv).
+// The defaults of what is still unset are filled in one method,
+// Config.WithDefaults.
 package kafkaconf
 
 import (

@@ -4,6 +4,13 @@
 // and waiting until they have consumed everything (WaitQuiet). It is not the
 // packer: nothing here runs in processors/packer, and nothing here needs a
 // running packer, only the configuration its groups and topics are named in.
+//
+// It is a package of its own, beside the packer rather than in the harness,
+// because it needs only Kafka and the packer's configuration, not the elves,
+// the sleigh or a run: the harness reads back through it, and the bench
+// measures with it the lag of a packer running in another process. Lag sums,
+// over both groups and every topic they consume (packer.Config.GroupInputs:
+// loops and the clock's table topic included), the records not yet committed.
 package outputs
 
 import (
