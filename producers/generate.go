@@ -195,6 +195,11 @@ type Generator struct {
 
 const poolSize = 32
 
+// everyHall is elfState.maxHall when the elf's newest record of a size is on
+// every line of that size: late records then go to the halls in turn, not all
+// to the first.
+const everyHall = -1
+
 type pooled struct {
 	key    []byte
 	value  []byte
@@ -214,7 +219,9 @@ type pooled struct {
 type elfState struct {
 	name     string
 	priorMax [4]time.Time // per size index; zero = nothing written yet
-	maxHall  [4]int       // the hall (index into Generator.halls) of priorMax
+	// maxHall is the hall (index into Generator.halls) of priorMax, or
+	// everyHall when priorMax is a heartbeat tick, which reached every hall.
+	maxHall  [4]int
 	pool     [4][]pooled
 	poolNext [4]int
 }
@@ -265,9 +272,13 @@ func (g *Generator) Next() []Message {
 	var out []Message
 	if g.hbOn && !nominal.Before(g.nextHB) {
 		at := floorTime(nominal, cfg.HeartbeatEvery)
+		e := &g.elves[elf]
 		for si, s := range record.Sizes {
 			for h, hall := range g.halls {
 				out = append(out, g.note(elf, si, h, heartbeat(lineKey(s, hall), s, g.elves[elf].name, at, elf)))
+			}
+			if e.priorMax[si].Equal(at) {
+				e.maxHall[si] = everyHall
 			}
 		}
 		g.nextHB = at.Add(cfg.HeartbeatEvery)
@@ -293,9 +304,13 @@ func (g *Generator) Next() []Message {
 			// window_end(made_at) + L <= made_at + W + L < prior: late by the
 			// contract whatever came before it on its line from other elves.
 			madeAt := base.Add(-(cfg.Lateness + 2*cfg.Window + g.randDur(cfg.Window)))
-			m := g.item(elf, si, e.maxHall[si], madeAt)
+			h := e.maxHall[si]
+			if h == everyHall {
+				h = g.takeHall(si)
+			}
+			m := g.item(elf, si, h, madeAt)
 			m.Kind = KindLate
-			return append(out, g.note(elf, si, e.maxHall[si], m))
+			return append(out, g.note(elf, si, h, m))
 		}
 	}
 	madeAt := nominal.Add(-g.randDur(cfg.Disorder))
