@@ -1,7 +1,7 @@
 // Package producers is the elves: they make toys or boxes (and heartbeats, and
 // deliberately bad, late and duplicate records) and write them to Kafka, keyed
-// by size class, as the packing contract (docs/CONTRACT.md)
-// describes.
+// by packing line (the size class, or size/hall with Config.Halls), as the
+// packing contract (docs/CONTRACT.md) describes.
 //
 // Generation is pure and deterministic (Generator, Plan, FinalHeartbeats): the
 // same Config yields the same records. Run sends them with a franz-go (kgo)
@@ -127,6 +127,11 @@ type Config struct {
 	Elves int
 	// SizeMix weights the size classes.
 	SizeMix SizeMix
+	// Halls spreads the records over packing lines (see lines.go): 0 keys
+	// every record by its size alone, four lines, the records of contract
+	// version 2 byte for byte; N > 0 keys each by size/hall-k, k in 1..N
+	// taken in turn per size, so that up to 4N partitions carry work.
+	Halls int
 	// Seed makes runs reproducible: the same Config gives the same records.
 	Seed int64
 	// Start is the event time (made_at) of the first record.
@@ -139,13 +144,14 @@ type Config struct {
 	Disorder time.Duration
 	// LateRate is the probability that a record is made deliberately late:
 	// made_at is Lateness + 2*Window + a random part before the newest event
-	// time the sending elf has written for that size. A late draw before the
-	// elf has written anything (record or heartbeat) for that size makes an
-	// ordinary record instead, so the fraction of late records is below
-	// LateRate (Stats.Kinds counts those actually made).
+	// time the sending elf has written for that size, and it goes to the
+	// line that newest record went to. A late draw before the elf has
+	// written anything (record or heartbeat) for that size makes an ordinary
+	// record instead, so the fraction of late records is below LateRate
+	// (Stats.Kinds counts those actually made).
 	LateRate float64
-	// DupRate is the fraction of records that re-send, with an identical value,
-	// an earlier record of the same size written by the same elf.
+	// DupRate is the fraction of records that re-send, with an identical key
+	// and value, an earlier record of the same size written by the same elf.
 	DupRate float64
 	// BadRate is the fraction of dead letters, cycling through BadKinds.
 	BadRate float64
@@ -153,7 +159,7 @@ type Config struct {
 	// are and when the final heartbeats are.
 	contract.Params
 	// HeartbeatEvery is the event-time interval between heartbeats (one per
-	// size each time); 0 = none but the final ones.
+	// line each time); 0 = none but the final ones.
 	HeartbeatEvery time.Duration
 	// FinalHeartbeatAt: zero = computed (end of the last window written plus
 	// Lateness); otherwise the final heartbeats are at the later of the two.
@@ -225,6 +231,9 @@ func (c Config) validRecords() error {
 	}
 	if err := c.SizeMix.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Halls < 0 || c.Halls > MaxHalls {
+		bad("halls must be between 0 (keys are sizes alone) and %d, got %d", MaxHalls, c.Halls)
 	}
 	if c.Start.IsZero() {
 		bad("start must be set")

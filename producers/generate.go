@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,26 @@ var BadKinds = []string{
 	"bad:empty-id",       // toy_id / box_id ""
 }
 
+// KindBadLine is the dead letter of a key that is no well-formed line: a
+// valid record keyed "M/Hall-3", "M/", "M/hall-3/b", a hall of 33
+// characters, "M/-hall-3" or "M/hall_3". The elves make it only with halls
+// (Config.Halls > 0), after BadKinds in the cycle, so that runs without
+// halls make the records of contract version 2.
+const KindBadLine = "bad:line"
+
+// reasonBadLine is contract version 3's reason for a key that is not a
+// well-formed line. TODO(join): record.ReasonBadLine, once internal/record
+// knows lines.
+const reasonBadLine record.Reason = "bad line"
+
+// badKinds are the dead letters the elves of cfg cycle through.
+func badKinds(cfg Config) []string {
+	if cfg.Halls == 0 {
+		return BadKinds
+	}
+	return append(slices.Clip(BadKinds), KindBadLine)
+}
+
 var badReasons = map[string]record.Reason{
 	"bad:truncated-json": record.ReasonMalformedJSON,
 	"bad:not-object":     record.ReasonMalformedJSON,
@@ -47,6 +68,7 @@ var badReasons = map[string]record.Reason{
 	"bad:size-not-key":   record.ReasonSizeNotKey,
 	"bad:missing-id":     record.ReasonNoID,
 	"bad:empty-id":       record.ReasonNoID,
+	KindBadLine:          reasonBadLine,
 }
 
 // BadReason is the reason record.Parse must give for a dead letter of the
@@ -126,20 +148,24 @@ func Horizon(cfgs ...Config) time.Time {
 	return h
 }
 
-// FinalHeartbeats are the four heartbeats (one per size) that close every
-// window written: see FinalTime.
+// FinalHeartbeats are the heartbeats, one per line of cfg (Config.Lines),
+// that close every window written: see FinalTime. Every line gets one, used
+// or not, so that a line only the other stream wrote closes too.
 func FinalHeartbeats(cfg Config, maxMadeAt time.Time) []Message {
 	at := FinalTime(cfg, maxMadeAt)
-	out := make([]Message, 0, len(record.Sizes))
+	halls := cfg.halls()
+	out := make([]Message, 0, len(record.Sizes)*len(halls))
 	for _, s := range record.Sizes {
-		out = append(out, heartbeat(s, FinalElfName(cfg.Stream), at, -1))
+		for _, h := range halls {
+			out = append(out, heartbeat(lineKey(s, h), s, FinalElfName(cfg.Stream), at, -1))
+		}
 	}
 	return out
 }
 
-func heartbeat(size, elf string, at time.Time, elfIdx int) Message {
+func heartbeat(key, size, elf string, at time.Time, elfIdx int) Message {
 	v := mustJSON(record.Heartbeat{Heartbeat: true, Size: size, Elf: elf, MadeAt: record.FormatTime(at)})
-	return Message{Key: []byte(size), Value: v, Kind: KindHeartbeat, Elf: elfIdx, MadeAt: at}
+	return Message{Key: []byte(key), Value: v, Kind: KindHeartbeat, Elf: elfIdx, MadeAt: at}
 }
 
 // Generator makes the messages of a run one record at a time. It is
@@ -152,6 +178,12 @@ type Generator struct {
 	seedTag   string
 	sizeCum   []int // cumulative weights over record.Sizes
 	sizeTotal int
+	halls     []string // Config.halls
+	// nextHall is, per size, the hall of its next record: halls are taken
+	// in turn, so each line of a size gets an even share of it, and runs
+	// without halls draw nothing more from rng than before lines existed.
+	nextHall  [4]int
+	badKinds  []string
 	n         int // records generated so far (heartbeats not counted)
 	ids       int
 	bad       int
@@ -163,18 +195,33 @@ type Generator struct {
 
 const poolSize = 32
 
+// everyHall is elfState.maxHall when the elf's newest record of a size is on
+// every line of that size: late records then go to the halls in turn, not all
+// to the first.
+const everyHall = -1
+
 type pooled struct {
+	key    []byte
 	value  []byte
 	madeAt time.Time
+	hall   int
 }
 
 // elfState is what one elf remembers of what it wrote: lateness and
 // duplicates are made relative to the elf's own earlier records, because only
 // those are guaranteed to precede the new one in the partition (each elf
 // hands its records to the producer in order), whatever the other elves do.
+// It is kept per size, not per line, so that it does not grow with the
+// halls: a late record goes to the line of the elf's newest record of its
+// size (maxHall), which is late there because that line's prior_max is at
+// least that record's made_at; a duplicate repeats a pooled record's key
+// with its value.
 type elfState struct {
 	name     string
 	priorMax [4]time.Time // per size index; zero = nothing written yet
+	// maxHall is the hall (index into Generator.halls) of priorMax, or
+	// everyHall when priorMax is a heartbeat tick, which reached every hall.
+	maxHall  [4]int
 	pool     [4][]pooled
 	poolNext [4]int
 }
@@ -185,11 +232,13 @@ func NewGenerator(cfg Config) *Generator {
 	h.Write([]byte(cfg.Stream))
 	streamHash := h.Sum64()
 	g := &Generator{
-		cfg:     cfg,
-		rng:     rand.New(rand.NewPCG(uint64(cfg.Seed), streamHash)),
-		prefix:  streamPrefix(cfg.Stream),
-		seedTag: fmt.Sprintf("%08x", uint32(splitmix64(uint64(cfg.Seed))>>32)),
-		elves:   make([]elfState, cfg.Elves),
+		cfg:      cfg,
+		rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), streamHash)),
+		prefix:   streamPrefix(cfg.Stream),
+		seedTag:  fmt.Sprintf("%08x", uint32(splitmix64(uint64(cfg.Seed))>>32)),
+		elves:    make([]elfState, cfg.Elves),
+		halls:    cfg.halls(),
+		badKinds: badKinds(cfg),
 	}
 	for _, s := range record.Sizes {
 		g.sizeTotal += cfg.SizeMix[s]
@@ -223,8 +272,14 @@ func (g *Generator) Next() []Message {
 	var out []Message
 	if g.hbOn && !nominal.Before(g.nextHB) {
 		at := floorTime(nominal, cfg.HeartbeatEvery)
-		for _, s := range record.Sizes {
-			out = append(out, g.note(elf, heartbeat(s, g.elves[elf].name, at, elf)))
+		e := &g.elves[elf]
+		for si, s := range record.Sizes {
+			for h, hall := range g.halls {
+				out = append(out, g.note(elf, si, h, heartbeat(lineKey(s, hall), s, g.elves[elf].name, at, elf)))
+			}
+			if e.priorMax[si].Equal(at) {
+				e.maxHall[si] = everyHall
+			}
 		}
 		g.nextHB = at.Add(cfg.HeartbeatEvery)
 	}
@@ -233,42 +288,56 @@ func (g *Generator) Next() []Message {
 	r := g.rng.Float64()
 	switch {
 	case r < cfg.BadRate:
-		out = append(out, g.badRecord(elf, si, nominal))
+		out = append(out, g.badRecord(elf, si, g.takeHall(si), nominal))
 		return out
 	case r < cfg.BadRate+cfg.DupRate:
-		if m, ok := g.dup(elf, si); ok {
-			return append(out, g.note(elf, m))
+		if m, h, ok := g.dup(elf, si); ok {
+			return append(out, g.note(elf, si, h, m))
 		}
 	case r < cfg.BadRate+cfg.DupRate+cfg.LateRate:
-		if prior := g.elves[elf].priorMax[si]; !prior.IsZero() {
+		e := &g.elves[elf]
+		if prior := e.priorMax[si]; !prior.IsZero() {
 			base := nominal
 			if prior.Before(base) {
 				base = prior
 			}
 			// window_end(made_at) + L <= made_at + W + L < prior: late by the
-			// contract whatever came before it from other elves.
+			// contract whatever came before it on its line from other elves.
 			madeAt := base.Add(-(cfg.Lateness + 2*cfg.Window + g.randDur(cfg.Window)))
-			m := g.item(elf, si, madeAt)
+			h := e.maxHall[si]
+			if h == everyHall {
+				h = g.takeHall(si)
+			}
+			m := g.item(elf, si, h, madeAt)
 			m.Kind = KindLate
-			return append(out, g.note(elf, m))
+			return append(out, g.note(elf, si, h, m))
 		}
 	}
 	madeAt := nominal.Add(-g.randDur(cfg.Disorder))
-	return append(out, g.note(elf, g.item(elf, si, madeAt)))
+	h := g.takeHall(si)
+	return append(out, g.note(elf, si, h, g.item(elf, si, h, madeAt)))
 }
 
-// note records a valid message in the elf's memory and returns it.
-func (g *Generator) note(elf int, m Message) Message {
-	si := sizeIndex(string(m.Key))
+// takeHall is the hall of the next record of size index si.
+func (g *Generator) takeHall(si int) int {
+	h := g.nextHall[si]
+	g.nextHall[si] = (h + 1) % len(g.halls)
+	return h
+}
+
+// note records a valid message of size index si in hall h in the elf's
+// memory and returns it.
+func (g *Generator) note(elf, si, h int, m Message) Message {
 	e := &g.elves[elf]
 	if m.MadeAt.After(e.priorMax[si]) || e.priorMax[si].IsZero() {
 		e.priorMax[si] = m.MadeAt
+		e.maxHall[si] = h
 	}
 	if m.MadeAt.After(g.maxMadeAt) || g.maxMadeAt.IsZero() {
 		g.maxMadeAt = m.MadeAt
 	}
 	if m.Kind == KindToy || m.Kind == KindBox || m.Kind == KindLate {
-		p := pooled{value: m.Value, madeAt: m.MadeAt}
+		p := pooled{key: m.Key, value: m.Value, madeAt: m.MadeAt, hall: h}
 		if len(e.pool[si]) < poolSize {
 			e.pool[si] = append(e.pool[si], p)
 		} else {
@@ -279,13 +348,15 @@ func (g *Generator) note(elf int, m Message) Message {
 	return m
 }
 
-func (g *Generator) dup(elf, si int) (Message, bool) {
+// dup repeats, key and value, a record of size index si the elf wrote not
+// long ago; it returns the hall of its line too.
+func (g *Generator) dup(elf, si int) (Message, int, bool) {
 	pool := g.elves[elf].pool[si]
 	if len(pool) == 0 {
-		return Message{}, false
+		return Message{}, 0, false
 	}
 	p := pool[g.rng.IntN(len(pool))]
-	return Message{Key: []byte(record.Sizes[si]), Value: p.value, Kind: KindDup, Elf: elf, MadeAt: p.madeAt}, true
+	return Message{Key: p.key, Value: p.value, Kind: KindDup, Elf: elf, MadeAt: p.madeAt}, p.hall, true
 }
 
 func (g *Generator) newID() string {
@@ -293,7 +364,7 @@ func (g *Generator) newID() string {
 	return fmt.Sprintf("%s-%s-%06d", g.prefix, g.seedTag, g.ids)
 }
 
-func (g *Generator) item(elf, si int, madeAt time.Time) Message {
+func (g *Generator) item(elf, si, h int, madeAt time.Time) Message {
 	size := record.Sizes[si]
 	name := g.elves[elf].name
 	var v []byte
@@ -304,20 +375,22 @@ func (g *Generator) item(elf, si int, madeAt time.Time) Message {
 	} else {
 		v = mustJSON(record.Toy{ToyID: g.newID(), Kind: g.toyKind(), Size: size, Elf: name, MadeAt: record.FormatTime(madeAt)})
 	}
-	return Message{Key: []byte(size), Value: v, Kind: kind, Elf: elf, MadeAt: madeAt}
+	return Message{Key: []byte(lineKey(size, g.halls[h])), Value: v, Kind: kind, Elf: elf, MadeAt: madeAt}
 }
 
 func (g *Generator) toyKind() string { return ToyKinds[g.rng.IntN(len(ToyKinds))] }
 
-// badRecord makes the next dead letter in the cycle of BadKinds.
-func (g *Generator) badRecord(elf, si int, nominal time.Time) Message {
-	kind := BadKinds[g.bad%len(BadKinds)]
-	variant := g.bad / len(BadKinds)
+// badRecord makes the next dead letter in the cycle of badKinds, keyed by a
+// line in hall h (or one that is not a line, when that is what is bad).
+func (g *Generator) badRecord(elf, si, h int, nominal time.Time) Message {
+	kind := g.badKinds[g.bad%len(g.badKinds)]
+	variant := g.bad / len(g.badKinds)
 	g.bad++
 
 	stream := g.cfg.Stream
 	size := record.Sizes[si]
-	key := size
+	hall := g.halls[h]
+	key := lineKey(size, hall)
 	name := g.elves[elf].name
 	madeAt := any(record.FormatTime(nominal))
 	var toyKind string
@@ -363,21 +436,43 @@ func (g *Generator) badRecord(elf, si int, nominal time.Time) Message {
 	case "bad:size":
 		switch variant % 3 {
 		case 0:
-			v, key = fields(g.newID(), "XXL", madeAt), "XXL"
+			v, key = fields(g.newID(), "XXL", madeAt), lineKey("XXL", hall)
 		case 1:
 			v = fields(g.newID(), "XXL", madeAt)
 		default:
 			v = fields(g.newID(), strings.ToLower(size), madeAt)
 		}
 	case "bad:size-not-key":
-		key = record.Sizes[(si+1+g.rng.IntN(len(record.Sizes)-1))%len(record.Sizes)]
+		key = lineKey(record.Sizes[(si+1+g.rng.IntN(len(record.Sizes)-1))%len(record.Sizes)], hall)
 		v = fields(g.newID(), size, madeAt)
 	case "bad:missing-id":
 		v = fields(nil, size, madeAt)
 	case "bad:empty-id":
 		v = fields("", size, madeAt)
+	case KindBadLine:
+		key = size + "/" + badHall(hall, variant)
+		v = fields(g.newID(), size, madeAt)
 	}
 	return Message{Key: []byte(key), Value: v, Kind: kind, Elf: elf}
+}
+
+// badHall is what follows the slash in the key of a bad:line record: a
+// variant of hall that is not a well-formed hall, or not a hall alone.
+func badHall(hall string, variant int) string {
+	switch variant % 6 {
+	case 0:
+		return strings.ToUpper(hall[:1]) + hall[1:] // upper case
+	case 1:
+		return "" // nothing after the slash
+	case 2:
+		return hall + "/b" // a second slash
+	case 3:
+		return hall + "-" + strings.Repeat("x", 32-len(hall)) // 33 characters
+	case 4:
+		return "-" + hall // starts with '-'
+	default:
+		return strings.ReplaceAll(hall, "-", "_") // '_' is no hall character
+	}
 }
 
 func (g *Generator) pickSize() int {
@@ -407,15 +502,6 @@ func floorTime(t time.Time, d time.Duration) time.Time {
 		q--
 	}
 	return time.Unix(0, q*int64(d)).UTC()
-}
-
-func sizeIndex(s string) int {
-	for i, v := range record.Sizes {
-		if v == s {
-			return i
-		}
-	}
-	return 0
 }
 
 func splitmix64(x uint64) uint64 {

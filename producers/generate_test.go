@@ -228,25 +228,26 @@ func TestBadVariants(t *testing.T) {
 }
 
 // classify classifies messages in the given (offset) order of one topic, as
-// the packing contract does per size: dead, heartbeat, duplicate, late, item.
+// the packing contract does per line: dead, heartbeat, duplicate, late, item.
 func classify(s record.Stream, c Config, msgs []Message) []string {
 	priorMax := map[string]time.Time{}
 	ids := map[string]bool{}
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		r, err := record.Parse(s, m.Key, m.Value)
+		r, err := parseMessage(s, m)
 		if err != nil {
 			out[i] = "dead"
 			continue
 		}
-		prior, hasPrior := priorMax[r.Size]
+		line := string(m.Key)
+		prior, hasPrior := priorMax[line]
 		if !hasPrior || r.MadeAt.After(prior) {
-			priorMax[r.Size] = r.MadeAt
+			priorMax[line] = r.MadeAt
 		}
 		switch {
 		case r.Heartbeat:
 			out[i] = "heartbeat"
-		case ids[r.Size+"/"+r.ID]:
+		case ids[line+"\x00"+r.ID]:
 			out[i] = "duplicate"
 		case hasPrior && !prior.Add(-c.Lateness).Before(floorTime(r.MadeAt, c.Window).Add(c.Window)):
 			out[i] = "late"
@@ -254,7 +255,7 @@ func classify(s record.Stream, c Config, msgs []Message) []string {
 			out[i] = "item"
 		}
 		if !r.Heartbeat {
-			ids[r.Size+"/"+r.ID] = true
+			ids[line+"\x00"+r.ID] = true
 		}
 	}
 	return out
@@ -276,24 +277,30 @@ func wantClass(kind string) string {
 }
 
 // TestLateAndDupByContract: in plan order (Disorder <= Lateness), the contract
-// classifies exactly the late and dup messages as late and duplicate. Under any
+// classifies exactly the late and dup messages as late and duplicate, per
+// line with halls as per size without. Under any
 // interleaving of the elves that keeps each elf's own order (what Kafka
 // guarantees), late and dup messages stay late and duplicate.
 func TestLateAndDupByContract(t *testing.T) {
 	t.Parallel()
-	for _, s := range []record.Stream{record.Toys, record.Boxes} {
+	for _, tc := range []struct {
+		s     record.Stream
+		halls int
+	}{{record.Toys, 0}, {record.Boxes, 0}, {record.Toys, 5}, {record.Boxes, 5}} {
+		s := tc.s
 		c := testConfig(s, 3000)
+		c.Halls = tc.halls
 		plan := mustPlan(t, c)
 		got := classify(s, c, plan)
 		counts := map[string]int{}
 		for i, m := range plan {
 			counts[m.Kind]++
 			if want := wantClass(m.Kind); got[i] != want {
-				t.Fatalf("%s: message %d (%s %s) is %s by the contract, want %s", s, i, m.Kind, m.Value, got[i], want)
+				t.Fatalf("%s halls %d: message %d (%s %s) is %s by the contract, want %s", s, tc.halls, i, m.Kind, m.Value, got[i], want)
 			}
 		}
 		if counts[KindLate] < 200 || counts[KindDup] < 200 {
-			t.Fatalf("%s: too few late (%d) or dup (%d) messages to test", s, counts[KindLate], counts[KindDup])
+			t.Fatalf("%s halls %d: too few late (%d) or dup (%d) messages to test", s, tc.halls, counts[KindLate], counts[KindDup])
 		}
 
 		rng := rand.New(rand.NewPCG(7, 7))
@@ -302,7 +309,7 @@ func TestLateAndDupByContract(t *testing.T) {
 			got := classify(s, c, mixed)
 			for i, m := range mixed {
 				if (m.Kind == KindLate || m.Kind == KindDup) && got[i] != wantClass(m.Kind) {
-					t.Fatalf("%s trial %d: %s %s is %s by the contract", s, trial, m.Kind, m.Value, got[i])
+					t.Fatalf("%s halls %d trial %d: %s %s is %s by the contract", s, tc.halls, trial, m.Kind, m.Value, got[i])
 				}
 			}
 		}

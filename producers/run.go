@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"maps"
 	"sync"
@@ -59,6 +58,8 @@ type Stats struct {
 	// were not sent.
 	FinalHeartbeatAt time.Time
 	Elapsed          time.Duration
+	// Spread is how the lines fall on the topic's partitions.
+	Spread Spread
 }
 
 // Bad is the number of dead letters in s.Kinds.
@@ -249,17 +250,12 @@ func New(cfg Config, log *slog.Logger) (*Elves, error) {
 func (e *Elves) Run(ctx context.Context) (Stats, error) {
 	cfg, kc, log, progress := e.cfg, e.cfg.Kafka, e.log, e.cfg.Progress
 	none := Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}}
-	fnv1a := func(key []byte) uint32 {
-		h := fnv.New32a()
-		h.Write(key)
-		return h.Sum32()
-	}
 	producer, err := kgo.NewClient(append(kc.Kgo(),
 		kgo.SeedBrokers(kc.Brokers...),
 		// A key's partition is the one sarama's hash partitioner and goka
-		// give it: the packer's stages rely on every record of a size
-		// being in the partition that size hashes to.
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv1a))),
+		// give it: the packer's stages rely on every record of a line
+		// being in the partition that line hashes to.
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(partitionOf)),
 		kgo.MaxBufferedRecords(maxBuffered),
 		// Retries are silent otherwise: a broker restart the elves ride
 		// out shows in the log, as it does for the goka processors.
@@ -279,12 +275,20 @@ func (e *Elves) Run(ctx context.Context) (Stats, error) {
 		return none, fmt.Errorf("elves: topic %q on %v (it must exist before the elves start): %w", cfg.Topic, kc.Brokers, err)
 	}
 	parts := topics[cfg.Topic].Partitions
+	spread := cfg.Spread(len(parts))
+	// Without halls one of four partitions carrying nothing is how the sizes
+	// hash, nothing to warn of; more partitions than that, or halls, were
+	// asked for to fill them.
+	if spread.Idle() > 0 && (cfg.Halls > 0 || len(parts) > len(record.Sizes)) {
+		log.Warn("elves: partitions that no line falls on carry no work; more halls fill them (halls about the partition count gives every partition several lines)",
+			"halls", cfg.Halls, "partitions", len(parts), "idle", spread.Idle(), "spread", spread.String())
+	}
 
 	r := &runner{
 		cfg:      cfg,
 		log:      log,
 		start:    time.Now(),
-		stats:    Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}},
+		stats:    Stats{Stream: cfg.Stream, Topic: cfg.Topic, Kinds: map[string]int64{}, Spread: spread},
 		answered: make(chan struct{}, 1),
 		room:     make(chan struct{}, maxBuffered),
 		failed:   make(chan struct{}),
@@ -315,7 +319,8 @@ func (e *Elves) Run(ctx context.Context) (Stats, error) {
 	}()
 
 	log.Info("elves started", "count", cfg.Count, "duration", cfg.Duration, "rate", cfg.Rate,
-		"elves", cfg.Elves, "partitions", len(parts), "seed", cfg.Seed, "sizes", cfg.SizeMix.String())
+		"elves", cfg.Elves, "partitions", len(parts), "halls", cfg.Halls, "lines", spread.String(),
+		"seed", cfg.Seed, "sizes", cfg.SizeMix.String())
 
 	runErr := r.produce(ctx, producer)
 

@@ -353,3 +353,67 @@ func TestRunProducerErrors(t *testing.T) {
 		t.Fatalf("after failures the elves went on: %d records in %v (err %v)", stats.Records, time.Since(start), err)
 	}
 }
+
+// TestRunHalls: with halls, on a topic of more partitions than sizes, every
+// record is in the partition its line hashes to (sarama's FNV-1a), the lines
+// fill the partitions as Stats.Spread says, the contract in offset order
+// finds the planned late and duplicate records per line, and each line's
+// last record is its final heartbeat.
+func TestRunHalls(t *testing.T) {
+	t.Parallel()
+	kc := testkafka.Config(t)
+	kc.ClientID = "elves-test"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := DefaultConfig(record.Boxes)
+	cfg.Topic = testkafka.Unique("boxes-halls")
+	if err := EnsureTopic(ctx, kc, cfg.Topic, 8, true); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Count, cfg.Halls, cfg.Seed = 1500, 5, 3
+	cfg.LateRate, cfg.DupRate, cfg.BadRate = 0.05, 0.05, 0.1
+	cfg.Disorder = 2 * time.Second
+	plan := mustPlan(t, cfg)
+	stats, err := run(ctx, kc, cfg, nil)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if stats.Sent != int64(len(plan)) || stats.Acked != stats.Sent {
+		t.Fatalf("stats %+v, want %d sent and acked", stats, len(plan))
+	}
+	if want := cfg.Spread(8); !slices.Equal(stats.Spread.Lines, want.Lines) || stats.Spread.Idle() != 0 {
+		t.Fatalf("stats spread %v, want %v with no partition idle", stats.Spread.Lines, want.Lines)
+	}
+
+	parts := readTopic(t, kc, cfg.Topic)
+	hash := sarama.NewHashPartitioner(cfg.Topic)
+	last := map[string]consumed{}
+	classes := map[string]int{}
+	for p, recs := range parts {
+		var msgs []Message
+		for _, r := range recs {
+			want, err := hash.Partition(&sarama.ProducerMessage{Key: sarama.ByteEncoder(r.key)}, int32(len(parts)))
+			if err != nil || want != int32(p) {
+				t.Fatalf("key %q in partition %d, FNV-1a says %d (%v)", r.key, p, want, err)
+			}
+			last[string(r.key)] = r
+			msgs = append(msgs, Message{Key: r.key, Value: r.value})
+		}
+		for _, c := range classify(record.Boxes, cfg, msgs) {
+			classes[c]++
+		}
+		if len(recs) == 0 {
+			t.Errorf("partition %d got nothing", p)
+		}
+	}
+	if classes["late"] != int(stats.Kinds[KindLate]) || classes["duplicate"] != int(stats.Kinds[KindDup]) || classes["dead"] != int(stats.Bad()) {
+		t.Fatalf("contract in offset order: %v; sent %v", classes, stats.Kinds)
+	}
+	for _, l := range cfg.Lines() {
+		m := Message{Key: last[l].key, Value: last[l].value}
+		r, err := parseMessage(record.Boxes, m)
+		if err != nil || !r.Heartbeat || r.Elf != FinalElfName(record.Boxes) || !r.MadeAt.Equal(stats.FinalHeartbeatAt) {
+			t.Errorf("last record of line %s is %q (%v), want its final heartbeat", l, m.Value, err)
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 
 // WriteSummary says, for people, what a run that ended with err handed to
 // Kafka: whether it was done, interrupted or failed, its counts by kind,
-// the dead letters by kind, and whether the final heartbeats went out.
+// the dead letters by kind, how its lines fell on the partitions, and
+// whether the final heartbeats went out.
 func (s Stats) WriteSummary(w io.Writer, err error) {
 	status := "done"
 	switch {
@@ -34,14 +35,15 @@ func (s Stats) WriteSummary(w io.Writer, err error) {
 	}
 	if bad := s.Bad(); bad > 0 {
 		var kinds []string
-		for _, k := range BadKinds {
+		known := append(slices.Clip(BadKinds), KindBadLine)
+		for _, k := range known {
 			if n := s.Kinds[k]; n > 0 {
 				kinds = append(kinds, fmt.Sprintf("%s %d", strings.TrimPrefix(k, KindBadPrefix), n))
 			}
 		}
 		// Kinds this binary does not know of, should any appear.
 		for k, n := range s.Kinds {
-			if IsBad(k) && !slices.Contains(BadKinds, k) {
+			if IsBad(k) && !slices.Contains(known, k) {
 				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 			}
 		}
@@ -49,6 +51,9 @@ func (s Stats) WriteSummary(w io.Writer, err error) {
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
+	}
+	if len(s.Spread.Lines) > 0 {
+		fmt.Fprintf(w, "  %s\n", s.Spread)
 	}
 	if !s.FinalHeartbeatAt.IsZero() {
 		fmt.Fprintf(w, "  final heartbeats at %s\n", record.FormatTime(s.FinalHeartbeatAt))
@@ -70,7 +75,7 @@ func (s Stats) StatusLine(want int) string {
 
 // Describe says, for people, what a run of c will make and where: "4 toys
 // elves make 1000 records, as fast as possible, to topic "toys" on
-// localhost:9092 (seed 1)".
+// localhost:9092 (seed 1)", with "in 16 halls" after "elves" when there are.
 func (c Config) Describe() string {
 	what := english.Count(c.Count, "record")
 	if c.Duration > 0 {
@@ -80,6 +85,10 @@ func (c Config) Describe() string {
 	if c.Rate > 0 {
 		rate = fmt.Sprintf("%g/s", c.Rate)
 	}
-	return fmt.Sprintf("%d %s elves make %s, %s, to topic %q on %s (seed %d)",
-		c.Elves, c.Stream, what, rate, c.Topic, strings.Join(c.Kafka.Brokers, ","), c.Seed)
+	where := ""
+	if c.Halls > 0 {
+		where = " in " + english.Count(c.Halls, "hall")
+	}
+	return fmt.Sprintf("%d %s elves%s make %s, %s, to topic %q on %s (seed %d)",
+		c.Elves, c.Stream, where, what, rate, c.Topic, strings.Join(c.Kafka.Brokers, ","), c.Seed)
 }

@@ -12,18 +12,20 @@ import (
 )
 
 // TestWriteSummary: the summary says how the run ended, the counts by kind,
-// the dead letters by kind (one this binary does not know of too), and
-// whether the final heartbeats went out.
+// the dead letters by kind (one this binary does not know of too), how the
+// lines fell on the partitions, and whether the final heartbeats went out.
 func TestWriteSummary(t *testing.T) {
 	s := Stats{Stream: record.Toys, Topic: "toys", Records: 10, Sent: 14, Acked: 14, Elapsed: 2 * time.Second,
-		Kinds:            map[string]int64{KindToy: 7, KindHeartbeat: 4, BadKinds[0]: 2, KindBadPrefix + "martian": 1},
-		FinalHeartbeatAt: time.Date(2026, 12, 24, 0, 1, 0, 0, time.UTC)}
+		Kinds:            map[string]int64{KindToy: 7, KindHeartbeat: 4, BadKinds[0]: 2, KindBadLine: 1, KindBadPrefix + "martian": 1},
+		FinalHeartbeatAt: time.Date(2026, 12, 24, 0, 1, 0, 0, time.UTC),
+		Spread:           Spread{Lines: []int{3, 1, 0}, Share: []float64{0.5, 0.5, 0}}}
 	for _, tc := range []struct {
 		err  error
 		want []string
 	}{
 		{nil, []string{`elves done: toys: 10 records to topic "toys" in 2s (5/s); 14 messages with heartbeats, 14 acked, 0 failed`,
-			"  toy 7, heartbeat 4, bad 3 (" + strings.TrimPrefix(BadKinds[0], KindBadPrefix) + " 2, " + KindBadPrefix + "martian 1)",
+			"  toy 7, heartbeat 4, bad 4 (" + strings.TrimPrefix(BadKinds[0], KindBadPrefix) + " 2, line 1, " + KindBadPrefix + "martian 1)",
+			"  4 lines over 3 partitions: 2 carry work, the busiest 1.5 times an even share",
 			"  final heartbeats at 2026-12-24T00:01:00Z"}},
 		{fmt.Errorf("elves: %w", context.Canceled), []string{"elves interrupted: toys"}},
 		{errors.New("boom"), []string{"elves failed: toys"}},
@@ -65,5 +67,9 @@ func TestDescribe(t *testing.T) {
 	c.Count, c.Duration, c.Rate = 0, time.Minute, 200
 	if got := c.Describe(); !strings.Contains(got, "make records for 1m0s, 200/s,") {
 		t.Errorf("Describe of a run for a time = %q", got)
+	}
+	c.Halls = 16
+	if got := c.Describe(); !strings.HasPrefix(got, "4 toys elves in 16 halls make records") {
+		t.Errorf("Describe with halls = %q", got)
 	}
 }

@@ -34,39 +34,55 @@ func newElvesCmd() *cobra.Command {
 		Use:   "elves toys|boxes",
 		Short: "Produce toys or boxes (with heartbeats, late, duplicate and bad records) to Kafka",
 		Long: `elves runs a few concurrent elves that make toys or boxes and write them to a
-Kafka topic, keyed by size class (S, M, L, XL) and partitioned with FNV-1a like
-goka, as the packing contract describes:
+Kafka topic, keyed by packing line and partitioned with FNV-1a like goka, as the
+packing contract describes:
 
   toy:       {"toy_id":"toy-…","kind":"kite","size":"M","elf":"toy-elf-2","made_at":"<RFC 3339>"}
   box:       {"box_id":"box-…","size":"M","elf":"box-elf-0","made_at":"<RFC 3339>"}
   heartbeat: {"heartbeat":true,"size":"M","elf":"toy-elf-1","made_at":"<RFC 3339>"}
 
+A record's key is its packing line: its size alone (S, M, L, XL), or with
+--halls N its size and hall (M/hall-7), the halls hall-1 … hall-N taken in turn
+by each size's records. The packer decides everything (lateness, duplicates,
+ranks, windows) per line, and a line's records are all in one partition, so
+lines are what partitions and packer instances share: with sizes alone at most
+4 partitions carry work, with N halls up to 4N. Use halls when more than four
+packer instances should work: give the topics more --partitions and enough
+halls to fill them, at least 4*halls >= partitions, better about as many halls
+as partitions, since lines hash to partitions unevenly (the summary says how
+many partitions carry work). Toys and boxes need the same --halls: a toy is
+packed only into a box of its own line.
+
 Event time (made_at) is synthetic: the n-th record is made at --start + n*--spacing,
 minus a random --disorder; the same flags and --seed always give the same
-records. Every --heartbeat of event time the elves send one heartbeat per size.
-When they are done (or interrupted) a final heartbeat per size follows every
-other record, at the end of the last window written plus --lateness (or at
---final-heartbeat-at if that is later), so that every window closes.
+records. Every --heartbeat of event time the elves send one heartbeat per line
+(4, or 4*halls). When they are done (or interrupted) a final heartbeat per line
+follows every other record, at the end of the last window written plus
+--lateness (or at --final-heartbeat-at if that is later), so that every
+line's windows close.
 
 Some records are made wrong on purpose. Each record is drawn late with
 probability --late-rate: made --lateness + 2*--window or more before what the
-same elf last wrote for that size (record or heartbeat). A late draw for a size
-the elf has not written anything for yet makes an ordinary record instead, so
-on average fewer than --late-rate of the records are late, most visibly in
-short runs with many elves; the summary counts the late records actually made.
+same elf last wrote for that size (record or heartbeat), and on that line. A
+late draw for a size the elf has not written anything for yet makes an
+ordinary record instead, so on average fewer than --late-rate of the records
+are late, most visibly in short runs with many elves; the summary counts the
+late records actually made.
 Likewise --dup-rate draws repeat an earlier toy or box of the same elf and size
 byte for byte (an ordinary record when there is none yet): a duplicate, its id
 again in the same window, unless that window has closed by then, which makes
 it late instead. --bad-rate draws are dead letters, cycling through truncated
 JSON, a JSON array, invalid UTF-8, a bad made_at, a bad size, a size that
-differs from the key, a missing id and an empty id.
+differs from the key, a missing id and an empty id, and with --halls a key that
+is no well-formed line (M/Hall-1, M/, M/hall-1/b, a hall of 33 characters, …).
 
 A missing topic is created with --partitions partitions; toys and boxes must
 have the same count (the packer refuses to start otherwise).
 
 Examples:
   northpole elves toys --brokers localhost:9092 --count 5000
-  northpole elves boxes --duration 1m --rate 200 --bad-rate 0.01 --seed 7`,
+  northpole elves boxes --duration 1m --rate 200 --bad-rate 0.01 --seed 7
+  northpole elves toys --partitions 16 --halls 16 --count 1000000   # 64 lines`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || !record.Stream(args[0]).Valid() {
 				return usageErr("elves: say which stream to produce: toys or boxes (got %q)", strings.Join(args, " "))
@@ -90,23 +106,24 @@ Examples:
 	}
 	f := cmd.Flags()
 	o.kafka.bind(f, "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
-	f.Int32Var(&o.partitions, "partitions", 4, "partitions of the topic when it has to be created; if given, an existing topic must have this many")
+	f.Int32Var(&o.partitions, "partitions", 4, "partitions of the topic when it has to be created; if given, an existing topic must have this many. More than 4 carry work only with --halls (4*halls >= partitions)")
 	f.StringVar(&cfg.Topic, "topic", "", "topic to write to (default: the stream's name, toys or boxes)")
 	f.IntVar(&cfg.Count, "count", cfg.Count, "number of records to make, heartbeats not counted (set 0, or give only --duration, to run for a time)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "run for this long (wall clock) instead of making --count records")
 	f.Float64Var(&cfg.Rate, "rate", 0, "records per second, all elves together, heartbeats not counted; 0 = as fast as possible")
 	f.IntVar(&cfg.Elves, "elves", cfg.Elves, "number of concurrent elves (named toy-elf-0, toy-elf-1, …)")
 	f.StringVar(&o.sizes, "sizes", o.sizes, "relative weights of the size classes, SIZE=WEIGHT,… (a size left out is never made)")
+	f.IntVar(&cfg.Halls, "halls", cfg.Halls, fmt.Sprintf("spread the records over this many halls: keys SIZE/hall-K, 4*halls packing lines, so that up to 4*halls partitions carry work; 0 = keys are sizes alone (at most %d; toys and boxes need the same)", producers.MaxHalls))
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: the same seed and flags make the same records; ids differ between seeds")
 	f.StringVar(&o.start, "start", o.start, "event time (made_at, RFC 3339) of the first record")
 	f.DurationVar(&cfg.Spacing, "spacing", cfg.Spacing, "event time between consecutive records")
 	f.DurationVar(&cfg.Disorder, "disorder", 0, "made_at jitter: each record is made up to this much before its nominal time (records become late by accident only above --lateness)")
 	f.Float64Var(&cfg.LateRate, "late-rate", 0, "probability (0..1) that a record is made deliberately late: --lateness + 2*--window or more before the elf's latest made_at for that size; a late draw before the elf has written that size makes an ordinary record, so the late fraction is somewhat lower")
-	f.Float64Var(&cfg.DupRate, "dup-rate", 0, "fraction (0..1) of records that repeat, byte for byte, an earlier record of the same size")
-	f.Float64Var(&cfg.BadRate, "bad-rate", 0, "fraction (0..1) of dead letters, cycling through every kind (malformed JSON, not an object, invalid UTF-8, bad made_at, bad size, size not key, missing id, empty id)")
+	f.Float64Var(&cfg.DupRate, "dup-rate", 0, "fraction (0..1) of records that repeat, key and value byte for byte, an earlier record of the same size")
+	f.Float64Var(&cfg.BadRate, "bad-rate", 0, "fraction (0..1) of dead letters, cycling through every kind (malformed JSON, not an object, invalid UTF-8, bad made_at, bad size, size not key, missing id, empty id; with --halls a bad line)")
 	f.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer: sets how late late records are and when the final heartbeats are")
 	f.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L of the packer: final heartbeats are at least this far past the last window")
-	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", cfg.HeartbeatEvery, "event time between heartbeats (one per size each time); 0 = only the final ones")
+	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", cfg.HeartbeatEvery, "event time between heartbeats (one per line each time: 4, or 4*halls); 0 = only the final ones")
 	f.StringVar(&o.finalAt, "final-heartbeat-at", "", "made_at (RFC 3339) of the final heartbeats when later than computed; use one value for toys and boxes so both close the same windows")
 	return cmd
 }
