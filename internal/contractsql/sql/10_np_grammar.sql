@@ -1,6 +1,6 @@
 -- np_grammar: every input record, its made_at kept only when it matches the
 -- RFC 3339 date-time grammar (the one record.ParseMadeAt checks, its tests
--- hold it to this expression), NULL otherwise; and line_ok, whether its key
+-- hold it to this expression), NULL otherwise, and line_ok, whether its key
 -- is a packing line: a size class alone, or a size class, a slash and a hall
 -- of 1 to 32 characters of a-z, 0-9 and '-', the first a letter or digit (the
 -- grammar record.ValidLine checks, its tests hold it to this expression).
