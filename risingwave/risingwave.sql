@@ -50,7 +50,13 @@ WITH (
 --            toys and box_id on boxes. jsonb keeps the last of duplicate
 --            members, as Go's encoding/json does;
 --   hb       the heartbeat member is the JSON literal true;
---   rkey     the key as UTF-8 text (NULL without a key, or when not UTF-8).
+--   rkey     the key as text: as UTF-8 when it is UTF-8, else in bytea's
+--            escape format (encode(k, 'escape'): a byte with the high bit
+--            set becomes a backslash and three octal digits). That keeps
+--            every slash in place and puts a backslash, which no size and no
+--            hall holds, where the bytes were: it decides as Go does on the
+--            bytes ("M/\377" is a bad line, as "M/" and byte 0xff is). NULL
+--            without a key.
 -- Every expression that can fail yields NULL in a streaming job, and each
 -- NULL here leads to a dead letter in np_checked, never to a valid record.
 CREATE MATERIALIZED VIEW np_input AS
@@ -66,12 +72,12 @@ FROM (
   FROM (
     SELECT 'toys' AS stream, 'toy_id' AS id_field,
            CAST(kpartition AS bigint) AS kpartition, CAST(koffset AS bigint) AS koffset,
-           convert_from(kkey, 'UTF8') AS rkey, convert_from(raw_value, 'UTF8') AS txt
+           COALESCE(convert_from(kkey, 'UTF8'), encode(kkey, 'escape')) AS rkey, convert_from(raw_value, 'UTF8') AS txt
     FROM np_toys_source
     UNION ALL
     SELECT 'boxes' AS stream, 'box_id' AS id_field,
            CAST(kpartition AS bigint) AS kpartition, CAST(koffset AS bigint) AS koffset,
-           convert_from(kkey, 'UTF8') AS rkey, convert_from(raw_value, 'UTF8') AS txt
+           COALESCE(convert_from(kkey, 'UTF8'), encode(kkey, 'escape')) AS rkey, convert_from(raw_value, 'UTF8') AS txt
     FROM np_boxes_source
   ) raw
 ) parsed;
@@ -80,18 +86,22 @@ FROM (
 -- materialized view. PostgreSQL and the embedded SQLite run the same text
 -- (as CREATE TABLE ... AS); the fingerprint is of the SELECT after "AS".
 
--- contract relation np_grammar, shared text 2b7f4399e481b599
+-- contract relation np_grammar, shared text 8d4154b9ad6b95bb
 CREATE MATERIALIZED VIEW np_grammar AS
 -- np_grammar: every input record, its made_at kept only when it matches the
 -- RFC 3339 date-time grammar (the one record.ParseMadeAt checks, its tests
--- hold it to this expression), NULL otherwise.
+-- hold it to this expression), NULL otherwise, and line_ok, whether its key
+-- is a packing line: a size class alone, or a size class, a slash and a hall
+-- of 1 to 32 characters of a-z, 0-9 and '-', the first a letter or digit (the
+-- grammar record.ValidLine checks, its tests hold it to this expression).
+-- line_ok is NULL without a key.
 --
 -- Input: np_input, one row per Kafka record, built by each engine's wrapper
 -- (see risingwave/README.md). Its columns are facts about the raw record, not
 -- decisions: obj (the value is UTF-8 text holding exactly one JSON object),
 -- made_at, size, id (the member when it is a JSON string, else NULL, id is the
 -- stream's id member), hb (the heartbeat member is the JSON literal true),
--- rkey (the Kafka key as text).
+-- rkey (the Kafka key as text, see risingwave/README.md).
 --
 -- The grammar is its own step so that each batch engine runs the regular
 -- expression once per record: the steps below refer to made_at many times,
@@ -99,10 +109,11 @@ CREATE MATERIALIZED VIEW np_grammar AS
 SELECT stream, kpartition, koffset, rkey, obj, size, id, hb,
        CASE WHEN regexp_count(made_at, '^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$') = 1
             THEN made_at
-       END AS made_at
+       END AS made_at,
+       regexp_count(rkey, '^(S|M|L|XL)(/[a-z0-9][a-z0-9-]{0,31})?$') = 1 AS line_ok
 FROM np_input;
 
--- contract relation np_fields, shared text 9afa42fed34d8eb4
+-- contract relation np_fields, shared text d9822235d4ea8eb1
 CREATE MATERIALIZED VIEW np_fields AS
 -- np_fields: the digits of a made_at that matched the grammar, as integers
 -- (NULL when it did not). The grammar fixes every position: YYYY-MM-DDTHH:MM:SS
@@ -112,7 +123,7 @@ CREATE MATERIALIZED VIEW np_fields AS
 -- No engine's own timestamp parser takes part: each is looser or stricter
 -- than RFC 3339 (PostgreSQL refuses year 0000, RisingWave accepts a space for
 -- the 'T'), and every engine can take digits out of a string.
-SELECT stream, kpartition, koffset, rkey, obj, size, id, hb, made_at,
+SELECT stream, kpartition, koffset, rkey, line_ok, obj, size, id, hb, made_at,
        CAST(substr(made_at, 1, 4) AS bigint) AS m_year,
        CAST(substr(made_at, 6, 2) AS bigint) AS m_month,
        CAST(substr(made_at, 9, 2) AS bigint) AS m_day,
@@ -132,17 +143,22 @@ SELECT stream, kpartition, koffset, rkey, obj, size, id, hb, made_at,
                    ELSE ''
               END || '000000000', 1, 9) AS m_fraction
 FROM (
-  SELECT stream, kpartition, koffset, rkey, obj, size, id, hb, made_at,
+  SELECT stream, kpartition, koffset, rkey, line_ok, obj, size, id, hb, made_at,
          CASE WHEN substr(made_at, length(made_at), 1) IN ('Z', 'z') THEN 1 ELSE 6 END AS m_zone_length
   FROM np_grammar
 ) zoned;
 
--- contract relation np_checked, shared text d6b6b51be4114ac2
+-- contract relation np_checked, shared text 003baf2e2ee52e68
 CREATE MATERIALIZED VIEW np_checked AS
 -- np_checked: every input record with the contract's validity rule decided,
--- and its made_at in microseconds.
+-- its packing line (the key, for a valid record) and its made_at in
+-- microseconds.
 --
--- The reason is the first rule that fails, in record.Parse's order. Every test
+-- The reason is the first rule that fails, in record.Parse's order: malformed
+-- json, bad made_at, bad size, size not key (the key's size part, the key up
+-- to its first slash, is the size exactly when the key is the size or starts
+-- with the size and a slash, as no size class holds a slash), bad line (the
+-- key is no packing line, np_grammar's line_ok), no id. Every test
 -- is written "(condition) IS NOT TRUE" so that a NULL (a missing member, or an
 -- expression error, which RisingWave turns into NULL in streaming) makes a
 -- dead letter, never a valid record. reason IS NULL means valid.
@@ -154,19 +170,20 @@ CREATE MATERIALIZED VIEW np_checked AS
 --
 -- window_start is floor(made_us / W) * W. SQL's % truncates toward zero, so
 -- ((x % W) + W) % W is the non-negative remainder, also before 1970.
-SELECT stream, kpartition, koffset, size, id, hb, made_us, made_ns, reason,
+SELECT stream, kpartition, koffset, line, size, id, hb, made_us, made_ns, reason,
        made_us - (((made_us % 10000000) + 10000000) % 10000000) AS window_start
 FROM (
-  SELECT stream, kpartition, koffset, size, id, hb, made_us, made_ns,
+  SELECT stream, kpartition, koffset, rkey AS line, size, id, hb, made_us, made_ns,
          CASE
            WHEN obj IS NOT TRUE THEN 'malformed json'
            WHEN (made_us IS NOT NULL AND m_day <= m_days_in_month) IS NOT TRUE THEN 'bad made_at'
            WHEN (size IN ('S', 'M', 'L', 'XL')) IS NOT TRUE THEN 'bad size'
-           WHEN (size = rkey) IS NOT TRUE THEN 'size not key'
+           WHEN (size = rkey OR substr(rkey, 1, length(size) + 1) = size || '/') IS NOT TRUE THEN 'size not key'
+           WHEN line_ok IS NOT TRUE THEN 'bad line'
            WHEN (hb IS TRUE OR length(id) > 0) IS NOT TRUE THEN 'no id'
          END AS reason
   FROM (
-    SELECT stream, kpartition, koffset, rkey, obj, size, id, hb, m_day,
+    SELECT stream, kpartition, koffset, rkey, line_ok, obj, size, id, hb, m_day,
            CASE
              WHEN m_month IN (4, 6, 9, 11) THEN 30
              WHEN m_month = 2 THEN
@@ -184,7 +201,7 @@ FROM (
            + CAST(substr(m_fraction, 1, 6) AS bigint) AS made_us,
            CAST(substr(m_fraction, 7, 3) AS bigint) AS made_ns
     FROM (
-      SELECT stream, kpartition, koffset, rkey, obj, size, id, hb,
+      SELECT stream, kpartition, koffset, rkey, line_ok, obj, size, id, hb,
              m_year, m_month, m_day, m_hour, m_minute, m_second, m_offset_seconds, m_fraction,
              m_year + 400 - CASE WHEN m_month <= 2 THEN 1 ELSE 0 END AS m_shifted_year
       FROM np_fields
@@ -192,7 +209,7 @@ FROM (
   ) civil
 ) checked;
 
--- contract relation np_levels, shared text 3d1c170814fb22c8
+-- contract relation np_levels, shared text 585ce1b6ca8a319d
 CREATE MATERIALIZED VIEW np_levels AS
 -- np_levels: the levels of a tree of blocks over window numbers. With it the
 -- steps below find, for each window, the first record that took the
@@ -211,7 +228,8 @@ CREATE MATERIALIZED VIEW np_levels AS
 --
 -- One row per size class and level, 0 to 60. A streaming query in RisingWave
 -- joins only on equal columns (a join on none is a nested-loop join, which it
--- refuses), so the levels are listed once per size and joined on size.
+-- refuses), so the levels are listed once per size and joined on the size of
+-- a line: the lines are not known in advance, their sizes are.
 WITH levels AS (
   SELECT 0 AS lvl UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
   UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9
@@ -232,28 +250,28 @@ UNION ALL SELECT 'M' AS size, lvl FROM levels
 UNION ALL SELECT 'L' AS size, lvl FROM levels
 UNION ALL SELECT 'XL' AS size, lvl FROM levels;
 
--- contract relation np_clock, shared text 127afcf1cedb2094
+-- contract relation np_clock, shared text cd18112e2880e4e5
 CREATE MATERIALIZED VIEW np_clock AS
--- np_clock: where each (stream, size)'s watermark went. A valid record's mark
+-- np_clock: where each (stream, line)'s watermark went. A valid record's mark
 -- is the number (see np_levels) of the window its made_at - L falls in:
 -- made_at - L >= window_end exactly for the windows numbered below the mark,
 -- the windows the record takes the watermark past. Every valid record
 -- counts, heartbeats, duplicates and late records included, as in prior_max.
 --
--- One row per (stream, size, partition, mark): its first offset. The records
+-- One row per (stream, line, partition, mark): its first offset. The records
 -- of one window share a mark, so the steps below change once per mark, not
 -- once per record. "The first" is ROW_NUMBER() = 1 rather than MIN: RisingWave
 -- plans it as a Top-N per group, which says nothing when a later offset comes,
 -- where MIN's group would also count the record and pass an update on.
-SELECT stream, size, kpartition, mark, koffset
+SELECT stream, line, size, kpartition, mark, koffset
 FROM (
-  SELECT stream, size, kpartition, koffset, mark,
-         ROW_NUMBER() OVER (PARTITION BY stream, size, kpartition, mark ORDER BY koffset) AS seq
+  SELECT stream, line, size, kpartition, koffset, mark,
+         ROW_NUMBER() OVER (PARTITION BY stream, line, kpartition, mark ORDER BY koffset) AS seq
   FROM (
-    SELECT stream, size, kpartition, koffset,
+    SELECT stream, line, size, kpartition, koffset,
            (wm - (((wm % 10000000) + 10000000) % 10000000)) / 10000000 + 1152921504606846976 AS mark
     FROM (
-      SELECT stream, size, kpartition, koffset, made_us - 5000000 AS wm
+      SELECT stream, line, size, kpartition, koffset, made_us - 5000000 AS wm
       FROM np_checked
       WHERE reason IS NULL
     ) valid
@@ -261,94 +279,94 @@ FROM (
 ) numbered
 WHERE seq = 1;
 
--- contract relation np_blocks, shared text 40955e8902d6eece
+-- contract relation np_blocks, shared text 628f4b64d0b0a14b
 CREATE MATERIALIZED VIEW np_blocks AS
 -- np_blocks: np_clock summarized per block of the tree (see np_levels): one
--- row per (stream, size, partition, level, block), the first offset of a mark
+-- row per (stream, line, partition, level, block), the first offset of a mark
 -- in the block.
-SELECT stream, size, kpartition, lvl, blk, MIN(koffset) AS koffset
+SELECT stream, line, kpartition, lvl, blk, MIN(koffset) AS koffset
 FROM (
-  SELECT c.stream, c.size, c.kpartition, l.lvl, c.mark >> l.lvl AS blk, c.koffset
+  SELECT c.stream, c.line, c.kpartition, l.lvl, c.mark >> l.lvl AS blk, c.koffset
   FROM np_clock c
   JOIN np_levels l ON l.size = c.size
 ) leveled
-GROUP BY stream, size, kpartition, lvl, blk;
+GROUP BY stream, line, kpartition, lvl, blk;
 
--- contract relation np_reach, shared text d70036c9395207eb
+-- contract relation np_reach, shared text 6595a73ec6cee8cc
 CREATE MATERIALIZED VIEW np_reach AS
 -- np_reach: for each window that holds a valid toy or box, for each stream and
--- each partition that holds that stream's records of the size, the first
--- offset at which a record took the watermark of (stream, size) past the
+-- each partition that holds that stream's records of the line, the first
+-- offset at which a record took the watermark of (stream, line) past the
 -- window's end: the first offset of the blocks above the window's number (see
 -- np_levels). The windows come from both streams, so that a window with toys
 -- only also learns whether the boxes' watermark passed it. A window never
 -- passed has no row.
-SELECT b.stream, q.size, q.window_start, b.kpartition, MIN(b.koffset) AS koffset
+SELECT b.stream, q.line, q.window_start, b.kpartition, MIN(b.koffset) AS koffset
 FROM (
-  SELECT w.size, w.window_start, l.lvl, (w.num >> l.lvl) + 1 AS blk
+  SELECT w.line, w.window_start, l.lvl, (w.num >> l.lvl) + 1 AS blk
   FROM (
-    SELECT size, window_start, window_start / 10000000 + 1152921504606846976 AS num
+    SELECT line, size, window_start, window_start / 10000000 + 1152921504606846976 AS num
     FROM np_checked
     WHERE reason IS NULL AND hb IS NOT TRUE
-    GROUP BY size, window_start
+    GROUP BY line, size, window_start
   ) w
   JOIN np_levels l ON l.size = w.size
   WHERE (w.num >> l.lvl) % 2 = 0
 ) q
-JOIN np_blocks b ON b.size = q.size AND b.lvl = q.lvl AND b.blk = q.blk
-GROUP BY b.stream, q.size, q.window_start, b.kpartition;
+JOIN np_blocks b ON b.line = q.line AND b.lvl = q.lvl AND b.blk = q.blk
+GROUP BY b.stream, q.line, q.window_start, b.kpartition;
 
--- contract relation np_reached, shared text cf7c2e7628de77fe
+-- contract relation np_reached, shared text f42ef4d934646430
 CREATE MATERIALIZED VIEW np_reached AS
--- np_reached: for each (stream, size, window) of np_reach, the first position,
--- by (partition, offset), at which the watermark of (stream, size) passed the
+-- np_reached: for each (stream, line, window) of np_reach, the first position,
+-- by (partition, offset), at which the watermark of (stream, line) passed the
 -- window's end. The toys or boxes of that window after it are late, and the
 -- window is closed when both streams have a row.
-SELECT r.stream, r.size, r.window_start, r.kpartition, r.koffset
+SELECT r.stream, r.line, r.window_start, r.kpartition, r.koffset
 FROM np_reach r
-JOIN (SELECT stream, size, window_start, MIN(kpartition) AS kpartition
+JOIN (SELECT stream, line, window_start, MIN(kpartition) AS kpartition
       FROM np_reach
-      GROUP BY stream, size, window_start) f
-  ON f.stream = r.stream AND f.size = r.size AND f.window_start = r.window_start
+      GROUP BY stream, line, window_start) f
+  ON f.stream = r.stream AND f.line = r.line AND f.window_start = r.window_start
  AND f.kpartition = r.kpartition;
 
--- contract relation np_dedup, shared text c96ba0520c9f5640
+-- contract relation np_dedup, shared text b9b2aea9ae2b52cd
 CREATE MATERIALIZED VIEW np_dedup AS
 -- np_dedup: the valid toys and boxes, each with its position among those of
--- its (stream, size) and window that carry the same id: ids are unique within
+-- its (stream, line) and window that carry the same id: ids are unique within
 -- a window only, the same id in two windows is two items. Heartbeats are left
 -- out: they never make a toy or box a duplicate, whatever id they carry, and
 -- they only move the watermark (np_clock). Order is (partition, offset): with
--- one partition per (topic, size), as the contract assumes, that is offset
+-- one partition per (topic, line), as the contract assumes, that is offset
 -- order.
 --
 -- Late records are counted too, though an earlier late copy never makes a
 -- record a duplicate: the next step decides late first, and within a window
 -- every record that is not late comes before every late one, so the earlier
 -- copies a record that is not late counts are never late.
-SELECT stream, kpartition, koffset, size, id, made_us, made_ns, window_start,
-       ROW_NUMBER() OVER (PARTITION BY stream, size, window_start, id ORDER BY kpartition, koffset) AS id_seq
+SELECT stream, kpartition, koffset, line, size, id, made_us, made_ns, window_start,
+       ROW_NUMBER() OVER (PARTITION BY stream, line, window_start, id ORDER BY kpartition, koffset) AS id_seq
 FROM np_checked
 WHERE reason IS NULL AND hb IS NOT TRUE;
 
--- contract relation np_classified, shared text acf5b4125212a7bd
+-- contract relation np_classified, shared text f6ad50b591fd2e7e
 CREATE MATERIALIZED VIEW np_classified AS
 -- np_classified: every valid toy and box classified once, first match wins:
 -- late, duplicate, item.
 --
 -- Late: prior_max - L >= window_end, prior_max being the greatest made_at
--- among the valid records of the same (stream, size) before this one. That
+-- among the valid records of the same (stream, line) before this one. That
 -- is: an earlier record took the watermark past the end of this record's
 -- window, so this record comes after the position np_reached gives for its
--- (stream, size, window). Without one it is never late. So within a window
+-- (stream, line, window). Without one it is never late. So within a window
 -- the records that are not late come first, by (partition, offset), and the
 -- late ones after them.
 --
--- Duplicate: not late, and an earlier toy or box of the same (stream, size)
+-- Duplicate: not late, and an earlier toy or box of the same (stream, line)
 -- and window has the same id (np_dedup's id_seq > 1). Every such earlier
 -- record comes before this one in its window, so it is not late either: it is
 -- an item or a duplicate, never late, as the contract says.
-SELECT d.stream, d.kpartition, d.koffset, d.size, d.id, d.made_us, d.made_ns, d.window_start,
+SELECT d.stream, d.kpartition, d.koffset, d.line, d.size, d.id, d.made_us, d.made_ns, d.window_start,
        CASE
          WHEN (r.kpartition < d.kpartition
                OR (r.kpartition = d.kpartition AND r.koffset < d.koffset)) IS TRUE THEN 'late'
@@ -356,72 +374,74 @@ SELECT d.stream, d.kpartition, d.koffset, d.size, d.id, d.made_us, d.made_ns, d.
          ELSE 'item'
        END AS class
 FROM np_dedup d
-LEFT JOIN np_reached r ON r.stream = d.stream AND r.size = d.size AND r.window_start = d.window_start;
+LEFT JOIN np_reached r ON r.stream = d.stream AND r.line = d.line AND r.window_start = d.window_start;
 
--- contract relation np_items, shared text 6efa9bfeabf77687
+-- contract relation np_items, shared text f3ab0d40dcbac4e6
 CREATE MATERIALIZED VIEW np_items AS
 -- np_items: the items (toys and boxes that are neither heartbeats, late nor
 -- duplicates), ranked 1, 2, 3, ... in (partition, offset) order within their
--- (stream, size, window).
-SELECT stream, size, window_start, id, kpartition, koffset,
-       ROW_NUMBER() OVER (PARTITION BY stream, size, window_start ORDER BY kpartition, koffset) AS rnk
+-- (stream, line, window).
+SELECT stream, line, size, window_start, id, kpartition, koffset,
+       ROW_NUMBER() OVER (PARTITION BY stream, line, window_start ORDER BY kpartition, koffset) AS rnk
 FROM np_classified
 WHERE class = 'item';
 
--- contract relation np_closed, shared text 9d4f50e408fa3046
+-- contract relation np_closed, shared text 44bc643cbe913b05
 CREATE MATERIALIZED VIEW np_closed AS
--- np_closed: the windows that hold items and are closed: the watermarks of
--- both (toys, size) and (boxes, size) have reached the window's end, that is
--- a valid record of each has made_at - L >= window_end (np_reached). Only
--- their unpacked toys and spare boxes are final.
-SELECT w.size, w.window_start
-FROM (SELECT size, window_start FROM np_items GROUP BY size, window_start) w
-JOIN np_reached t ON t.stream = 'toys' AND t.size = w.size AND t.window_start = w.window_start
-JOIN np_reached b ON b.stream = 'boxes' AND b.size = w.size AND b.window_start = w.window_start;
+-- np_closed: the windows of lines that hold items and are closed: the
+-- watermarks of both (toys, line) and (boxes, line) have reached the window's
+-- end, that is a valid record of each has made_at - L >= window_end
+-- (np_reached). Only their unpacked toys and spare boxes are final: a window
+-- still open once every record is in (no heartbeat closed it) reports its
+-- pairs, never its unpacked toys or spare boxes.
+SELECT w.line, w.window_start
+FROM (SELECT line, window_start FROM np_items GROUP BY line, window_start) w
+JOIN np_reached t ON t.stream = 'toys' AND t.line = w.line AND t.window_start = w.window_start
+JOIN np_reached b ON b.stream = 'boxes' AND b.line = w.line AND b.window_start = w.window_start;
 
--- contract relation np_packed, shared text d3090f6da2096c27
+-- contract relation np_packed, shared text 4b86e68da350cd22
 CREATE MATERIALIZED VIEW np_packed AS
--- np_packed: the toy of rank k goes into the box of rank k of the same size
+-- np_packed: the toy of rank k goes into the box of rank k of the same line
 -- and window. Once every record is in, these are the contract's pairs. On the
 -- way a streaming database can retract a pair and emit another: while a view
 -- backfills (it reads the relations it depends on in no particular order), or
 -- when records reach it out of (partition, offset) order, a rank or a class
 -- is computed before an earlier record is there, and corrected when it comes.
-SELECT t.id AS toy_id, b.id AS box_id, t.size, t.window_start
+SELECT t.id AS toy_id, b.id AS box_id, t.line, t.size, t.window_start
 FROM np_items t
-JOIN np_items b ON b.size = t.size AND b.window_start = t.window_start AND b.rnk = t.rnk
+JOIN np_items b ON b.line = t.line AND b.window_start = t.window_start AND b.rnk = t.rnk
 WHERE t.stream = 'toys' AND b.stream = 'boxes';
 
--- contract relation np_unpacked, shared text bbed506ec883bd54
+-- contract relation np_unpacked, shared text 96b092f5d1c3c773
 CREATE MATERIALIZED VIEW np_unpacked AS
 -- np_unpacked: toys of rank k > n_boxes in a closed window. Box ranks are
 -- exactly 1 .. n_boxes, so "rank > n_boxes" is "no box has this rank".
-SELECT t.id AS toy_id, t.size, t.window_start
+SELECT t.id AS toy_id, t.line, t.size, t.window_start
 FROM np_items t
-JOIN np_closed c ON c.size = t.size AND c.window_start = t.window_start
+JOIN np_closed c ON c.line = t.line AND c.window_start = t.window_start
 WHERE t.stream = 'toys'
   AND NOT EXISTS (SELECT 1 FROM np_items b
-                  WHERE b.stream = 'boxes' AND b.size = t.size
+                  WHERE b.stream = 'boxes' AND b.line = t.line
                     AND b.window_start = t.window_start AND b.rnk = t.rnk);
 
--- contract relation np_spare, shared text 713db02be00c3e34
+-- contract relation np_spare, shared text b1acb6c93efc384a
 CREATE MATERIALIZED VIEW np_spare AS
 -- np_spare: boxes of rank k > n_toys in a closed window (see np_unpacked).
-SELECT b.id AS box_id, b.size, b.window_start
+SELECT b.id AS box_id, b.line, b.size, b.window_start
 FROM np_items b
-JOIN np_closed c ON c.size = b.size AND c.window_start = b.window_start
+JOIN np_closed c ON c.line = b.line AND c.window_start = b.window_start
 WHERE b.stream = 'boxes'
   AND NOT EXISTS (SELECT 1 FROM np_items t
-                  WHERE t.stream = 'toys' AND t.size = b.size
+                  WHERE t.stream = 'toys' AND t.line = b.line
                     AND t.window_start = b.window_start AND t.rnk = b.rnk);
 
--- contract relation np_late, shared text 564446586a3272f3
+-- contract relation np_late, shared text 02f3156b9dd0b330
 CREATE MATERIALIZED VIEW np_late AS
 -- np_late: late toys and boxes, one row per record, identified by where it
 -- is (stream, partition, offset): two late copies of one id are two rows.
 -- made_at is the record's instant in whole microseconds plus the nanoseconds
 -- below them (0-999). The reader prints it in UTC like record.FormatTime.
-SELECT stream, kpartition, koffset, id, size, made_us, made_ns
+SELECT stream, kpartition, koffset, id, line, size, made_us, made_ns
 FROM np_classified
 WHERE class = 'late';
 

@@ -59,11 +59,11 @@ func (p Params) Validate() error {
 
 // Mode says which unpacked and spare rows Compute reports. The contract
 // defines unpacked toys and spare boxes literally (every toy of rank k >
-// n_boxes(s, w), every box of rank k > n_toys(s, w)), and says they become
-// final only when window (s, w) is closed: when the watermarks of both
-// (toys, s) and (boxes, s) have reached the window's end, where the watermark
-// of (X, s) is the greatest made_at among the valid records of (X, s) minus
-// L, and minus infinity when (X, s) has no valid record. Packed, late and dead
+// n_boxes(l, w), every box of rank k > n_toys(l, w), for a line l), and says
+// they become final only when window (l, w) is closed: when the watermarks of
+// both (toys, l) and (boxes, l) have reached the window's end, where the
+// watermark of (X, l) is the greatest made_at among the valid records of
+// (X, l) minus L, and minus infinity when (X, l) has no valid record. Packed, late and dead
 // rows are final as soon as they are seen, so the mode does not change them.
 type Mode int
 
@@ -74,13 +74,16 @@ const (
 	// ClosedOnly restricts the unpacked and spare sets to windows that are
 	// closed by the end of the input: what a streaming engine may already
 	// have declared final after consuming exactly these records (for
-	// example, a run without final heartbeats).
+	// example, a run without final heartbeats, or a line whose records go on
+	// after them). The contract says so outright since version 3: a window
+	// still open at quiescence reports its pairs, not its unpacked toys and
+	// spare boxes.
 	ClosedOnly
 )
 
 // Compute returns the five result sets of the contract for inputs, in mode,
 // sorted with results.Set.Sort. The order of inputs does not matter: the records of each
-// (stream, size) are taken in (partition, offset) order.
+// (stream, line) are taken in (partition, offset) order.
 //
 // Every input's Stream must be record.Toys or record.Boxes, and p must pass
 // Validate; Compute panics otherwise, as both are programming errors.
@@ -91,7 +94,7 @@ func Compute(inputs []record.Input, p Params, mode Mode) results.Set {
 	c := computation{
 		W: p.Window.Microseconds(), L: p.Lateness.Microseconds(),
 		items:     map[record.Stream]map[windowKey][]string{record.Toys: {}, record.Boxes: {}},
-		watermark: map[streamSize]int64{},
+		watermark: map[streamLine]int64{},
 	}
 	for k, recs := range c.validate(inputs) {
 		c.classify(k, recs)
@@ -102,25 +105,27 @@ func Compute(inputs []record.Input, p Params, mode Mode) results.Set {
 }
 
 // computation is one run of Compute, step by step: validity, then the
-// classification of each (stream, size) in offset order, then packing.
+// classification of each (stream, line) in offset order, then packing.
 type computation struct {
 	W, L int64 // µs
 	out  results.Set
 	// items are the ids of each window's items, in rank order.
 	items map[record.Stream]map[windowKey][]string
-	// watermark of each (stream, size) at the end of the input; absent:
+	// watermark of each (stream, line) at the end of the input; absent:
 	// minus infinity.
-	watermark map[streamSize]int64
+	watermark map[streamLine]int64
 }
 
-type streamSize struct {
+type streamLine struct {
 	stream record.Stream
-	size   string
+	line   string
 }
 
+// windowKey is a window of a line; size is the line's size class, carried
+// for the rows.
 type windowKey struct {
-	size  string
-	start int64 // window_start in microseconds
+	line, size string
+	start      int64 // window_start in microseconds
 }
 
 type valid struct {
@@ -129,9 +134,9 @@ type valid struct {
 }
 
 // validate reports dead letters, which take no part in anything after, and
-// groups the valid records by (stream, size).
-func (c *computation) validate(inputs []record.Input) map[streamSize][]valid {
-	groups := map[streamSize][]valid{}
+// groups the valid records by (stream, line).
+func (c *computation) validate(inputs []record.Input) map[streamLine][]valid {
+	groups := map[streamLine][]valid{}
 	for _, in := range inputs {
 		if !in.Stream.Valid() {
 			panic(fmt.Sprintf("contract: input at partition %d offset %d has stream %q, want %q or %q",
@@ -142,7 +147,7 @@ func (c *computation) validate(inputs []record.Input) map[streamSize][]valid {
 			c.dead(in, record.ReasonOf(err))
 			continue
 		}
-		k := streamSize{in.Stream, rec.Size}
+		k := streamLine{in.Stream, rec.Line}
 		groups[k] = append(groups[k], valid{in, rec})
 	}
 	return groups
@@ -152,12 +157,12 @@ func (c *computation) dead(in record.Input, reason record.Reason) {
 	c.out.Dead = append(c.out.Dead, results.Dead{Stream: string(in.Stream), Partition: in.Partition, Offset: in.Offset, Reason: string(reason)})
 }
 
-// classify takes the valid records of one (stream, size) in (partition,
+// classify takes the valid records of one (stream, line) in (partition,
 // offset) order: each is a heartbeat, late, a duplicate or an item, first
 // match wins, and every one of them moves prior_max. A duplicate is an
 // earlier toy or box of the same window with the same id; ids are unique
 // within a window only.
-func (c *computation) classify(k streamSize, recs []valid) {
+func (c *computation) classify(k streamLine, recs []valid) {
 	slices.SortStableFunc(recs, func(a, b valid) int {
 		return cmp.Or(cmp.Compare(a.in.Partition, b.in.Partition), cmp.Compare(a.in.Offset, b.in.Offset))
 	})
@@ -182,13 +187,13 @@ func (c *computation) classify(k streamSize, recs []valid) {
 		case hasPrior && priorMax-c.L >= start+c.W:
 			c.out.Late = append(c.out.Late, results.Late{
 				Stream: string(v.in.Stream), Partition: v.in.Partition, Offset: v.in.Offset,
-				ID: v.rec.ID, Size: v.rec.Size, MadeAt: record.FormatTime(v.rec.MadeAt),
+				ID: v.rec.ID, Line: v.rec.Line, Size: v.rec.Size, MadeAt: record.FormatTime(v.rec.MadeAt),
 			})
 		case seen[wid]:
 			c.dead(v.in, record.ReasonDuplicate)
 		default:
 			seen[wid] = true
-			wk := windowKey{k.size, start}
+			wk := windowKey{k.line, v.rec.Size, start}
 			c.items[k.stream][wk] = append(c.items[k.stream][wk], v.rec.ID)
 		}
 		if !hasPrior || made > priorMax {
@@ -201,7 +206,7 @@ func (c *computation) classify(k streamSize, recs []valid) {
 // closed reports whether window wk is closed at the end of the input.
 func (c *computation) closed(wk windowKey) bool {
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
-		wm, ok := c.watermark[streamSize{s, wk.size}]
+		wm, ok := c.watermark[streamLine{s, wk.line}]
 		if !ok || wm < wk.start+c.W {
 			return false
 		}
@@ -209,7 +214,7 @@ func (c *computation) closed(wk windowKey) bool {
 	return true
 }
 
-// pack pairs rank k with rank k in every (size, window); in ClosedOnly mode
+// pack pairs rank k with rank k in every (line, window); in ClosedOnly mode
 // only closed windows report their unpacked toys and spare boxes.
 func (c *computation) pack(mode Mode) {
 	windows := map[windowKey]bool{}
@@ -223,16 +228,16 @@ func (c *computation) pack(mode Mode) {
 		ws := record.FormatMicros(wk.start)
 		n := min(len(toys), len(boxes))
 		for k := range n {
-			c.out.Packed = append(c.out.Packed, results.Packed{ToyID: toys[k], BoxID: boxes[k], Size: wk.size, WindowStart: ws})
+			c.out.Packed = append(c.out.Packed, results.Packed{ToyID: toys[k], BoxID: boxes[k], Line: wk.line, Size: wk.size, WindowStart: ws})
 		}
 		if mode == ClosedOnly && !c.closed(wk) {
 			continue
 		}
 		for _, id := range toys[n:] {
-			c.out.Unpacked = append(c.out.Unpacked, results.Unpacked{ToyID: id, Size: wk.size, WindowStart: ws})
+			c.out.Unpacked = append(c.out.Unpacked, results.Unpacked{ToyID: id, Line: wk.line, Size: wk.size, WindowStart: ws})
 		}
 		for _, id := range boxes[n:] {
-			c.out.Spare = append(c.out.Spare, results.Spare{BoxID: id, Size: wk.size, WindowStart: ws})
+			c.out.Spare = append(c.out.Spare, results.Spare{BoxID: id, Line: wk.line, Size: wk.size, WindowStart: ws})
 		}
 	}
 }

@@ -713,12 +713,103 @@ func computeCases() []computeCase {
 				Dead: []results.Dead{dead(T, 1, 2, record.ReasonDuplicate), dead(T, 1, 3, record.ReasonBadMadeAt)},
 			},
 		},
+		// Contract version 3: every record's key is its packing line, and
+		// everything is decided per (stream, line).
+		{
+			// Three lines of size M, one window: a toy goes only into a box of
+			// its own line. The same ids on two lines are two items each.
+			name: "lines: toys go only into boxes of their own line",
+			inputs: []record.Input{
+				toy(0, "t1", "M/h1", at("10:00:01")),
+				toy(1, "t2", "M/h1", at("10:00:02")),
+				box(0, "b1", "M/h2", at("10:00:01")),
+				toy(0, "t1", "M/h2", at("10:00:03")),
+				box(0, "b9", "M", at("10:00:04")),
+				box(1, "b1", "M/h2", at("10:00:05")), // a duplicate on M/h2
+				hb(T, 2, "M/h1", at("10:00:30")),
+				hb(B, 0, "M/h1", at("10:00:30")),
+				hb(T, 1, "M/h2", at("10:00:30")),
+				hb(B, 2, "M/h2", at("10:00:30")),
+				hb(T, 0, "M", at("10:00:30")),
+				hb(B, 1, "M", at("10:00:30")),
+			},
+			want: results.Set{
+				Packed:   []results.Packed{packed("t1", "b1", "M/h2", at("10:00:00"))},
+				Unpacked: []results.Unpacked{unpacked("t1", "M/h1", at("10:00:00")), unpacked("t2", "M/h1", at("10:00:00"))},
+				Spare:    []results.Spare{spare("b9", "M", at("10:00:00"))},
+				Dead:     []results.Dead{dead(B, part("M/h2"), 1, record.ReasonDuplicate)},
+			},
+		},
+		{
+			// Each line has its own clock: M/h1 at 10:01:00 makes its own
+			// record of 10:00:01 late, not M/h2's or M's.
+			name: "lines: lateness per line",
+			inputs: []record.Input{
+				toy(0, "a", "M/h1", at("10:01:00")),
+				toy(1, "b", "M/h1", at("10:00:01")),
+				toy(0, "c", "M/h2", at("10:00:01")),
+				toy(0, "d", "M", at("10:00:01")),
+			},
+			want: results.Set{
+				Unpacked: []results.Unpacked{unpacked("a", "M/h1", at("10:01:00")), unpacked("c", "M/h2", at("10:00:00")), unpacked("d", "M", at("10:00:00"))},
+				Late:     []results.Late{late(T, 1, "b", "M/h1", at("10:00:01"))},
+			},
+		},
+		{
+			// Window (l, w) closes when the watermarks of (toys, l) and
+			// (boxes, l) reach its end: M's and M/h2's heartbeats close
+			// nothing of M/h1, a hall that went quiet, and its quiet does not
+			// hold the other lines back.
+			name: "lines: windows close per line",
+			mode: ClosedOnly,
+			inputs: []record.Input{
+				toy(0, "q1", "M/h1", at("10:00:01")),
+				toy(1, "q2", "M/h1", at("10:00:02")),
+				box(0, "qb", "M/h1", at("10:00:03")),
+				toy(0, "t", "M/h2", at("10:00:01")),
+				toy(0, "u", "M", at("10:00:01")),
+				hb(T, 1, "M/h2", at("10:01:00")),
+				hb(B, 0, "M/h2", at("10:01:00")),
+				hb(T, 1, "M", at("10:01:00")),
+				hb(B, 0, "M", at("10:01:00")),
+			},
+			want: results.Set{
+				Packed:   []results.Packed{packed("q1", "qb", "M/h1", at("10:00:00"))},
+				Unpacked: []results.Unpacked{unpacked("t", "M/h2", at("10:00:00")), unpacked("u", "M", at("10:00:00"))},
+			},
+		},
+		{
+			// Said outright in version 3: at quiescence a window no heartbeat
+			// closed (records made after the elves' final heartbeats) reports
+			// its pairs, not its unpacked toys or spare boxes; the windows the
+			// final heartbeats closed report theirs.
+			name: "lines: a window still open at quiescence reports its pairs only",
+			mode: ClosedOnly,
+			inputs: []record.Input{
+				toy(0, "t1", "L/h", at("10:00:01")),
+				toy(1, "t2", "L/h", at("10:00:02")),
+				box(0, "b1", "L/h", at("10:00:03")),
+				hb(T, 2, "L/h", at("10:00:15")), // the final heartbeats: window 10:00:00 closes
+				hb(B, 1, "L/h", at("10:00:15")),
+				toy(3, "t3", "L/h", at("10:00:21")), // after them: window 10:00:20 stays open
+				toy(4, "t4", "L/h", at("10:00:22")),
+				box(2, "b3", "L/h", at("10:00:23")),
+				box(3, "b4", "XL/h", at("10:00:23")), // window 10:00:20 of XL/h: open too
+			},
+			want: results.Set{
+				Packed: []results.Packed{
+					packed("t1", "b1", "L/h", at("10:00:00")),
+					packed("t3", "b3", "L/h", at("10:00:20")),
+				},
+				Unpacked: []results.Unpacked{unpacked("t2", "L/h", at("10:00:00"))},
+			},
+		},
 	}
 }
 
 // deadLetterCase has one input per way of being a dead letter, each with the
 // reason record.Parse gives first (malformed json, bad made_at, bad size,
-// size not key, no id), all on partition 1 (key M) unless the key is the point.
+// size not key, bad line, no id), all on partition 1 (key M) unless the key is the point.
 func deadLetterCase() computeCase {
 	ok := at("10:00:01")
 	type bad struct {
@@ -766,6 +857,17 @@ func deadLetterCase() computeCase {
 		{T, "M", `{"toy_id": "a", "size": "XXL", "made_at": "yesterday"}`, record.ReasonBadMadeAt}, // first rule wins
 		{T, "M", `{"size": "XXL", "made_at": "` + ok + `"}`, record.ReasonBadSize},
 		{T, "L", `{"heartbeat": true, "size": "M", "made_at": "` + ok + `"}`, record.ReasonSizeNotKey}, // heartbeats must be valid too
+		{T, "L/h", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonSizeNotKey},   // the key's size part is L
+		{T, "XL/h", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonSizeNotKey},  //
+		{T, "/h", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonSizeNotKey},    // an empty size part
+		{T, "M/", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonBadLine},       // an empty hall
+		{T, "M/a/b", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonBadLine},    // a second slash
+		{T, "M/Hall", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonBadLine},   // uppercase
+		{T, "M/-x", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonBadLine},     // a dash first
+		{T, "M/" + strings.Repeat("h", 33), `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonBadLine},
+		{B, "M/Hall", `{"heartbeat": true, "size": "M", "made_at": "` + ok + `"}`, record.ReasonBadLine},
+		{T, "L/Hall", `{"toy_id": "a", "size": "M", "made_at": "` + ok + `"}`, record.ReasonSizeNotKey}, // size not key before bad line
+		{T, "M/", `{"size": "M", "made_at": "` + ok + `"}`, record.ReasonBadLine},                       // bad line before no id
 	}
 	c := computeCase{name: "every kind of dead letter"}
 	for i, b := range bads {

@@ -3,6 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,17 +18,30 @@ import (
 // record.FormatMicros prints a whole-second start without fraction.
 func at(clock string) string { return "2026-12-24T" + clock + "Z" }
 
-// part is the partition of a size class in these tests: one partition per
-// (topic, size), as with Kafka keys, numbered in record.Sizes order.
-func part(size string) int32 {
-	i := slices.Index(record.Sizes, size)
-	if i < 0 {
+// part is the partition of a key (a line) in these tests: one partition per
+// (topic, line), as with Kafka keys. A size alone is numbered in record.Sizes
+// order; a line with a hall goes to one of partitions 4 to 11, by a hash of
+// the key, so that some lines share a partition (as Kafka's hashing makes
+// them); any other key to 9.
+func part(line string) int32 {
+	if i := slices.Index(record.Sizes, line); i >= 0 {
+		return int32(i)
+	}
+	if !strings.Contains(line, "/") {
 		return 9
 	}
-	return int32(i)
+	h := fnv.New32a()
+	h.Write([]byte(line))
+	return 4 + int32(h.Sum32()%8)
 }
 
-func input(s record.Stream, size string, off int64, v any) record.Input {
+// sizeOf is the size part of a line: the key up to its first slash.
+func sizeOf(line string) string {
+	size, _, _ := strings.Cut(line, "/")
+	return size
+}
+
+func input(s record.Stream, line string, off int64, v any) record.Input {
 	var value []byte
 	switch v := v.(type) {
 	case string:
@@ -41,19 +55,21 @@ func input(s record.Stream, size string, off int64, v any) record.Input {
 		}
 		value = b
 	}
-	return record.Input{Stream: s, Topic: string(s), Partition: part(size), Offset: off, Key: []byte(size), Value: value}
+	return record.Input{Stream: s, Topic: string(s), Partition: part(line), Offset: off, Key: []byte(line), Value: value}
 }
 
-func toy(off int64, id, size, madeAt string) record.Input {
-	return input(record.Toys, size, off, record.Toy{ToyID: id, Kind: "teddy-bear", Size: size, Elf: "alabaster", MadeAt: madeAt})
+// toy, box and hb are records of a line (a size alone, or size/hall), whose
+// value's size is the line's size.
+func toy(off int64, id, line, madeAt string) record.Input {
+	return input(record.Toys, line, off, record.Toy{ToyID: id, Kind: "teddy-bear", Size: sizeOf(line), Elf: "alabaster", MadeAt: madeAt})
 }
 
-func box(off int64, id, size, madeAt string) record.Input {
-	return input(record.Boxes, size, off, record.Box{BoxID: id, Size: size, Elf: "bushy", MadeAt: madeAt})
+func box(off int64, id, line, madeAt string) record.Input {
+	return input(record.Boxes, line, off, record.Box{BoxID: id, Size: sizeOf(line), Elf: "bushy", MadeAt: madeAt})
 }
 
-func hb(s record.Stream, off int64, size, madeAt string) record.Input {
-	return input(s, size, off, record.Heartbeat{Heartbeat: true, Size: size, Elf: "pepper", MadeAt: madeAt})
+func hb(s record.Stream, off int64, line, madeAt string) record.Input {
+	return input(s, line, off, record.Heartbeat{Heartbeat: true, Size: sizeOf(line), Elf: "pepper", MadeAt: madeAt})
 }
 
 // raw is a record with the given key and value text, in the partition of key.
@@ -62,22 +78,23 @@ func raw(s record.Stream, off int64, key, value string) record.Input {
 	return in
 }
 
-func packed(toyID, boxID, size, windowStart string) results.Packed {
-	return results.Packed{ToyID: toyID, BoxID: boxID, Size: size, WindowStart: windowStart}
+// packed, unpacked, spare and late are rows of a line, with its size.
+func packed(toyID, boxID, line, windowStart string) results.Packed {
+	return results.Packed{ToyID: toyID, BoxID: boxID, Line: line, Size: sizeOf(line), WindowStart: windowStart}
 }
 
-func unpacked(toyID, size, windowStart string) results.Unpacked {
-	return results.Unpacked{ToyID: toyID, Size: size, WindowStart: windowStart}
+func unpacked(toyID, line, windowStart string) results.Unpacked {
+	return results.Unpacked{ToyID: toyID, Line: line, Size: sizeOf(line), WindowStart: windowStart}
 }
 
-func spare(boxID, size, windowStart string) results.Spare {
-	return results.Spare{BoxID: boxID, Size: size, WindowStart: windowStart}
+func spare(boxID, line, windowStart string) results.Spare {
+	return results.Spare{BoxID: boxID, Line: line, Size: sizeOf(line), WindowStart: windowStart}
 }
 
-// late is the late row of the record at offset off of (s, size), in the
-// partition of size (see part): late rows carry their position.
-func late(s record.Stream, off int64, id, size, madeAt string) results.Late {
-	return results.Late{Stream: string(s), Partition: part(size), Offset: off, ID: id, Size: size, MadeAt: madeAt}
+// late is the late row of the record at offset off of (s, line), in the
+// partition of line (see part): late rows carry their position.
+func late(s record.Stream, off int64, id, line, madeAt string) results.Late {
+	return results.Late{Stream: string(s), Partition: part(line), Offset: off, ID: id, Line: line, Size: sizeOf(line), MadeAt: madeAt}
 }
 
 func dead(s record.Stream, partition int32, off int64, reason record.Reason) results.Dead {

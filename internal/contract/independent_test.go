@@ -23,6 +23,13 @@ package contract
 // once or twice) and reuses ids in later windows; TestIndependentDifferential
 // fails when those outcomes stop occurring.
 //
+// It follows version 3 too (packing lines), once more from the spec's words:
+// the key is the line, "the key up to its first slash" is compared with the
+// size, the rest must be a hall by the spec's sentence about halls, and every
+// grouping that was per size is per line. Its generator writes lines with
+// many halls, halls that go quiet and halls that appear late, keys on the edge
+// of a line, and final heartbeats per line.
+//
 // Knobs: IND_CASES (default 2000), IND_SEED (first seed, default 1),
 // IND_DISPUTED=1 (also generate inputs where the spec allows several
 // readings; those cases are not compared, see docs/SEMANTICS.md, "Our
@@ -55,6 +62,7 @@ type indRec struct {
 	valid     bool
 	reason    string
 	size      string
+	line      string   // the key, when valid
 	madeAt    *big.Rat // seconds since the Unix epoch, exact
 	heartbeat bool
 	id        string
@@ -312,8 +320,19 @@ func indValidate(in record.Input) indRec {
 	if !ok || (size != "S" && size != "M" && size != "L" && size != "XL") {
 		return fail("bad size")
 	}
-	if size != string(in.Key) {
+	// The key is the record's packing line. Its size is the key up to its
+	// first slash, or the whole key without one; what follows the slash must
+	// be a hall, and nothing more (a second slash is no hall character).
+	key := string(in.Key)
+	keySize, hall, slashed := key, "", false
+	if i := strings.Index(key, "/"); i >= 0 {
+		keySize, hall, slashed = key[:i], key[i+1:], true
+	}
+	if size != keySize {
 		return fail("size not key")
+	}
+	if slashed && !indHall(hall) {
+		return fail("bad line")
 	}
 	idField := "toy_id"
 	if in.Stream == record.Boxes {
@@ -327,8 +346,24 @@ func indValidate(in record.Input) indRec {
 		}
 		return fail("no id")
 	}
-	r.valid, r.size, r.madeAt, r.heartbeat, r.id = true, size, t, hb, id
+	r.valid, r.size, r.line, r.madeAt, r.heartbeat, r.id = true, size, key, t, hb, id
 	return r
+}
+
+// indHall: "1 to 32 characters of a-z, 0-9 and -, the first a letter or a
+// digit".
+func indHall(h string) bool {
+	const letters, digits = "abcdefghijklmnopqrstuvwxyz", "0123456789"
+	if utf8.RuneCountInString(h) < 1 || utf8.RuneCountInString(h) > 32 || !utf8.ValidString(h) {
+		return false
+	}
+	for i, c := range h {
+		ok := strings.ContainsRune(letters+digits, c) || (i > 0 && c == '-')
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // ---------------------------------------------------------------------------
@@ -370,13 +405,14 @@ func indFormatLate(r *big.Rat) string {
 	return indFormat(new(big.Rat).SetFrac(ns, big.NewInt(1e9)))
 }
 
+// indKey is a (stream, line); indWin a window of a line.
 type indKey struct {
 	stream record.Stream
-	size   string
+	line   string
 }
 
 type indWin struct {
-	size  string
+	line  string
 	start string
 }
 
@@ -388,17 +424,18 @@ type indOut struct {
 	spareBy    map[indWin][]results.Spare
 	disputed   []string
 	// idsWritten counts the ids written down for duplicate detection;
-	// idsHeld is the most held at once for one (stream, size).
+	// idsHeld is the most held at once for one (stream, line).
 	idsWritten, idsHeld int
 }
 
 // indCompute computes the five sets of inputs. With forget, it keeps the ids
-// of a (stream, size) only for its windows that are still open, as the spec
+// of a (stream, line) only for its windows that are still open, as the spec
 // asks of a streaming engine; without, it keeps them all.
 func indCompute(inputs []record.Input, W, L time.Duration, forget bool) indOut {
 	w, l := indRatDur(W), indRatDur(L)
 	var out indOut
 	groups := map[indKey][]indRec{}
+	sizeOfLine := map[string]string{}
 	for _, in := range inputs {
 		r := indValidate(in)
 		if r.disputed != "" {
@@ -408,14 +445,15 @@ func indCompute(inputs []record.Input, W, L time.Duration, forget bool) indOut {
 			out.set.Dead = append(out.set.Dead, results.Dead{Stream: string(in.Stream), Partition: in.Partition, Offset: in.Offset, Reason: r.reason})
 			continue
 		}
-		k := indKey{in.Stream, r.size}
+		k := indKey{in.Stream, r.line}
 		groups[k] = append(groups[k], r)
+		sizeOfLine[r.line] = r.size
 	}
 	type item struct {
 		id  string
 		off int64
 	}
-	items := map[indKey]map[string][]item{} // (X,s) -> window start -> items
+	items := map[indKey]map[string][]item{} // (X,l) -> window start -> items
 	starts := map[indWin]*big.Rat{}
 	maxOf := map[indKey]*big.Rat{}
 	for k, g := range groups {
@@ -426,8 +464,8 @@ func indCompute(inputs []record.Input, W, L time.Duration, forget bool) indOut {
 			return g[i].in.Partition < g[j].in.Partition
 		})
 		var priorMax *big.Rat
-		// The ids of each window of (X, s), by the window's start, with the
-		// window's end, for the windows that are still open for (X, s). Every
+		// The ids of each window of (X, l), by the window's start, with the
+		// window's end, for the windows that are still open for (X, l). Every
 		// toy or box is written down, late and duplicate ones too: the spec's
 		// "an earlier valid record ... in the same window that is not a
 		// heartbeat", literally. With forget, a window's ids are dropped once
@@ -451,19 +489,19 @@ func indCompute(inputs []record.Input, W, L time.Duration, forget bool) indOut {
 			if r.madeAt.Cmp(ws) == 0 {
 				indStartHits++
 			}
-			// The window of r has closed for (X, s) when the greatest made_at
+			// The window of r has closed for (X, l) when the greatest made_at
 			// before r, minus L, has reached its end.
 			closed := priorMax != nil && new(big.Rat).Sub(priorMax, l).Cmp(we) >= 0
 			switch {
 			case r.heartbeat:
 			case closed:
 				out.set.Late = append(out.set.Late, results.Late{Stream: string(k.stream), Partition: r.in.Partition, Offset: r.in.Offset,
-					ID: r.id, Size: k.size, MadeAt: indFormatLate(r.madeAt)})
+					ID: r.id, Line: k.line, Size: r.size, MadeAt: indFormatLate(r.madeAt)})
 			case open[st] != nil && open[st].ids[r.id]:
 				out.set.Dead = append(out.set.Dead, results.Dead{Stream: string(r.in.Stream), Partition: r.in.Partition, Offset: r.in.Offset, Reason: "duplicate"})
 			default:
 				items[k][st] = append(items[k][st], item{r.id, r.in.Offset})
-				starts[indWin{k.size, st}] = ws
+				starts[indWin{k.line, st}] = ws
 			}
 			if !r.heartbeat {
 				if open[st] == nil {
@@ -491,19 +529,20 @@ func indCompute(inputs []record.Input, W, L time.Duration, forget bool) indOut {
 	out.unpackedBy = map[indWin][]results.Unpacked{}
 	out.spareBy = map[indWin][]results.Spare{}
 	for win := range starts {
-		toys := items[indKey{record.Toys, win.size}][win.start]
-		boxes := items[indKey{record.Boxes, win.size}][win.start]
+		toys := items[indKey{record.Toys, win.line}][win.start]
+		boxes := items[indKey{record.Boxes, win.line}][win.start]
+		size := sizeOfLine[win.line]
 		n := min(len(toys), len(boxes))
 		for i := 0; i < n; i++ {
-			out.set.Packed = append(out.set.Packed, results.Packed{ToyID: toys[i].id, BoxID: boxes[i].id, Size: win.size, WindowStart: win.start})
+			out.set.Packed = append(out.set.Packed, results.Packed{ToyID: toys[i].id, BoxID: boxes[i].id, Line: win.line, Size: size, WindowStart: win.start})
 		}
 		for _, t := range toys[n:] {
-			u := results.Unpacked{ToyID: t.id, Size: win.size, WindowStart: win.start}
+			u := results.Unpacked{ToyID: t.id, Line: win.line, Size: size, WindowStart: win.start}
 			out.set.Unpacked = append(out.set.Unpacked, u)
 			out.unpackedBy[win] = append(out.unpackedBy[win], u)
 		}
 		for _, b := range boxes[n:] {
-			s := results.Spare{BoxID: b.id, Size: win.size, WindowStart: win.start}
+			s := results.Spare{BoxID: b.id, Line: win.line, Size: size, WindowStart: win.start}
 			out.set.Spare = append(out.set.Spare, s)
 			out.spareBy[win] = append(out.spareBy[win], s)
 		}
@@ -512,7 +551,7 @@ func indCompute(inputs []record.Input, W, L time.Duration, forget bool) indOut {
 		we := new(big.Rat).Add(ws, w)
 		closed := true
 		for _, st := range []record.Stream{record.Toys, record.Boxes} {
-			m := maxOf[indKey{st, win.size}]
+			m := maxOf[indKey{st, win.line}]
 			if m == nil || new(big.Rat).Sub(m, l).Cmp(we) < 0 {
 				closed = false
 			}
@@ -546,6 +585,7 @@ type indGen struct {
 	W, L                 time.Duration
 	base                 time.Time
 	sizes                []string
+	lines                []indLine
 	parts                map[record.Stream]map[string]int32
 	next                 map[record.Stream]map[int32]int64
 	clock                map[indKey]time.Duration // offset from base, the elves' rough clock
@@ -558,6 +598,16 @@ type indGen struct {
 	kindOf               map[[3]int64]string
 	finals, missingFinal bool
 }
+
+// indLine is a packing line the elves write, from step from to step to
+// (halls that go quiet, halls that appear late).
+type indLine struct {
+	line, size string
+	from, to   int
+}
+
+// indHalls: names the spec allows, the longest (32) among them.
+var indHalls = []string{"h", "hall-7", "9", "x-", "north-2", "abcdefghijklmnopqrstuvwxyz-01234", "0a"}
 
 var indWs = []time.Duration{time.Microsecond, 3 * time.Microsecond, 1300 * time.Microsecond, time.Hour, time.Second, 2 * time.Second, 3 * time.Second, 5 * time.Second, 10 * time.Second, 7 * time.Second, 1500 * time.Millisecond, 250 * time.Millisecond, time.Minute}
 
@@ -596,13 +646,29 @@ func indNewGen(seed int64) *indGen {
 	all := []string{"S", "M", "L", "XL"}
 	rnd.Shuffle(4, func(i, j int) { all[i], all[j] = all[j], all[i] })
 	g.sizes = all[:1+rnd.Intn(4)]
+	// Lines: sizes alone, sizes in halls, or both.
+	halls := indHalls[:[]int{0, 0, 1, 3, len(indHalls)}[rnd.Intn(5)]]
+	for _, z := range g.sizes {
+		if len(halls) == 0 || rnd.Intn(3) > 0 {
+			g.lines = append(g.lines, indLine{line: z, size: z, to: 1 << 30})
+		}
+		for _, h := range halls {
+			g.lines = append(g.lines, indLine{line: z + "/" + h, size: z, to: 1 << 30})
+		}
+	}
 	g.parts = map[record.Stream]map[string]int32{}
 	g.next = map[record.Stream]map[int32]int64{}
 	for _, s := range []record.Stream{record.Toys, record.Boxes} {
 		np := 1 + rnd.Intn(4)
+		if len(halls) > 0 {
+			np = 1 + rnd.Intn(9)
+		}
 		g.parts[s] = map[string]int32{}
 		for _, z := range all {
 			g.parts[s][z] = int32(rnd.Intn(np))
+			for _, h := range indHalls {
+				g.parts[s][z+"/"+h] = int32(rnd.Intn(np))
+			}
 		}
 		g.next[s] = map[int32]int64{}
 	}
@@ -673,7 +739,7 @@ func (g *indGen) timeText(t time.Time) string {
 	return s
 }
 
-// madeAt chooses a made_at for (X, s), moving the elves' clock.
+// madeAt chooses a made_at for (X, l), moving the elves' clock.
 func (g *indGen) madeAt(k indKey) time.Time {
 	c := g.clock[k]
 	step := time.Duration(g.rnd.Intn(6)) * 250 * time.Millisecond
@@ -723,9 +789,11 @@ func indFloorDiv(a, b time.Duration) int64 {
 	return int64(q)
 }
 
-func (g *indGen) emit(s record.Stream, key string, size string, value []byte, kind string) {
-	p := g.parts[s][size]
-	if _, ok := g.parts[s][size]; !ok {
+// emit writes a record with key in the partition of line (a bad key goes
+// where its elf's line goes).
+func (g *indGen) emit(s record.Stream, key string, line string, value []byte, kind string) {
+	p := g.parts[s][line]
+	if _, ok := g.parts[s][line]; !ok {
 		p = int32(g.rnd.Intn(4))
 	}
 	off := g.next[s][p]
@@ -754,7 +822,7 @@ func (g *indGen) newID(k indKey) string {
 	g.n++
 	var id string
 	switch g.rnd.Intn(10) {
-	case 0: // an id another stream / size uses too
+	case 0: // an id another stream / line uses too
 		if len(g.all) > 0 {
 			id = g.pick(g.all)
 			break
@@ -782,9 +850,13 @@ func indJSON(fields [][2]string) []byte {
 
 func q(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-// step emits one record for (s, size).
-func (g *indGen) step(s record.Stream, size string, disputed bool) {
-	k := indKey{s, size}
+// step emits one record for (s, line).
+func (g *indGen) step(s record.Stream, line string, disputed bool) {
+	k := indKey{s, line}
+	size := line
+	if i := strings.Index(line, "/"); i >= 0 {
+		size = line[:i]
+	}
 	idf := "toy_id"
 	if s == record.Boxes {
 		idf = "box_id"
@@ -812,10 +884,10 @@ func (g *indGen) step(s record.Stream, size string, disputed bool) {
 			v = append(append([]byte(" \n\t"), v...), "\r\n "...)
 		}
 		g.sent[k] = append(g.sent[k], v)
-		g.emit(s, size, size, v, "item")
+		g.emit(s, line, line, v, "item")
 	case r < 63: // an elf sends an item again, the same bytes, at a later offset
 		if len(g.sent[k]) == 0 {
-			g.step(s, size, disputed)
+			g.step(s, line, disputed)
 			return
 		}
 		// The last one is most likely still in an open window (a duplicate);
@@ -826,11 +898,11 @@ func (g *indGen) step(s record.Stream, size string, disputed bool) {
 			kind, v = "resend-last", g.sent[k][len(g.sent[k])-1]
 		}
 		for range 1 + g.rnd.Intn(2) {
-			g.emit(s, size, size, v, kind)
+			g.emit(s, line, line, v, kind)
 		}
-	case r < 70: // an id of (X, s) made again now: a duplicate in the same window, a new item in a later one
+	case r < 70: // an id of (X, l) made again now: a duplicate in the same window, a new item in a later one
 		if len(g.ids[k]) == 0 {
-			g.step(s, size, disputed)
+			g.step(s, line, disputed)
 			return
 		}
 		id := g.pick(g.ids[k])
@@ -838,10 +910,10 @@ func (g *indGen) step(s record.Stream, size string, disputed bool) {
 			// the same id, written with an escape
 			v := indJSON(good("\x00"))
 			v = bytes.Replace(v, []byte(`"\u0000"`), []byte(fmt.Sprintf(`"\u%04x%s"`, id[0], id[1:])), 1)
-			g.emit(s, size, size, v, "dup-escaped")
+			g.emit(s, line, line, v, "dup-escaped")
 			return
 		}
-		g.emit(s, size, size, indJSON(good(id)), "dup")
+		g.emit(s, line, line, indJSON(good(id)), "dup")
 	case r < 77: // heartbeat
 		f := [][2]string{{"heartbeat", "true"}, {"size", q(size)}, {"elf", q("pepper")}, {"made_at", q(ma)}}
 		switch g.rnd.Intn(4) {
@@ -854,14 +926,14 @@ func (g *indGen) step(s record.Stream, size string, disputed bool) {
 		case 1:
 			f = append(f, [2]string{idf, `""`})
 		}
-		g.emit(s, size, size, indJSON(f), "heartbeat")
+		g.emit(s, line, line, indJSON(f), "heartbeat")
 	default:
-		g.bad(s, size, ma, good, disputed)
+		g.bad(s, line, size, ma, good, disputed)
 	}
 }
 
-func (g *indGen) bad(s record.Stream, size, ma string, good func(string) [][2]string, disputed bool) {
-	k := indKey{s, size}
+func (g *indGen) bad(s record.Stream, line, size, ma string, good func(string) [][2]string, disputed bool) {
+	k := indKey{s, line}
 	idf := "toy_id"
 	if s == record.Boxes {
 		idf = "box_id"
@@ -895,106 +967,142 @@ func (g *indGen) bad(s record.Stream, size, ma string, good func(string) [][2]st
 		key   string
 		value []byte
 	}
+	secondSlash := line + "/b" // a hall and then more
+	if line == size {
+		secondSlash = size + "/a/b"
+	}
 	cases := []bc{
-		{"malformed:truncated", size, []byte(valid[:len(valid)-3])},
-		{"malformed:single-quotes", size, []byte(strings.ReplaceAll(valid, `"`, `'`))},
-		{"malformed:array", size, []byte("[" + valid + "]")},
-		{"malformed:null", size, []byte("null")},
-		{"malformed:nil", size, nil},
-		{"malformed:empty", size, []byte("")},
-		{"malformed:two", size, []byte(valid + valid)},
-		{"malformed:garbage", size, []byte(valid + "x")},
-		{"malformed:badutf8", size, bytes.Replace([]byte(valid), []byte(`alabaster`), []byte("ala\xffbaster"), 1)},
-		{"malformed:string", size, []byte(q(valid))},
-		{"malformed:nul-after", size, []byte(valid + "\x00")},
-		{"malformed:ctrl", size, bytes.Replace([]byte(valid), []byte(`alabaster`), []byte("ala\tbaster"), 1)},
-		{"malformed:trailing-comma", size, []byte(valid[:len(valid)-1] + ",}")},
-		{"bad_made_at:missing", size, indJSON(drop("made_at"))},
-		{"bad_made_at:number", size, indJSON(replace("made_at", "1798106400"))},
-		{"bad_made_at:null", size, indJSON(replace("made_at", "null"))},
-		{"bad_made_at:space", size, indJSON(replace("made_at", q(strings.Replace(ma, "T", " ", 1))))},
-		{"bad_made_at:nozone", size, indJSON(replace("made_at", q("2026-12-24T10:00:00")))},
-		{"bad_made_at:hour24", size, indJSON(replace("made_at", q("2026-12-24T24:00:00Z")))},
-		{"bad_made_at:feb30", size, indJSON(replace("made_at", q("2026-02-30T10:00:00Z")))},
-		{"bad_made_at:feb29", size, indJSON(replace("made_at", q("2026-02-29T10:00:00Z")))},
-		{"bad_made_at:empty", size, indJSON(replace("made_at", `""`))},
-		{"bad_made_at:comma", size, indJSON(replace("made_at", q("2026-12-24T10:00:00,5Z")))},
-		{"bad_made_at:offset-nocolon", size, indJSON(replace("made_at", q("2026-12-24T10:00:00+0100")))},
-		{"bad_made_at:offset24", size, indJSON(replace("made_at", q("2026-12-24T10:00:00+24:00")))},
-		{"bad_made_at:onedigit", size, indJSON(replace("made_at", q("2026-12-24T1:00:00Z")))},
-		{"bad_made_at:leap-not-end-of-month", size, indJSON(replace("made_at", q("2026-12-24T10:00:60Z")))},
-		{"bad_made_at:fiveyear", size, indJSON(replace("made_at", q("12026-12-24T10:00:00Z")))},
-		{"bad_made_at:unix-string", size, indJSON(replace("made_at", q("1798106400")))},
-		{"valid:escaped-made_at-Z", size, indJSON(replace("made_at", strings.Replace(q(ma), "Z", `\u005a`, 1)))},
+		{"malformed:truncated", line, []byte(valid[:len(valid)-3])},
+		{"malformed:single-quotes", line, []byte(strings.ReplaceAll(valid, `"`, `'`))},
+		{"malformed:array", line, []byte("[" + valid + "]")},
+		{"malformed:null", line, []byte("null")},
+		{"malformed:nil", line, nil},
+		{"malformed:empty", line, []byte("")},
+		{"malformed:two", line, []byte(valid + valid)},
+		{"malformed:garbage", line, []byte(valid + "x")},
+		{"malformed:badutf8", line, bytes.Replace([]byte(valid), []byte(`alabaster`), []byte("ala\xffbaster"), 1)},
+		{"malformed:string", line, []byte(q(valid))},
+		{"malformed:nul-after", line, []byte(valid + "\x00")},
+		{"malformed:ctrl", line, bytes.Replace([]byte(valid), []byte(`alabaster`), []byte("ala\tbaster"), 1)},
+		{"malformed:trailing-comma", line, []byte(valid[:len(valid)-1] + ",}")},
+		{"bad_made_at:missing", line, indJSON(drop("made_at"))},
+		{"bad_made_at:number", line, indJSON(replace("made_at", "1798106400"))},
+		{"bad_made_at:null", line, indJSON(replace("made_at", "null"))},
+		{"bad_made_at:space", line, indJSON(replace("made_at", q(strings.Replace(ma, "T", " ", 1))))},
+		{"bad_made_at:nozone", line, indJSON(replace("made_at", q("2026-12-24T10:00:00")))},
+		{"bad_made_at:hour24", line, indJSON(replace("made_at", q("2026-12-24T24:00:00Z")))},
+		{"bad_made_at:feb30", line, indJSON(replace("made_at", q("2026-02-30T10:00:00Z")))},
+		{"bad_made_at:feb29", line, indJSON(replace("made_at", q("2026-02-29T10:00:00Z")))},
+		{"bad_made_at:empty", line, indJSON(replace("made_at", `""`))},
+		{"bad_made_at:comma", line, indJSON(replace("made_at", q("2026-12-24T10:00:00,5Z")))},
+		{"bad_made_at:offset-nocolon", line, indJSON(replace("made_at", q("2026-12-24T10:00:00+0100")))},
+		{"bad_made_at:offset24", line, indJSON(replace("made_at", q("2026-12-24T10:00:00+24:00")))},
+		{"bad_made_at:onedigit", line, indJSON(replace("made_at", q("2026-12-24T1:00:00Z")))},
+		{"bad_made_at:leap-not-end-of-month", line, indJSON(replace("made_at", q("2026-12-24T10:00:60Z")))},
+		{"bad_made_at:fiveyear", line, indJSON(replace("made_at", q("12026-12-24T10:00:00Z")))},
+		{"bad_made_at:unix-string", line, indJSON(replace("made_at", q("1798106400")))},
+		{"valid:escaped-made_at-Z", line, indJSON(replace("made_at", strings.Replace(q(ma), "Z", `\u005a`, 1)))},
 		{"bad_size:xxl", "XXL", indJSON(replace("size", q("XXL")))},
 		{"bad_size:lower", strings.ToLower(size), indJSON(replace("size", q(strings.ToLower(size))))},
-		{"bad_size:number", size, indJSON(replace("size", "2"))},
-		{"bad_size:missing", size, indJSON(drop("size"))},
-		{"bad_size:null", size, indJSON(replace("size", "null"))},
-		{"bad_size:array", size, indJSON(replace("size", "["+q(size)+"]"))},
-		{"bad_size:space", size, indJSON(replace("size", q(size+" ")))},
+		{"bad_size:number", line, indJSON(replace("size", "2"))},
+		{"bad_size:missing", line, indJSON(drop("size"))},
+		{"bad_size:null", line, indJSON(replace("size", "null"))},
+		{"bad_size:array", line, indJSON(replace("size", "["+q(size)+"]"))},
+		{"bad_size:space", line, indJSON(replace("size", q(size+" ")))},
 		{"size_not_key:other", other, []byte(valid)},
 		{"size_not_key:nilkey", "\x00nil", []byte(valid)},
 		{"size_not_key:lowerkey", strings.ToLower(size), []byte(valid)},
 		{"size_not_key:heartbeat", other, indJSON([][2]string{{"heartbeat", "true"}, {"size", q(size)}, {"made_at", q(ma)}})},
-		{"no_id:missing", size, indJSON(drop(idf))},
-		{"no_id:empty", size, indJSON(replace(idf, `""`))},
-		{"no_id:null", size, indJSON(replace(idf, "null"))},
-		{"no_id:hb-false", size, indJSON(append(drop(idf), [2]string{"heartbeat", "false"}))},
-		{"no_id:hb-string", size, indJSON(append(drop(idf), [2]string{"heartbeat", `"true"`}))},
-		{"no_id:hb-one", size, indJSON(append(drop(idf), [2]string{"heartbeat", `1`}))},
-		{"no_id:other-stream-id", size, indJSON(append(drop(idf), [2]string{map[string]string{"toy_id": "box_id", "box_id": "toy_id"}[idf], q("x")}))},
-		{"valid:escaped-made_at-T", size, indJSON(replace("made_at", q(ma)[:11]+`\u0054`+q(ma)[12:]))},
-		{"valid:null-extra", size, indJSON(append(good(id), [2]string{"extra", "null"}))},
-		{"valid:hb-and-id-number", size, indJSON(append(replace(idf, "42"), [2]string{"heartbeat", "true"}))},
-		{"valid:hb-with-bad-kind", size, indJSON(append(replace("kind", "7"), [2]string{"heartbeat", "true"}))},
+		{"size_not_key:hall-of-other", other + "/h", []byte(valid)},
+		{"size_not_key:slash-first", "/" + size, []byte(valid)},
+		{"size_not_key:space-before-slash", size + " /h", []byte(valid)},
+		{"bad_line:empty-hall", size + "/", []byte(valid)},
+		{"bad_line:second-slash", secondSlash, []byte(valid)},
+		{"bad_line:two-slashes", size + "//h", []byte(valid)},
+		{"bad_line:upper", size + "/Hall", []byte(valid)},
+		{"bad_line:33", size + "/" + strings.Repeat("a", 33), []byte(valid)},
+		{"bad_line:dash-first", size + "/-h", []byte(valid)},
+		{"bad_line:underscore", size + "/h_1", []byte(valid)},
+		{"bad_line:not-utf8", size + "/h\xff", []byte(valid)},
+		{"bad_line:non-ascii", size + "/é", []byte(valid)},
+		{"bad_line:heartbeat", size + "/H", indJSON([][2]string{{"heartbeat", "true"}, {"size", q(size)}, {"made_at", q(ma)}})},
+		{"bad_line:no-id-too", size + "/", indJSON(drop(idf))},
+		{"no_id:missing", line, indJSON(drop(idf))},
+		{"no_id:empty", line, indJSON(replace(idf, `""`))},
+		{"no_id:null", line, indJSON(replace(idf, "null"))},
+		{"no_id:hb-false", line, indJSON(append(drop(idf), [2]string{"heartbeat", "false"}))},
+		{"no_id:hb-string", line, indJSON(append(drop(idf), [2]string{"heartbeat", `"true"`}))},
+		{"no_id:hb-one", line, indJSON(append(drop(idf), [2]string{"heartbeat", `1`}))},
+		{"no_id:other-stream-id", line, indJSON(append(drop(idf), [2]string{map[string]string{"toy_id": "box_id", "box_id": "toy_id"}[idf], q("x")}))},
+		{"valid:escaped-made_at-T", line, indJSON(replace("made_at", q(ma)[:11]+`\u0054`+q(ma)[12:]))},
+		{"valid:null-extra", line, indJSON(append(good(id), [2]string{"extra", "null"}))},
+		{"valid:hb-and-id-number", line, indJSON(append(replace(idf, "42"), [2]string{"heartbeat", "true"}))},
+		{"valid:hb-with-bad-kind", line, indJSON(append(replace("kind", "7"), [2]string{"heartbeat", "true"}))},
 	}
 	if disputed {
 		cases = append(cases,
-			bc{"disputed:id-number", size, indJSON(replace(idf, "42"))},
-			bc{"disputed:id-true", size, indJSON(replace(idf, "true"))},
-			bc{"disputed:dupnames-id", size, []byte("{" + q(idf) + ": \"\", " + valid[1:])},
-			bc{"disputed:dupnames-hb", size, indJSON(append(append(drop(idf), [2]string{"heartbeat", "true"}), [2]string{"heartbeat", "false"}))},
-			bc{"disputed:dupnames-size", size, []byte(strings.Replace(valid, "{", `{"size": "XXL", `, 1))},
-			bc{"disputed:bom", size, []byte("\ufeff" + valid)},
-			bc{"disputed:leap", size, indJSON(replace("made_at", q("2016-12-31T23:59:60Z")))},
-			bc{"disputed:leap-offset", size, indJSON(replace("made_at", q("2017-01-01T00:59:60+01:00")))},
-			bc{"disputed:lone-surrogate", size, indJSON(replace(idf, `"\ud800"`))},
+			bc{"disputed:id-number", line, indJSON(replace(idf, "42"))},
+			bc{"disputed:id-true", line, indJSON(replace(idf, "true"))},
+			bc{"disputed:dupnames-id", line, []byte("{" + q(idf) + ": \"\", " + valid[1:])},
+			bc{"disputed:dupnames-hb", line, indJSON(append(append(drop(idf), [2]string{"heartbeat", "true"}), [2]string{"heartbeat", "false"}))},
+			bc{"disputed:dupnames-size", line, []byte(strings.Replace(valid, "{", `{"size": "XXL", `, 1))},
+			bc{"disputed:bom", line, []byte("\ufeff" + valid)},
+			bc{"disputed:leap", line, indJSON(replace("made_at", q("2016-12-31T23:59:60Z")))},
+			bc{"disputed:leap-offset", line, indJSON(replace("made_at", q("2017-01-01T00:59:60+01:00")))},
+			bc{"disputed:lone-surrogate", line, indJSON(replace(idf, `"\ud800"`))},
 		)
 	}
 	c := cases[g.rnd.Intn(len(cases))]
 	if c.value != nil && len(c.value) == 0 && c.kind != "malformed:empty" {
 		c = cases[0]
 	}
-	g.emit(s, c.key, size, c.value, c.kind)
+	g.emit(s, c.key, line, c.value, c.kind)
 }
 
 func indGenerate(seed int64, disputed bool) (*indGen, []record.Input) {
 	g := indNewGen(seed)
 	n := []int{3, 8, 20, 60, 150}[g.rnd.Intn(5)]
-	// Occasionally one size is quiet on one stream (empty windows, unclosed windows).
+	// Some halls go quiet after a while, some appear late.
+	for i := range g.lines {
+		switch g.rnd.Intn(4) {
+		case 0:
+			g.lines[i].to = g.rnd.Intn(n + 1)
+		case 1:
+			g.lines[i].from = g.rnd.Intn(n + 1)
+		}
+	}
+	// Occasionally one line is quiet on one stream (empty windows, unclosed windows).
 	for i := 0; i < n; i++ {
 		s := record.Toys
 		if g.rnd.Intn(2) == 0 {
 			s = record.Boxes
 		}
-		g.step(s, g.pick(g.sizes), disputed)
+		var now []string
+		for _, l := range g.lines {
+			if l.from <= i && i < l.to {
+				now = append(now, l.line)
+			}
+		}
+		if len(now) == 0 {
+			now = []string{g.lines[g.rnd.Intn(len(g.lines))].line}
+		}
+		g.step(s, g.pick(now), disputed)
 	}
-	if g.rnd.Intn(2) == 0 { // the elves' final heartbeats
+	if g.rnd.Intn(2) == 0 { // the elves' final heartbeats, one per line and stream
 		g.finals = true
-		for _, size := range g.sizes {
+		var hi time.Duration
+		for _, c := range g.clock {
+			hi = max(hi, c)
+		}
+		for _, l := range g.lines {
 			for _, s := range []record.Stream{record.Toys, record.Boxes} {
 				if g.rnd.Intn(6) == 0 {
 					g.missingFinal = true
 					continue
 				}
-				var hi time.Duration
-				for _, st := range []record.Stream{record.Toys, record.Boxes} {
-					hi = max(hi, g.clock[indKey{st, size}])
-				}
 				t := g.base.Add(hi + 2*g.W + g.L + time.Second + time.Duration(g.rnd.Intn(3))*g.W)
-				f := [][2]string{{"heartbeat", "true"}, {"size", q(size)}, {"made_at", q(g.timeText(t))}}
-				g.emit(s, size, size, indJSON(f), "final-heartbeat")
+				f := [][2]string{{"heartbeat", "true"}, {"size", q(l.size)}, {"made_at", q(g.timeText(t))}}
+				g.emit(s, l.line, l.line, indJSON(f), "final-heartbeat")
 			}
 		}
 	}
@@ -1052,31 +1160,42 @@ func indSetString(s results.Set) string {
 // differently from version 1, so that the test knows its generator makes it.
 type indOutcomes struct {
 	LateOfAnItem  int // a late record whose id is an item of its window: a re-send after the window closed
-	ItemTwice     int // an id that is an item in two windows of one (stream, size)
-	TwoLateRows   int // a second late row with the same (stream, size, id)
+	ItemTwice     int // an id that is an item in two windows of one (stream, line)
+	TwoLateRows   int // a second late row with the same (stream, line, id)
 	Duplicates    int // a repeat in an open window
 	LateResends   int // a late record with the very bytes of an earlier record
 	SameBytesDups int // a duplicate with the very bytes of an earlier record
+	// Version 3: pairs on lines with halls, an id that is an item in one
+	// window on two lines, and bad lines.
+	HallPairs, ItemOnTwoLines, BadLines int
 }
 
 func (o *indOutcomes) add(in []record.Input, W time.Duration, set results.Set) {
-	type win struct{ stream, size, start, id string }
+	type win struct{ stream, line, start, id string }
 	items := map[win]bool{}
 	for _, p := range set.Packed {
-		items[win{"toys", p.Size, p.WindowStart, p.ToyID}] = true
-		items[win{"boxes", p.Size, p.WindowStart, p.BoxID}] = true
+		items[win{"toys", p.Line, p.WindowStart, p.ToyID}] = true
+		items[win{"boxes", p.Line, p.WindowStart, p.BoxID}] = true
+		if strings.Contains(p.Line, "/") {
+			o.HallPairs++
+		}
 	}
 	for _, u := range set.Unpacked {
-		items[win{"toys", u.Size, u.WindowStart, u.ToyID}] = true
+		items[win{"toys", u.Line, u.WindowStart, u.ToyID}] = true
 	}
 	for _, sp := range set.Spare {
-		items[win{"boxes", sp.Size, sp.WindowStart, sp.BoxID}] = true
+		items[win{"boxes", sp.Line, sp.WindowStart, sp.BoxID}] = true
 	}
 	perID := map[[3]string]int{}
+	perWindowID := map[[3]string]int{}
 	for k := range items {
-		id := [3]string{k.stream, k.size, k.id}
+		id := [3]string{k.stream, k.line, k.id}
 		if perID[id]++; perID[id] == 2 {
 			o.ItemTwice++
+		}
+		wid := [3]string{k.stream, k.start, k.id}
+		if perWindowID[wid]++; perWindowID[wid] == 2 {
+			o.ItemOnTwoLines++
 		}
 	}
 	at := map[[3]int64]record.Input{}
@@ -1096,14 +1215,14 @@ func (o *indOutcomes) add(in []record.Input, W time.Duration, set results.Set) {
 	w := indRatDur(W)
 	lateIDs := map[[3]string]int{}
 	for _, l := range set.Late {
-		id := [3]string{l.Stream, l.Size, l.ID}
+		id := [3]string{l.Stream, l.Line, l.ID}
 		if lateIDs[id]++; lateIDs[id] == 2 {
 			o.TwoLateRows++
 		}
 		x := at[indPos(record.Input{Stream: record.Stream(l.Stream), Partition: l.Partition, Offset: l.Offset})]
 		r := indValidate(x)
 		start := indFormat(new(big.Rat).Mul(new(big.Rat).SetInt(indFloor(new(big.Rat).Quo(r.madeAt, w))), w))
-		if items[win{l.Stream, l.Size, start, l.ID}] {
+		if items[win{l.Stream, l.Line, start, l.ID}] {
 			o.LateOfAnItem++
 		}
 		if sameBytes(x) {
@@ -1111,6 +1230,9 @@ func (o *indOutcomes) add(in []record.Input, W time.Duration, set results.Set) {
 		}
 	}
 	for _, d := range set.Dead {
+		if d.Reason == "bad line" {
+			o.BadLines++
+		}
 		if d.Reason == "duplicate" {
 			o.Duplicates++
 			if sameBytes(at[indPos(record.Input{Stream: record.Stream(d.Stream), Partition: d.Partition, Offset: d.Offset})]) {
@@ -1130,6 +1252,9 @@ func (o indOutcomes) require(t *testing.T) {
 		"duplicate":                                     o.Duplicates,
 		"late re-sent record":                           o.LateResends,
 		"re-sent record that is a duplicate":            o.SameBytesDups,
+		"pair on a line with a hall":                    o.HallPairs,
+		"id that is an item on two lines":               o.ItemOnTwoLines,
+		"bad line":                                      o.BadLines,
 	} {
 		if n < 50 {
 			t.Errorf("the generator made %d of: %s", n, name)
@@ -1268,7 +1393,7 @@ func TestIndependentDifferential(t *testing.T) {
 	t.Logf("quiescent cases (all final heartbeats, ClosedOnly==literal checked)=%d", quiescent)
 	t.Logf("lateness-boundary equalities=%d made_at==window_start=%d", indBoundaryHits, indStartHits)
 	t.Logf("rows packed/unpacked/spare/late/dead = %v; windows closed=%d open=%d", rowTotals, closedWins, openWins)
-	t.Logf("ids written for duplicate detection=%d, most held at once by one (stream, size)=%d", idsWritten, idsHeld)
+	t.Logf("ids written for duplicate detection=%d, most held at once by one (stream, line)=%d", idsWritten, idsHeld)
 	t.Logf("outcomes: %+v", outcomes)
 	if cases >= 1000 {
 		outcomes.require(t)

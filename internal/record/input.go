@@ -13,14 +13,16 @@ type Input struct {
 }
 
 // ClaimedSize is the size class a record claims, whether or not it is valid:
-// its JSON's "size" when that is a size class and also the record's key.
-// Reports count a dead letter under it (a duplicate, a record without an id
-// or with a bad made_at); a record that is not JSON, has no size class, or is
-// keyed by another size claims none.
+// its JSON's "size" when that is a size class and also the size part of the
+// record's key (see SplitLine). Reports count a dead letter under it (a
+// duplicate, a record without an id, with a bad made_at or a bad line); a
+// record that is not JSON, has no size class, or is keyed by another size
+// claims none.
 func ClaimedSize(in Input) (string, bool) {
 	fields, _ := Object(in.Value)
 	s, ok := JSONString(fields["size"])
-	if !ok || !ValidSize(s) || s != string(in.Key) {
+	keySize, _, _ := SplitLine(string(in.Key))
+	if !ok || !ValidSize(s) || s != keySize {
 		return "", false
 	}
 	return s, true

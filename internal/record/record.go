@@ -65,6 +65,7 @@ const (
 	ReasonBadMadeAt     Reason = "bad made_at"
 	ReasonBadSize       Reason = "bad size"
 	ReasonSizeNotKey    Reason = "size not key"
+	ReasonBadLine       Reason = "bad line"
 	ReasonNoID          Reason = "no id"
 	// ReasonDuplicate is not a parse failure: a valid record becomes a duplicate
 	// only in the context of its stream. It lives here so that one vocabulary is
@@ -100,7 +101,11 @@ func ReasonOf(err error) Reason {
 // a heartbeat keeps its id (if any) only for people, it never takes part in
 // duplicate detection.
 type Record struct {
-	Stream    Stream
+	Stream Stream
+	// Line is the record's packing line, its Kafka key: Size alone, or Size,
+	// a slash and a hall. Everything the contract decides per stream it
+	// decides per (stream, line).
+	Line      string
 	Size      string
 	MadeAt    time.Time
 	Heartbeat bool
@@ -192,10 +197,57 @@ func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // FormatMicros formats microseconds since the epoch with FormatTime.
 func FormatMicros(us int64) string { return FormatTime(time.UnixMicro(us)) }
 
+// MaxHallLen is the longest hall, in bytes (every character of a hall is
+// ASCII).
+const MaxHallLen = 32
+
+// SplitLine splits a key into its size part, the key up to its first slash
+// (the whole key without one), and its hall, what follows that slash;
+// hasHall reports whether there was a slash. It decides nothing: a part may
+// be anything (ValidLine says whether the key is a packing line).
+func SplitLine(key string) (size, hall string, hasHall bool) {
+	return strings.Cut(key, "/")
+}
+
+// JoinLine is the packing line of size in hall: the size alone when hall is
+// "", else size, a slash and hall.
+func JoinLine(size, hall string) string {
+	if hall == "" {
+		return size
+	}
+	return size + "/" + hall
+}
+
+// ValidHall reports whether h is a well-formed hall: 1 to MaxHallLen
+// characters of a-z, 0-9 and '-', the first a letter or a digit.
+// TestValidLine and FuzzValidLine hold it to the expression the SQL engines
+// run (internal/contractsql/sql/10_np_grammar.sql).
+func ValidHall(h string) bool {
+	if len(h) == 0 || len(h) > MaxHallLen || h[0] == '-' {
+		return false
+	}
+	for i := range len(h) {
+		if c := h[i]; !('a' <= c && c <= 'z' || isDigit(c) || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidLine reports whether key is a packing line: a size class alone, or a
+// size class, a slash and a well-formed hall.
+func ValidLine(key string) bool {
+	size, hall, hasHall := SplitLine(key)
+	return ValidSize(size) && (!hasHall || ValidHall(hall))
+}
+
 // Parse applies the contract's validity rule to one Kafka record of the given
 // stream. It returns the valid record, or an *InvalidError whose Reason is the
 // first rule that failed, in the order: malformed json, bad made_at, bad size,
-// size not key, no id.
+// size not key, bad line, no id. So the value is read before the key, and of
+// the key its size part (the key up to its first slash) before its hall: a key
+// whose size part is not the value's size is "size not key" whatever follows
+// the slash, and "bad line" says that the size is right but the hall is not.
 func Parse(stream Stream, key, value []byte) (Record, error) {
 	// The members the rule reads, the last of duplicates winning (copied:
 	// readObject's slices do not outlive the call).
@@ -234,11 +286,19 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 	if !ok || !ValidSize(size) {
 		return Record{}, &InvalidError{ReasonBadSize, fmt.Sprintf("size %s is not one of S, M, L, XL", rawOrMissing(sizeRaw))}
 	}
-	if size != string(key) {
+	keySize, hall, hasHall := bytes.Cut(key, []byte("/"))
+	if size != string(keySize) {
 		return Record{}, &InvalidError{ReasonSizeNotKey, fmt.Sprintf("size %q but key %q", size, key)}
 	}
+	line := size // no allocation for the keys that are sizes alone
+	if hasHall {
+		if !ValidHall(string(hall)) {
+			return Record{}, &InvalidError{ReasonBadLine, fmt.Sprintf("key %q: the hall after the slash is not 1 to %d characters of a-z, 0-9 and '-', the first a letter or digit", key, MaxHallLen)}
+		}
+		line = string(key)
+	}
 
-	r := Record{Stream: stream, Size: size, MadeAt: madeAt}
+	r := Record{Stream: stream, Line: line, Size: size, MadeAt: madeAt}
 	r.Elf, _ = JSONString(elfRaw)
 	r.Kind, _ = JSONString(kindRaw)
 	r.ID, _ = JSONString(idRaw)

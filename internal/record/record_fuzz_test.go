@@ -13,11 +13,11 @@ import (
 )
 
 // FuzzParse checks that Parse never panics, that a refusal is always an
-// *InvalidError with one of the five parse reasons, that it says malformed
+// *InvalidError with one of the six parse reasons, that it says malformed
 // json exactly when strictObject (the contract's strict JSON written out
 // from its rules) refuses the value, and that an accepted
-// record is what the rule says (valid size equal to the key, an id or a
-// heartbeat) and survives a round trip: encoded again as JSON, it parses to
+// record is what the rule says (valid size equal to the key's size part, the
+// key a well-formed line and the record's Line, an id or a heartbeat) and survives a round trip: encoded again as JSON, it parses to
 // the same fields and the same instant, in the same offset.
 //
 // Seeds live in testdata/fuzz/FuzzParse (one or more per reason). Run with
@@ -39,7 +39,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("error %v is not an *InvalidError", err)
 			}
 			switch ie.Reason {
-			case ReasonMalformedJSON, ReasonBadMadeAt, ReasonBadSize, ReasonSizeNotKey, ReasonNoID:
+			case ReasonMalformedJSON, ReasonBadMadeAt, ReasonBadSize, ReasonSizeNotKey, ReasonBadLine, ReasonNoID:
 			default:
 				t.Fatalf("reason %q is not a parse reason", ie.Reason)
 			}
@@ -49,7 +49,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 
-		if r.Stream != s || !ValidSize(r.Size) || r.Size != string(key) {
+		if keySize, _, _ := SplitLine(string(key)); r.Stream != s || !ValidSize(r.Size) || r.Size != keySize || r.Line != string(key) || !ValidLine(r.Line) {
 			t.Fatalf("accepted %+v for stream %s, key %q", r, s, key)
 		}
 		if !r.Heartbeat && r.ID == "" {
@@ -126,6 +126,7 @@ func TestFuzzSeeds(t *testing.T) {
 		"bad_made_at_":    ReasonBadMadeAt,
 		"bad_size_":       ReasonBadSize,
 		"size_not_key":    ReasonSizeNotKey,
+		"bad_line_":       ReasonBadLine,
 		"no_id_":          ReasonNoID,
 	}
 	covered := map[Reason]int{}

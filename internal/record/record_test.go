@@ -3,6 +3,9 @@ package record
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +31,7 @@ type parseCase struct {
 	key    string
 	value  string
 	reason Reason // "" for a valid record
-	want   Record // checked when valid; Stream is filled in
+	want   Record // checked when valid; Stream is filled in, and Line (the key)
 }
 
 func parseCases() []parseCase {
@@ -115,6 +118,17 @@ func parseCases() []parseCase {
 		{name: "before 1970", key: "M", value: toyJSON("1969-12-31T23:59:59.999999999Z"), want: withTime("1969-12-31T23:59:59.999999999Z")},
 		{name: "year 0000", key: "M", value: toyJSON("0000-01-01T00:00:00Z"), want: withTime("0000-01-01T00:00:00Z")},
 		{name: "year 9999", key: "M", value: toyJSON("9999-12-31T23:59:59.999999999Z"), want: withTime("9999-12-31T23:59:59.999999999Z")},
+		// Lines with a hall: the key is the line, the size its part before the slash.
+		{name: "toy in a hall", key: "M/hall-7", value: toyJSON(ok), want: toy("t1")},
+		{name: "box in a hall", stream: Boxes, key: "XL/h", value: `{"box_id": "b1", "size": "XL", "made_at": "` + ok + `"}`,
+			want: Record{Stream: Boxes, Size: "XL", MadeAt: at, ID: "b1"}},
+		{name: "32-character hall", key: "M/" + strings.Repeat("h", 32), value: toyJSON(ok), want: toy("t1")},
+		{name: "one-character hall", key: "M/h", value: toyJSON(ok), want: toy("t1")},
+		{name: "hall starting with a digit", key: "M/7", value: toyJSON(ok), want: toy("t1")},
+		{name: "hall ending with dashes", key: "M/0--", value: toyJSON(ok), want: toy("t1")},
+		{name: "hall named like a size", key: "M/xl", value: toyJSON(ok), want: toy("t1")},
+		{name: "heartbeat in a hall", stream: Boxes, key: "L/north-2", value: `{"heartbeat": true, "size": "L", "made_at": "` + ok + `"}`,
+			want: Record{Stream: Boxes, Size: "L", MadeAt: at, Heartbeat: true}},
 
 		// malformed json: not UTF-8, not JSON, or not one object.
 		{name: "empty value", key: "M", value: ``, reason: ReasonMalformedJSON},
@@ -186,6 +200,35 @@ func parseCases() []parseCase {
 		{name: "lowercase key", key: "m", value: toyJSON(ok), reason: ReasonSizeNotKey},
 		{name: "key with a newline", key: "M\n", value: toyJSON(ok), reason: ReasonSizeNotKey},
 		{name: "heartbeat under another key", key: "S", value: `{"heartbeat": true, "size": "M", "made_at": "` + ok + `"}`, reason: ReasonSizeNotKey},
+		// The size part of a line is the key up to its first slash.
+		{name: "hall under another size", key: "L/hall-7", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "XL/h for a size M", key: "XL/h", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "slash first", key: "/h", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "slash alone", key: "/", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "lowercase size part", key: "m/h", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "size part with a space", key: "M /h", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "dash instead of slash", key: "M-h", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "backslash instead of slash", key: `M\h`, value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "hall before the size", key: "h/M", value: toyJSON(ok), reason: ReasonSizeNotKey},
+
+		// bad line: the size part is the value's size, what follows the slash is no hall.
+		{name: "empty hall", key: "M/", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "second slash", key: "M/a/b", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "trailing slash", key: "M/a/", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "two slashes", key: "M//a", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "uppercase hall", key: "M/Hall", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "33-character hall", key: "M/" + strings.Repeat("h", 33), value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall starting with a dash", key: "M/-x", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall a dash", key: "M/-", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall with an underscore", key: "M/hall_7", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall with a dot", key: "M/hall.7", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall with a space", key: "M/hall 7", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall with a trailing newline", key: "M/h\n", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall not ASCII", key: "M/hällé", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall with a full-width digit", key: "M/１", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall not UTF-8", key: "M/h\xff", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "hall with NUL", key: "M/h\x00", value: toyJSON(ok), reason: ReasonBadLine},
+		{name: "heartbeat with a bad line", key: "S/S", value: `{"heartbeat": true, "size": "S", "made_at": "` + ok + `"}`, reason: ReasonBadLine},
 
 		// no id: neither a non-empty string id nor "heartbeat": true.
 		{name: "id missing", key: "M", value: `{"size": "M", "made_at": "` + ok + `"}`, reason: ReasonNoID},
@@ -208,6 +251,11 @@ func parseCases() []parseCase {
 		{name: "bad made_at before size not key", key: "L", value: `{"toy_id": "a", "size": "M", "made_at": "soon"}`, reason: ReasonBadMadeAt},
 		{name: "bad size before no id", key: "M", value: `{"size": "XXL", "made_at": "` + ok + `"}`, reason: ReasonBadSize},
 		{name: "size not key before no id", key: "L", value: `{"size": "M", "made_at": "` + ok + `"}`, reason: ReasonSizeNotKey},
+		{name: "bad made_at before bad line", key: "M/Hall", value: `{"toy_id": "a", "size": "M", "made_at": "soon"}`, reason: ReasonBadMadeAt},
+		{name: "bad size before bad line", key: "M/Hall", value: `{"toy_id": "a", "size": "XXL", "made_at": "` + ok + `"}`, reason: ReasonBadSize},
+		{name: "size not key before bad line", key: "L/Hall", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "size not key before bad line, two slashes", key: "L/a/b", value: toyJSON(ok), reason: ReasonSizeNotKey},
+		{name: "bad line before no id", key: "M/", value: `{"size": "M", "made_at": "` + ok + `"}`, reason: ReasonBadLine},
 		{name: "heartbeat without made_at", key: "M", value: `{"heartbeat": true, "size": "M"}`, reason: ReasonBadMadeAt},
 	}
 }
@@ -241,6 +289,7 @@ func TestParse(t *testing.T) {
 			}
 			want := c.want
 			want.Stream = s
+			want.Line = c.key // a valid record's line is its key, always
 			if !got.MadeAt.Equal(want.MadeAt) {
 				t.Errorf("MadeAt = %v, want %v", got.MadeAt, want.MadeAt)
 			}
@@ -363,6 +412,7 @@ func TestReasonOfAndError(t *testing.T) {
 		ReasonBadMadeAt:     "bad made_at",
 		ReasonBadSize:       "bad size",
 		ReasonSizeNotKey:    "size not key",
+		ReasonBadLine:       "bad line",
 		ReasonNoID:          "no id",
 		ReasonDuplicate:     "duplicate",
 	}
@@ -407,4 +457,83 @@ func TestSizeRank(t *testing.T) {
 			t.Errorf("SizeRank(%q) = %d, want %d: after every size class", s, SizeRank(s), len(Sizes))
 		}
 	}
+}
+
+// lineGrammar is the regular expression the SQL engines check a key with
+// (internal/contractsql/sql/10_np_grammar.sql): a size class alone, or a size
+// class, a slash and a hall. ValidLine is held to it, so that Go and SQL
+// agree on what a bad line is.
+var lineGrammar = func() *regexp.Regexp {
+	text, err := os.ReadFile(filepath.Join("..", "contractsql", "sql", "10_np_grammar.sql"))
+	if err != nil {
+		panic(err)
+	}
+	m := regexp.MustCompile(`regexp_count\(rkey, '([^']*)'\)`).FindSubmatch(text)
+	if m == nil {
+		panic("10_np_grammar.sql: no regexp_count(rkey, '...')")
+	}
+	return regexp.MustCompile(string(m[1]))
+}()
+
+func TestValidLine(t *testing.T) {
+	h32 := strings.Repeat("a", 31) + "9"
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{
+		{"S", true}, {"M", true}, {"L", true}, {"XL", true},
+		{"M/hall-7", true}, {"XL/h", true}, {"S/0", true}, {"L/a-", true}, {"M/a--b", true},
+		{"M/" + h32, true},
+		{"", false}, {"m", false}, {"XXL", false}, {"M ", false},
+		{"M/", false}, {"M/a/b", false}, {"M//", false}, {"M/Hall", false}, {"M/-x", false}, {"M/-", false},
+		{"M/" + h32 + "b", false}, // 33 characters
+		{"/h", false}, {"/", false}, {"XXL/h", false}, {"m/h", false}, {"h/M", false},
+		{"M/h\n", false}, {"M/h ", false}, {" M/h", false}, {"M/h_1", false}, {"M/é", false}, {"M/h\x00", false}, {"M/h\xff", false},
+		{"M\n/h", false}, {"M/\nh", false},
+	} {
+		if got := ValidLine(tc.key); got != tc.want {
+			t.Errorf("ValidLine(%q) = %v, want %v", tc.key, got, tc.want)
+		}
+		if got := lineGrammar.MatchString(tc.key); got != tc.want {
+			t.Errorf("the grammar's expression says %v for %q, the table %v", got, tc.key, tc.want)
+		}
+		// Parse decides the same: with the value's size the key's size part,
+		// a key is valid exactly when it is a line.
+		size, _, _ := SplitLine(tc.key)
+		if ValidSize(size) {
+			_, err := Parse(Toys, []byte(tc.key), []byte(`{"toy_id": "t", "size": "`+size+`", "made_at": "2026-12-24T10:00:00Z"}`))
+			if want := map[bool]Reason{true: "", false: ReasonBadLine}[tc.want]; ReasonOf(err) != want {
+				t.Errorf("Parse with key %q: %v, want reason %q", tc.key, err, want)
+			}
+		}
+	}
+}
+
+func TestSplitAndJoinLine(t *testing.T) {
+	for _, tc := range []struct{ key, size, hall string }{
+		{"M", "M", ""}, {"M/hall-7", "M", "hall-7"}, {"XL/a/b", "XL", "a/b"}, {"/h", "", "h"}, {"", "", ""},
+	} {
+		size, hall, has := SplitLine(tc.key)
+		if size != tc.size || hall != tc.hall || has != strings.Contains(tc.key, "/") {
+			t.Errorf("SplitLine(%q) = %q, %q, %v", tc.key, size, hall, has)
+		}
+	}
+	if JoinLine("M", "") != "M" || JoinLine("XL", "hall-7") != "XL/hall-7" {
+		t.Errorf("JoinLine: %q, %q", JoinLine("M", ""), JoinLine("XL", "hall-7"))
+	}
+}
+
+// FuzzValidLine: ValidLine accepts exactly what the grammar's regular
+// expression accepts. Run with
+//
+//	go test -fuzz=FuzzValidLine -fuzztime=60s ./internal/record
+func FuzzValidLine(f *testing.F) {
+	for _, s := range []string{"M", "M/hall-7", "M/", "M/a/b", "M/Hall", "XL/" + strings.Repeat("z", 33), "/h", "M/-x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidLine(s), lineGrammar.MatchString(s); got != want {
+			t.Fatalf("ValidLine(%q) = %v, the grammar says %v", s, got, want)
+		}
+	})
 }

@@ -36,7 +36,7 @@ func TestSortLateByPosition(t *testing.T) {
 // the wrong offset, differs.
 func TestCompareLateRowsByPosition(t *testing.T) {
 	row := func(off int64) Late {
-		return Late{Stream: "toys", Partition: 1, Offset: off, ID: "a", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}
+		return Late{Stream: "toys", Partition: 1, Offset: off, ID: "a", Line: "M/h1", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}
 	}
 	two := Set{Late: []Late{row(2), row(3)}}
 	for _, c := range []struct {
@@ -45,14 +45,14 @@ func TestCompareLateRowsByPosition(t *testing.T) {
 		diffs []string // the rows only in two, then only in other
 	}{
 		{"both copies", Set{Late: []Late{row(3), row(2)}}, nil},
-		{"one copy", Set{Late: []Late{row(2)}}, []string{`+{"stream":"toys","partition":1,"offset":3,"id":"a","size":"M","made_at":"2026-12-24T10:00:01Z"}`}},
+		{"one copy", Set{Late: []Late{row(2)}}, []string{`+{"stream":"toys","partition":1,"offset":3,"id":"a","line":"M/h1","size":"M","made_at":"2026-12-24T10:00:01Z"}`}},
 		{"one copy twice", Set{Late: []Late{row(2), row(2)}}, []string{
-			`+{"stream":"toys","partition":1,"offset":3,"id":"a","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
-			`-{"stream":"toys","partition":1,"offset":2,"id":"a","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
+			`+{"stream":"toys","partition":1,"offset":3,"id":"a","line":"M/h1","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
+			`-{"stream":"toys","partition":1,"offset":2,"id":"a","line":"M/h1","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
 		}},
 		{"another offset", Set{Late: []Late{row(2), row(4)}}, []string{
-			`+{"stream":"toys","partition":1,"offset":3,"id":"a","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
-			`-{"stream":"toys","partition":1,"offset":4,"id":"a","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
+			`+{"stream":"toys","partition":1,"offset":3,"id":"a","line":"M/h1","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
+			`-{"stream":"toys","partition":1,"offset":4,"id":"a","line":"M/h1","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
 		}},
 	} {
 		var got []string

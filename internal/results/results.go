@@ -9,13 +9,15 @@ import (
 	"slices"
 )
 
-// Packed: the toy of rank k went into the box of rank k of window (size, window_start).
-// The *Cut fields are set only when an id was too long for the row to fit in
+// Packed: the toy of rank k went into the box of rank k of window (line,
+// window_start). Size is the line's size class. Rows of packed, unpacked and
+// spare are identified by line, window and id together. The *Cut fields are set only when an id was too long for the row to fit in
 // one Kafka record (see Cut); engines that are not bound by Kafka's record
 // size leave them zero.
 type Packed struct {
 	ToyID       string `json:"toy_id"`
 	BoxID       string `json:"box_id"`
+	Line        string `json:"line"`
 	Size        string `json:"size"`
 	WindowStart string `json:"window_start"`
 	ToyIDCut    Cut    `json:"toy_id_cut,omitzero"`
@@ -25,6 +27,7 @@ type Packed struct {
 // Unpacked: a toy whose window closed with fewer boxes than its rank.
 type Unpacked struct {
 	ToyID       string `json:"toy_id"`
+	Line        string `json:"line"`
 	Size        string `json:"size"`
 	WindowStart string `json:"window_start"`
 	ToyIDCut    Cut    `json:"toy_id_cut,omitzero"`
@@ -33,6 +36,7 @@ type Unpacked struct {
 // Spare: a box whose window closed with fewer toys than its rank.
 type Spare struct {
 	BoxID       string `json:"box_id"`
+	Line        string `json:"line"`
 	Size        string `json:"size"`
 	WindowStart string `json:"window_start"`
 	BoxIDCut    Cut    `json:"box_id_cut,omitzero"`
@@ -46,6 +50,7 @@ type Late struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	ID        string `json:"id"`
+	Line      string `json:"line"`
 	Size      string `json:"size"`
 	MadeAt    string `json:"made_at"`
 	IDCut     Cut    `json:"id_cut,omitzero"`
@@ -69,17 +74,18 @@ type Set struct {
 	Dead     []Dead
 }
 
-// Sort puts every set in its canonical order (size, window, id; or position
-// for late and dead rows).
+// Sort puts every set in its canonical order (size, line, window, id; or
+// position for late and dead rows).
 func (s *Set) Sort() {
 	slices.SortFunc(s.Packed, func(a, b Packed) int {
-		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.ToyID, b.ToyID), cmp.Compare(a.BoxID, b.BoxID))
+		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Line, b.Line), cmp.Compare(a.WindowStart, b.WindowStart),
+			cmp.Compare(a.ToyID, b.ToyID), cmp.Compare(a.BoxID, b.BoxID))
 	})
 	slices.SortFunc(s.Unpacked, func(a, b Unpacked) int {
-		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.ToyID, b.ToyID))
+		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Line, b.Line), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.ToyID, b.ToyID))
 	})
 	slices.SortFunc(s.Spare, func(a, b Spare) int {
-		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.BoxID, b.BoxID))
+		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Line, b.Line), cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.BoxID, b.BoxID))
 	})
 	slices.SortFunc(s.Late, func(a, b Late) int {
 		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))

@@ -3,7 +3,7 @@ package sqlengine_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,14 +14,24 @@ import (
 // clockRun is one randomized input aimed at the clock (the watermark,
 // lateness and closing): made_at anywhere from the year 0000 to 9999 and at
 // every distance from the record before, in either direction, W and L from
-// one microsecond to centuries, and some (stream, size) spread over several
-// partitions.
+// one microsecond to centuries, and some (stream, line) spread over several
+// partitions. Lines are sizes alone or with halls: halls that go quiet, halls
+// that appear late, halls without final heartbeats, and keys on the edge of a
+// line among the dead letters.
 type clockRun struct {
 	seed    int64
 	w, l    time.Duration
 	recs    []rec
-	spread  bool  // some (stream, size) has records in several partitions
-	maxSpan int64 // the most windows between two made_at of one (stream, size)
+	spread  bool  // some (stream, line) has records in several partitions
+	maxSpan int64 // the most windows between two made_at of one (stream, line)
+}
+
+// clockLine is a line of a clock run and the records it writes, from index
+// from to index to.
+type clockLine struct {
+	line, size string
+	part       int32
+	from, to   int
 }
 
 var (
@@ -50,13 +60,31 @@ func randomClockRun(seed int64) clockRun {
 	}
 	centers := []time.Time{firstInstant.Add(time.Hour), time.Unix(0, 0).UTC(), time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC), lastInstant.Add(-time.Hour)}
 	sizes := record.Sizes[:1+rng.IntN(2)]
-	// Each size's clock walks from the run's center: the next record near
+	n := 60 + rng.IntN(240)
+	var lines []clockLine
+	halls := []string{"h1", "hall-7", "0", strings.Repeat("z", 32)}[:[]int{0, 1, 2, 4}[rng.IntN(4)]]
+	for i, s := range sizes {
+		if len(halls) == 0 || rng.IntN(2) == 0 {
+			lines = append(lines, clockLine{line: s, size: s, part: int32(i), to: n})
+		}
+		for _, h := range halls {
+			l := clockLine{line: record.JoinLine(s, h), size: s, part: int32(20 + rng.IntN(4)), to: n}
+			switch rng.IntN(4) {
+			case 0: // goes quiet
+				l.to = rng.IntN(n)
+			case 1: // appears late
+				l.from = rng.IntN(n)
+			}
+			lines = append(lines, l)
+		}
+	}
+	// Each line's clock walks from the run's center: the next record near
 	// the one before it, or a distance away drawn on a log scale, in
 	// nanoseconds or in years, up to the whole range. Toys and boxes share
 	// the walk, so that they meet in windows.
 	now := map[string]time.Time{}
-	for _, s := range sizes {
-		now[s] = centers[rng.IntN(len(centers))]
+	for _, l := range lines {
+		now[l.line] = centers[rng.IntN(len(centers))]
 	}
 	step := func(t time.Time) time.Time {
 		switch rng.IntN(6) {
@@ -85,24 +113,34 @@ func randomClockRun(seed int64) clockRun {
 		}
 		return t
 	}
-	parts := map[string]int{} // stream/size -> partitions it uses
+	parts := map[string]int{} // stream/line -> partitions it uses
 	for _, st := range []record.Stream{record.Toys, record.Boxes} {
-		for _, s := range sizes {
-			parts[string(st)+"/"+s] = 1
+		for _, l := range lines {
+			parts[string(st)+"/"+l.line] = 1
 			if rng.IntN(4) == 0 {
-				parts[string(st)+"/"+s] = 2 + rng.IntN(2)
+				parts[string(st)+"/"+l.line] = 2 + rng.IntN(2)
 				r.spread = true
 			}
 		}
 	}
 	ids := map[string][]string{}
 	lo, hi := map[string]int64{}, map[string]int64{}
-	for i := range 60 + rng.IntN(240) {
+	for i := range n {
 		st := []record.Stream{record.Toys, record.Boxes}[rng.IntN(2)]
-		size := sizes[rng.IntN(len(sizes))]
-		k := string(st) + "/" + size
-		t := step(now[size])
-		now[size] = t
+		var active []clockLine
+		for _, l := range lines {
+			if l.from <= i && i < l.to {
+				active = append(active, l)
+			}
+		}
+		if len(active) == 0 {
+			active = lines
+		}
+		ln := active[rng.IntN(len(active))]
+		size, key := ln.size, ln.line
+		k := string(st) + "/" + key
+		t := step(now[key])
+		now[key] = t
 		if us, ok := lo[k]; !ok || t.UnixMicro() < us {
 			lo[k] = t.UnixMicro()
 		}
@@ -116,6 +154,10 @@ func randomClockRun(seed int64) clockRun {
 			value = hbV(size, madeAt)
 		case c < 5: // a dead letter, which must not move the clock
 			value = toyV("dead", size, "2026-02-30T10:00:00Z")
+			if rng.IntN(2) == 0 { // a key on the edge of a line: bad line or size not key
+				value = toyV("dead", size, madeAt)
+				key = []string{size + "/", size + "/Hall", key + "/x", "/" + key, size + "/-h", size + "/" + strings.Repeat("a", 33)}[rng.IntN(6)]
+			}
 		default:
 			id := fmt.Sprintf("%s%d", st[:1], i)
 			if len(ids[k]) > 0 && rng.IntN(8) == 0 {
@@ -128,18 +170,21 @@ func randomClockRun(seed int64) clockRun {
 				value = boxV(id, size, madeAt)
 			}
 		}
-		x := raw(st, []byte(size), []byte(value))
+		x := raw(st, []byte(key), []byte(value)).in(ln.part)
 		if n := parts[k]; n > 1 {
-			x = x.in(int32(slices.Index(record.Sizes, size) + 10*rng.IntN(n)))
+			x = x.in(ln.part + int32(10*rng.IntN(n)))
 		}
 		r.recs = append(r.recs, x)
 	}
-	// Final heartbeats close every window in two runs of three; the others
-	// leave windows open.
+	// Final heartbeats close every window in two runs of three, of every
+	// line but the halls that lose theirs; the others leave windows open.
 	if rng.IntN(3) > 0 {
 		for _, st := range []record.Stream{record.Toys, record.Boxes} {
-			for _, s := range sizes {
-				r.recs = append(r.recs, raw(st, []byte(s), []byte(hbV(s, formatRandomly(rng, lastInstant)))))
+			for _, l := range lines {
+				if l.line != l.size && rng.IntN(5) == 0 {
+					continue
+				}
+				r.recs = append(r.recs, raw(st, []byte(l.line), []byte(hbV(l.size, formatRandomly(rng, lastInstant)))).in(l.part))
 			}
 		}
 	}
@@ -172,7 +217,7 @@ func (r clockRun) String() string {
 func TestRandomizedClocksEqualReference(t *testing.T) {
 	const runs = 40
 	eachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
-		var total, late, packed, closedOnes, spread, deep, lateCopies, reused, dup int
+		var total, late, packed, closedOnes, spread, deep, lateCopies, reused, dup, hallPairs, badLines int
 		for i := range runs {
 			r := randomClockRun(int64(i + 1))
 			got := runAndCompare(t, e, inputs(r.recs...), r.w, r.l)
@@ -188,8 +233,16 @@ func TestRandomizedClocksEqualReference(t *testing.T) {
 			lateCopies += lc
 			reused += ru
 			for _, d := range got.Dead {
-				if d.Reason == string(record.ReasonDuplicate) {
+				switch d.Reason {
+				case string(record.ReasonDuplicate):
 					dup++
+				case string(record.ReasonBadLine):
+					badLines++
+				}
+			}
+			for _, p := range got.Packed {
+				if p.Line != p.Size {
+					hallPairs++
 				}
 			}
 			if r.spread {
@@ -204,11 +257,11 @@ func TestRandomizedClocksEqualReference(t *testing.T) {
 		// also exercise the second version of the contract: ids that are
 		// items in several windows, late copies of one id, and duplicates
 		// within a window.
-		if late == 0 || packed == 0 || closedOnes == 0 || spread == 0 || deep == 0 || lateCopies == 0 || reused == 0 || dup == 0 {
-			t.Errorf("the runs had %d late, %d packed, %d unpacked or spare rows, %d runs over several partitions, %d runs spanning 2^40 windows, %d late rows sharing an id, %d ids that are items in several windows, %d duplicates: some case is not exercised",
-				late, packed, closedOnes, spread, deep, lateCopies, reused, dup)
+		if late == 0 || packed == 0 || closedOnes == 0 || spread == 0 || deep == 0 || lateCopies == 0 || reused == 0 || dup == 0 || hallPairs == 0 || badLines == 0 {
+			t.Errorf("the runs had %d late, %d packed, %d unpacked or spare rows, %d runs over several partitions, %d runs spanning 2^40 windows, %d late rows sharing an id, %d ids that are items in several windows, %d duplicates, %d pairs on lines with halls, %d bad lines: some case is not exercised",
+				late, packed, closedOnes, spread, deep, lateCopies, reused, dup, hallPairs, badLines)
 		}
-		t.Logf("%d runs, %d input records: %d late, %d packed, %d unpacked or spare, %d runs over several partitions, %d spanning 2^40 windows or more, %d late rows sharing their id with another late row, %d ids items in several windows, %d duplicates",
-			runs, total, late, packed, closedOnes, spread, deep, lateCopies, reused, dup)
+		t.Logf("%d runs, %d input records: %d late, %d packed, %d unpacked or spare, %d runs over several partitions, %d spanning 2^40 windows or more, %d late rows sharing their id with another late row, %d ids items in several windows, %d duplicates, %d pairs on lines with halls, %d bad lines",
+			runs, total, late, packed, closedOnes, spread, deep, lateCopies, reused, dup, hallPairs, badLines)
 	})
 }

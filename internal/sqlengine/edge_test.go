@@ -14,8 +14,8 @@ import (
 )
 
 // rec is one raw Kafka record of an edge case. Partition is the size's index
-// for a size key and 0 otherwise, unless part is set; offsets are given in
-// order per (stream, partition).
+// for a size key and 0 otherwise (every line with a hall shares partition 0),
+// unless part is set; offsets are given in order per (stream, partition).
 type rec struct {
 	stream record.Stream
 	part   int32 // -1: derive from the key
@@ -65,25 +65,27 @@ func inputs(recs ...rec) []record.Input {
 	return out
 }
 
-// rows formats one set of s for the expectations of edge cases.
+// rows formats one set of s for the expectations of edge cases. Rows show
+// their line (their size is the line's, which the comparison with the
+// reference checks).
 func rows(s results.Set, set string) []string {
 	var out []string
 	switch set {
 	case "packed":
 		for _, r := range s.Packed {
-			out = append(out, fmt.Sprintf("%s+%s %s %s", r.ToyID, r.BoxID, r.Size, r.WindowStart))
+			out = append(out, fmt.Sprintf("%s+%s %s %s", r.ToyID, r.BoxID, r.Line, r.WindowStart))
 		}
 	case "unpacked":
 		for _, r := range s.Unpacked {
-			out = append(out, fmt.Sprintf("%s %s %s", r.ToyID, r.Size, r.WindowStart))
+			out = append(out, fmt.Sprintf("%s %s %s", r.ToyID, r.Line, r.WindowStart))
 		}
 	case "spare":
 		for _, r := range s.Spare {
-			out = append(out, fmt.Sprintf("%s %s %s", r.BoxID, r.Size, r.WindowStart))
+			out = append(out, fmt.Sprintf("%s %s %s", r.BoxID, r.Line, r.WindowStart))
 		}
 	case "late":
 		for _, r := range s.Late {
-			out = append(out, fmt.Sprintf("%s/%d@%d %s %s %s", r.Stream, r.Partition, r.Offset, r.ID, r.Size, r.MadeAt))
+			out = append(out, fmt.Sprintf("%s/%d@%d %s %s %s", r.Stream, r.Partition, r.Offset, r.ID, r.Line, r.MadeAt))
 		}
 	case "dead":
 		for _, r := range s.Dead {
@@ -121,6 +123,7 @@ func edgeCases() []edgeCase {
 		badAt = record.ReasonBadMadeAt
 		badSz = record.ReasonBadSize
 		notK  = record.ReasonSizeNotKey
+		badLn = record.ReasonBadLine
 		noID  = record.ReasonNoID
 	)
 	m := func(madeAt string) string { return fmt.Sprintf(`{"toy_id":"x","size":"M","made_at":%s}`, madeAt) }
@@ -197,6 +200,100 @@ func edgeCases() []edgeCase {
 		{name: "size not key: key with NUL", recs: []rec{raw(record.Toys, []byte{'M', 0}, []byte(toyV("x", "M", at("10:00:00")))).in(1)}, want: deadOne(notK)},
 		{name: "size not key: lowercase key", recs: []rec{T("m", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(notK)},
 		{name: "size key XXL with size XXL is bad size", recs: []rec{T("XXL", toyV("x", "XXL", at("10:00:00"))).in(1)}, want: deadOne(badSz)},
+		// --- packing lines (contract v3): the key's size part, then the hall
+		{name: "a line with a hall", recs: []rec{T("M/hall-7", toyV("x", "M", at("10:00:00"))).in(1)}, want: validOne},
+		{name: "a 32-character hall", recs: []rec{T("M/"+strings.Repeat("h", 32), toyV("x", "M", at("10:00:00"))).in(1)}, want: validOne},
+		{name: "XL/h for size XL", recs: []rec{T("XL/h", toyV("x", "XL", at("10:00:00"))).in(1)}, want: validOne},
+		{name: "a hall starting with a digit, ending with a dash", recs: []rec{T("M/7-", toyV("x", "M", at("10:00:00"))).in(1)}, want: validOne},
+		{name: "an empty hall", recs: []rec{T("M/", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a second slash", recs: []rec{T("M/a/b", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "an uppercase hall", recs: []rec{T("M/Hall", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a 33-character hall", recs: []rec{T("M/"+strings.Repeat("h", 33), toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall starting with a dash", recs: []rec{T("M/-x", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall with an underscore", recs: []rec{T("M/h_1", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall with a trailing newline", recs: []rec{T("M/h\n", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall not ASCII", recs: []rec{T("M/é", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall with a full-width digit", recs: []rec{T("M/１", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall not UTF-8", recs: []rec{raw(record.Toys, []byte("M/h\xff"), []byte(toyV("x", "M", at("10:00:00")))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall with NUL", recs: []rec{raw(record.Toys, []byte("M/h\x00"), []byte(toyV("x", "M", at("10:00:00")))).in(1)}, want: deadOne(badLn)},
+		{name: "a heartbeat with a bad line", recs: []rec{T("M/H", hbV("M", at("10:00:00"))).in(1)}, want: deadOne(badLn)},
+		{name: "a hall under another size", recs: []rec{T("L/h", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(notK)},
+		{name: "XL/h for size M", recs: []rec{T("XL/h", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(notK)},
+		{name: "a slash first", recs: []rec{T("/h", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(notK)},
+		{name: "a size part not UTF-8", recs: []rec{raw(record.Toys, []byte("M\xff/h"), []byte(toyV("x", "M", at("10:00:00")))).in(1)}, want: deadOne(notK)},
+		{name: "a lowercase size part", recs: []rec{T("m/h", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(notK)},
+		{name: "size not key before bad line", recs: []rec{T("L/Hall", toyV("x", "M", at("10:00:00"))).in(1)}, want: deadOne(notK)},
+		{name: "bad size before bad line", recs: []rec{T("M/Hall", toyV("x", "XXL", at("10:00:00"))).in(1)}, want: deadOne(badSz)},
+		{name: "bad line before no id", recs: []rec{T("M/", `{"size":"M","made_at":"`+at("10:00:00")+`"}`).in(1)}, want: deadOne(badLn)},
+		{
+			name: "a toy goes only into a box of its own line",
+			recs: []rec{
+				T("M/h1", toyV("t1", "M", at("10:00:01"))), T("M/h1", toyV("t2", "M", at("10:00:02"))),
+				B("M/h2", boxV("b1", "M", at("10:00:01"))),
+				T("M/h2", toyV("t1", "M", at("10:00:03"))), // the same id on another line: an item
+				B("M", boxV("b9", "M", at("10:00:04"))),
+				B("M/h2", boxV("b1", "M", at("10:00:05"))), // a duplicate on M/h2
+				T("M/h1", hbV("M", at("10:00:30"))), B("M/h1", hbV("M", at("10:00:30"))),
+				T("M/h2", hbV("M", at("10:00:30"))), B("M/h2", hbV("M", at("10:00:30"))),
+				T("M", hbV("M", at("10:00:30"))), B("M", hbV("M", at("10:00:30"))),
+			},
+			want: map[string][]string{
+				"packed":   {"t1+b1 M/h2 " + at("10:00:00")},
+				"unpacked": {"t1 M/h1 " + at("10:00:00"), "t2 M/h1 " + at("10:00:00")},
+				"spare":    {"b9 M " + at("10:00:00")},
+				"dead":     {"boxes/0@1 duplicate"},
+				"late":     nil,
+			},
+		},
+		{
+			name: "each line has its own clock",
+			recs: []rec{
+				T("M/h1", toyV("a", "M", at("10:01:00"))),
+				T("M/h1", toyV("b", "M", at("10:00:01"))), // late on M/h1
+				T("M/h2", toyV("c", "M", at("10:00:01"))), // not late: M/h2's clock is its own
+				T("M", toyV("d", "M", at("10:00:01"))),
+			},
+			want: map[string][]string{"late": {"toys/0@1 b M/h1 " + at("10:00:01")}, "dead": nil},
+		},
+		{
+			// A hall gone quiet: the heartbeats of M and M/h2 close nothing of
+			// M/h1, and M/h1 holds nothing of theirs back.
+			name: "windows close per line",
+			recs: []rec{
+				T("M/h1", toyV("q1", "M", at("10:00:01"))), T("M/h1", toyV("q2", "M", at("10:00:02"))),
+				B("M/h1", boxV("qb", "M", at("10:00:03"))),
+				T("M/h2", toyV("t", "M", at("10:00:01"))),
+				T("M", toyV("u", "M", at("10:00:01"))),
+				T("M/h2", hbV("M", at("10:01:00"))), B("M/h2", hbV("M", at("10:01:00"))),
+				T("M", hbV("M", at("10:01:00"))), B("M", hbV("M", at("10:01:00"))),
+			},
+			want: map[string][]string{
+				"packed":   {"q1+qb M/h1 " + at("10:00:00")},
+				"unpacked": {"t M/h2 " + at("10:00:00"), "u M " + at("10:00:00")},
+				"spare":    nil,
+			},
+		},
+		{
+			// Contract v3, said outright: at quiescence a window no heartbeat
+			// closed (records made after the final heartbeats) reports its
+			// pairs, not its unpacked toys or spare boxes.
+			name: "a window open at quiescence reports its pairs only",
+			recs: []rec{
+				T("L/h", toyV("t1", "L", at("10:00:01"))), T("L/h", toyV("t2", "L", at("10:00:02"))),
+				B("L/h", boxV("b1", "L", at("10:00:03"))),
+				T("L/h", hbV("L", at("10:00:15"))), B("L/h", hbV("L", at("10:00:15"))), // the final heartbeats
+				T("L/h", toyV("t3", "L", at("10:00:21"))), T("L/h", toyV("t4", "L", at("10:00:22"))),
+				B("L/h", boxV("b3", "L", at("10:00:23"))),
+				B("XL/h", boxV("b4", "XL", at("10:00:23"))),
+			},
+			want: map[string][]string{
+				"packed":   {"t1+b1 L/h " + at("10:00:00"), "t3+b3 L/h " + at("10:00:20")},
+				"unpacked": {"t2 L/h " + at("10:00:00")},
+				"spare":    nil,
+				"late":     nil,
+				"dead":     nil,
+			},
+		},
 		// --- no id
 		{name: "id missing", recs: []rec{T("M", `{"size":"M","made_at":"`+at("10:00:00")+`"}`)}, want: deadOne(noID)},
 		{name: "id empty", recs: []rec{T("M", toyV("", "M", at("10:00:00")))}, want: deadOne(noID)},

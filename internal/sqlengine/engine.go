@@ -156,7 +156,7 @@ func (e *Engine) Build(ctx context.Context, p contract.Params) error {
 // as a scan of np_items per row without one, which is quadratic. PostgreSQL
 // plans them as hash anti-joins and needs none.
 var indexes = map[Dialect]map[string]string{
-	SQLite: {"np_items": "(stream, size, window_start, rnk)"},
+	SQLite: {"np_items": "(stream, line, window_start, rnk)"},
 }
 
 // dropAll drops np_input and every relation of the shared text, so that Load

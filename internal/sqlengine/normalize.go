@@ -9,10 +9,8 @@
 package sqlengine
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 )
@@ -23,10 +21,12 @@ type Row struct {
 	Stream    string
 	Partition int64
 	Offset    int64
-	// Key is the Kafka key as text; nil when the record has no key or the key
-	// cannot be stored as text (not UTF-8, or holding U+0000, which PostgreSQL
-	// text refuses). No such key can equal a size class, so the rule "size
-	// equals the key" decides the same either way.
+	// Key is the Kafka key as text; nil when the record has no key. What
+	// text cannot hold (bytes that are not UTF-8, and U+0000, which
+	// PostgreSQL text refuses) is written U+FFFD, which decides the same: it
+	// keeps every slash where it was, and a size part or a hall holding it is
+	// no size and no hall either way (a key "M/\xff" stays a bad line, not a
+	// size not key).
 	Key *string
 	// Object: the value is UTF-8 text holding exactly one JSON object, in the
 	// contract's strict JSON (record.Object decides). When it is false every
@@ -57,8 +57,8 @@ type Row struct {
 // escapes and, outside json_valid, NaN, and nests 1000 levels.
 func Normalize(in record.Input) Row {
 	r := Row{Stream: string(in.Stream), Partition: int64(in.Partition), Offset: in.Offset}
-	if in.Key != nil && utf8.Valid(in.Key) && bytes.IndexByte(in.Key, 0) < 0 {
-		k := string(in.Key)
+	if in.Key != nil {
+		k := strings.ReplaceAll(strings.ToValidUTF8(string(in.Key), "\uFFFD"), "\x00", "\uFFFD")
 		r.Key = &k
 	}
 	fields, _ := record.Object(in.Value)

@@ -23,56 +23,56 @@ func ReadResults(ctx context.Context, db *sql.DB, schema string) (results.Set, e
 	var s results.Set
 	q := func(rel, cols string) string { return "SELECT " + cols + " FROM " + schema + "." + rel }
 
-	err := scanAll(ctx, db, q(contractsql.Packed, "toy_id, box_id, size, window_start"), func(rs *sql.Rows) error {
+	err := scanAll(ctx, db, q(contractsql.Packed, "toy_id, box_id, line, size, window_start"), func(rs *sql.Rows) error {
 		var toy, box []byte
-		var size string
+		var line, size string
 		var ws int64
-		if err := rs.Scan(&toy, &box, &size, &ws); err != nil {
+		if err := rs.Scan(&toy, &box, &line, &size, &ws); err != nil {
 			return err
 		}
-		s.Packed = append(s.Packed, results.Packed{ToyID: string(toy), BoxID: string(box), Size: size, WindowStart: record.FormatMicros(ws)})
+		s.Packed = append(s.Packed, results.Packed{ToyID: string(toy), BoxID: string(box), Line: line, Size: size, WindowStart: record.FormatMicros(ws)})
 		return nil
 	})
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(contractsql.Unpacked, "toy_id, size, window_start"), func(rs *sql.Rows) error {
+	err = scanAll(ctx, db, q(contractsql.Unpacked, "toy_id, line, size, window_start"), func(rs *sql.Rows) error {
 		var toy []byte
-		var size string
+		var line, size string
 		var ws int64
-		if err := rs.Scan(&toy, &size, &ws); err != nil {
+		if err := rs.Scan(&toy, &line, &size, &ws); err != nil {
 			return err
 		}
-		s.Unpacked = append(s.Unpacked, results.Unpacked{ToyID: string(toy), Size: size, WindowStart: record.FormatMicros(ws)})
+		s.Unpacked = append(s.Unpacked, results.Unpacked{ToyID: string(toy), Line: line, Size: size, WindowStart: record.FormatMicros(ws)})
 		return nil
 	})
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(contractsql.Spare, "box_id, size, window_start"), func(rs *sql.Rows) error {
+	err = scanAll(ctx, db, q(contractsql.Spare, "box_id, line, size, window_start"), func(rs *sql.Rows) error {
 		var box []byte
-		var size string
+		var line, size string
 		var ws int64
-		if err := rs.Scan(&box, &size, &ws); err != nil {
+		if err := rs.Scan(&box, &line, &size, &ws); err != nil {
 			return err
 		}
-		s.Spare = append(s.Spare, results.Spare{BoxID: string(box), Size: size, WindowStart: record.FormatMicros(ws)})
+		s.Spare = append(s.Spare, results.Spare{BoxID: string(box), Line: line, Size: size, WindowStart: record.FormatMicros(ws)})
 		return nil
 	})
 	if err != nil {
 		return s, err
 	}
-	err = scanAll(ctx, db, q(contractsql.Late, "stream, kpartition, koffset, id, size, made_us, made_ns"), func(rs *sql.Rows) error {
-		var stream, size string
+	err = scanAll(ctx, db, q(contractsql.Late, "stream, kpartition, koffset, id, line, size, made_us, made_ns"), func(rs *sql.Rows) error {
+		var stream, line, size string
 		var id []byte
 		var part, off, us, ns int64
-		if err := rs.Scan(&stream, &part, &off, &id, &size, &us, &ns); err != nil {
+		if err := rs.Scan(&stream, &part, &off, &id, &line, &size, &us, &ns); err != nil {
 			return err
 		}
 		at := time.UnixMicro(us).Add(time.Duration(ns))
 		s.Late = append(s.Late, results.Late{
 			Stream: stream, Partition: int32(part), Offset: off,
-			ID: string(id), Size: size, MadeAt: record.FormatTime(at),
+			ID: string(id), Line: line, Size: size, MadeAt: record.FormatTime(at),
 		})
 		return nil
 	})

@@ -6,7 +6,7 @@
 -- No engine's own timestamp parser takes part: each is looser or stricter
 -- than RFC 3339 (PostgreSQL refuses year 0000, RisingWave accepts a space for
 -- the 'T'), and every engine can take digits out of a string.
-SELECT stream, kpartition, koffset, rkey, obj, size, id, hb, made_at,
+SELECT stream, kpartition, koffset, rkey, line_ok, obj, size, id, hb, made_at,
        CAST(substr(made_at, 1, 4) AS bigint) AS m_year,
        CAST(substr(made_at, 6, 2) AS bigint) AS m_month,
        CAST(substr(made_at, 9, 2) AS bigint) AS m_day,
@@ -26,7 +26,7 @@ SELECT stream, kpartition, koffset, rkey, obj, size, id, hb, made_at,
                    ELSE ''
               END || '000000000', 1, 9) AS m_fraction
 FROM (
-  SELECT stream, kpartition, koffset, rkey, obj, size, id, hb, made_at,
+  SELECT stream, kpartition, koffset, rkey, line_ok, obj, size, id, hb, made_at,
          CASE WHEN substr(made_at, length(made_at), 1) IN ('Z', 'z') THEN 1 ELSE 6 END AS m_zone_length
   FROM np_grammar
 ) zoned

@@ -15,7 +15,8 @@
 --
 -- One row per size class and level, 0 to 60. A streaming query in RisingWave
 -- joins only on equal columns (a join on none is a nested-loop join, which it
--- refuses), so the levels are listed once per size and joined on size.
+-- refuses), so the levels are listed once per size and joined on the size of
+-- a line: the lines are not known in advance, their sizes are.
 WITH levels AS (
   SELECT 0 AS lvl UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
   UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9

@@ -9,7 +9,13 @@
 --            toys and box_id on boxes. jsonb keeps the last of duplicate
 --            members, as Go's encoding/json does;
 --   hb       the heartbeat member is the JSON literal true;
---   rkey     the key as UTF-8 text (NULL without a key, or when not UTF-8).
+--   rkey     the key as text: as UTF-8 when it is UTF-8, else in bytea's
+--            escape format (encode(k, 'escape'): a byte with the high bit
+--            set becomes a backslash and three octal digits). That keeps
+--            every slash in place and puts a backslash, which no size and no
+--            hall holds, where the bytes were: it decides as Go does on the
+--            bytes ("M/\377" is a bad line, as "M/" and byte 0xff is). NULL
+--            without a key.
 -- Every expression that can fail yields NULL in a streaming job, and each
 -- NULL here leads to a dead letter in np_checked, never to a valid record.
 CREATE MATERIALIZED VIEW np_input AS
@@ -25,12 +31,12 @@ FROM (
   FROM (
     SELECT 'toys' AS stream, 'toy_id' AS id_field,
            CAST(kpartition AS bigint) AS kpartition, CAST(koffset AS bigint) AS koffset,
-           convert_from(kkey, 'UTF8') AS rkey, convert_from(raw_value, 'UTF8') AS txt
+           COALESCE(convert_from(kkey, 'UTF8'), encode(kkey, 'escape')) AS rkey, convert_from(raw_value, 'UTF8') AS txt
     FROM np_toys_source
     UNION ALL
     SELECT 'boxes' AS stream, 'box_id' AS id_field,
            CAST(kpartition AS bigint) AS kpartition, CAST(koffset AS bigint) AS koffset,
-           convert_from(kkey, 'UTF8') AS rkey, convert_from(raw_value, 'UTF8') AS txt
+           COALESCE(convert_from(kkey, 'UTF8'), encode(kkey, 'escape')) AS rkey, convert_from(raw_value, 'UTF8') AS txt
     FROM np_boxes_source
   ) raw
 ) parsed;
