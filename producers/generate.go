@@ -46,11 +46,6 @@ var BadKinds = []string{
 // halls make the records of contract version 2.
 const KindBadLine = "bad:line"
 
-// reasonBadLine is contract version 3's reason for a key that is not a
-// well-formed line. TODO(join): record.ReasonBadLine, once internal/record
-// knows lines.
-const reasonBadLine record.Reason = "bad line"
-
 // badKinds are the dead letters the elves of cfg cycle through.
 func badKinds(cfg Config) []string {
 	if cfg.Halls == 0 {
@@ -68,7 +63,7 @@ var badReasons = map[string]record.Reason{
 	"bad:size-not-key":   record.ReasonSizeNotKey,
 	"bad:missing-id":     record.ReasonNoID,
 	"bad:empty-id":       record.ReasonNoID,
-	KindBadLine:          reasonBadLine,
+	KindBadLine:          record.ReasonBadLine,
 }
 
 // BadReason is the reason record.Parse must give for a dead letter of the
@@ -157,7 +152,7 @@ func FinalHeartbeats(cfg Config, maxMadeAt time.Time) []Message {
 	out := make([]Message, 0, len(record.Sizes)*len(halls))
 	for _, s := range record.Sizes {
 		for _, h := range halls {
-			out = append(out, heartbeat(lineKey(s, h), s, FinalElfName(cfg.Stream), at, -1))
+			out = append(out, heartbeat(record.JoinLine(s, h), s, FinalElfName(cfg.Stream), at, -1))
 		}
 	}
 	return out
@@ -275,7 +270,7 @@ func (g *Generator) Next() []Message {
 		e := &g.elves[elf]
 		for si, s := range record.Sizes {
 			for h, hall := range g.halls {
-				out = append(out, g.note(elf, si, h, heartbeat(lineKey(s, hall), s, g.elves[elf].name, at, elf)))
+				out = append(out, g.note(elf, si, h, heartbeat(record.JoinLine(s, hall), s, g.elves[elf].name, at, elf)))
 			}
 			if e.priorMax[si].Equal(at) {
 				e.maxHall[si] = everyHall
@@ -375,7 +370,7 @@ func (g *Generator) item(elf, si, h int, madeAt time.Time) Message {
 	} else {
 		v = mustJSON(record.Toy{ToyID: g.newID(), Kind: g.toyKind(), Size: size, Elf: name, MadeAt: record.FormatTime(madeAt)})
 	}
-	return Message{Key: []byte(lineKey(size, g.halls[h])), Value: v, Kind: kind, Elf: elf, MadeAt: madeAt}
+	return Message{Key: []byte(record.JoinLine(size, g.halls[h])), Value: v, Kind: kind, Elf: elf, MadeAt: madeAt}
 }
 
 func (g *Generator) toyKind() string { return ToyKinds[g.rng.IntN(len(ToyKinds))] }
@@ -390,7 +385,7 @@ func (g *Generator) badRecord(elf, si, h int, nominal time.Time) Message {
 	stream := g.cfg.Stream
 	size := record.Sizes[si]
 	hall := g.halls[h]
-	key := lineKey(size, hall)
+	key := record.JoinLine(size, hall)
 	name := g.elves[elf].name
 	madeAt := any(record.FormatTime(nominal))
 	var toyKind string
@@ -436,14 +431,14 @@ func (g *Generator) badRecord(elf, si, h int, nominal time.Time) Message {
 	case "bad:size":
 		switch variant % 3 {
 		case 0:
-			v, key = fields(g.newID(), "XXL", madeAt), lineKey("XXL", hall)
+			v, key = fields(g.newID(), "XXL", madeAt), record.JoinLine("XXL", hall)
 		case 1:
 			v = fields(g.newID(), "XXL", madeAt)
 		default:
 			v = fields(g.newID(), strings.ToLower(size), madeAt)
 		}
 	case "bad:size-not-key":
-		key = lineKey(record.Sizes[(si+1+g.rng.IntN(len(record.Sizes)-1))%len(record.Sizes)], hall)
+		key = record.JoinLine(record.Sizes[(si+1+g.rng.IntN(len(record.Sizes)-1))%len(record.Sizes)], hall)
 		v = fields(g.newID(), size, madeAt)
 	case "bad:missing-id":
 		v = fields(nil, size, madeAt)

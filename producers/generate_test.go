@@ -234,7 +234,7 @@ func classify(s record.Stream, c Config, msgs []Message) []string {
 	ids := map[string]bool{}
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		r, err := parseMessage(s, m)
+		r, err := record.Parse(s, m.Key, m.Value)
 		if err != nil {
 			out[i] = "dead"
 			continue

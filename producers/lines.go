@@ -34,15 +34,6 @@ const MaxHalls = 10_000
 // letter or a digit).
 func HallName(k int) string { return "hall-" + strconv.Itoa(k) }
 
-// lineKey is the Kafka key of the line of size in hall: size/hall, or the
-// size alone when hall is "".
-func lineKey(size, hall string) string {
-	if hall == "" {
-		return size
-	}
-	return size + "/" + hall
-}
-
 // halls are the hall names the elves of c spread over: "" alone (keys are
 // sizes) when c.Halls is 0.
 func (c Config) halls() []string {
@@ -65,7 +56,7 @@ func (c Config) Lines() []string {
 	out := make([]string, 0, len(record.Sizes)*len(halls))
 	for _, s := range record.Sizes {
 		for _, h := range halls {
-			out = append(out, lineKey(s, h))
+			out = append(out, record.JoinLine(s, h))
 		}
 	}
 	return out
@@ -104,7 +95,7 @@ func (c Config) Spread(partitions int) Spread {
 	halls := c.halls()
 	for _, s := range record.Sizes {
 		for _, h := range halls {
-			p := partitionOf([]byte(lineKey(s, h)), partitions)
+			p := partitionOf([]byte(record.JoinLine(s, h)), partitions)
 			sp.Lines[p]++
 			if total > 0 {
 				sp.Share[p] += float64(c.SizeMix[s]) / float64(total) / float64(len(halls))

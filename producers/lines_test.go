@@ -11,70 +11,6 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// splitLine splits a key into its size part and hall (contract version 3);
-// ok is false when the key has a slash and what follows is not one
-// well-formed hall. The size part is left to record.Parse. TODO(join): the
-// line parsing internal/record is getting; then parseMessage is record.Parse.
-func splitLine(key string) (size, hall string, ok bool) {
-	size, hall, slash := strings.Cut(key, "/")
-	if !slash {
-		return size, "", true
-	}
-	return size, hall, wellFormedHall(hall)
-}
-
-func wellFormedHall(h string) bool {
-	if len(h) < 1 || len(h) > 32 || h[0] == '-' {
-		return false
-	}
-	for _, c := range []byte(h) {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// parseMessage is record.Parse of contract version 3: the value checked
-// against the key's size part, then the line itself. (The elves' bad:line
-// records are wrong in nothing else, so the order of the two does not
-// matter for them.)
-func parseMessage(s record.Stream, m Message) (record.Record, error) {
-	size, _, ok := splitLine(string(m.Key))
-	r, err := record.Parse(s, []byte(size), m.Value)
-	if err != nil {
-		return r, err
-	}
-	if !ok {
-		return record.Record{}, &record.InvalidError{Reason: reasonBadLine, Detail: fmt.Sprintf("key %q", m.Key)}
-	}
-	return r, nil
-}
-
-func TestSplitLine(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		key, size, hall string
-		ok              bool
-	}{
-		{"M", "M", "", true},
-		{"M/hall-7", "M", "hall-7", true},
-		{"XL/7", "XL", "7", true},
-		{"S/" + strings.Repeat("a", 32), "S", strings.Repeat("a", 32), true},
-		{"S/" + strings.Repeat("a", 33), "S", strings.Repeat("a", 33), false},
-		{"M/", "M", "", false},
-		{"M/Hall", "M", "Hall", false},
-		{"M/a/b", "M", "a/b", false},
-		{"M/-a", "M", "-a", false},
-		{"M/a_b", "M", "a_b", false},
-	} {
-		size, hall, ok := splitLine(tc.key)
-		if size != tc.size || hall != tc.hall || ok != tc.ok {
-			t.Errorf("splitLine(%q) = %q %q %v, want %q %q %v", tc.key, size, hall, ok, tc.size, tc.hall, tc.ok)
-		}
-	}
-}
-
 // TestLines: the lines of a config are its sizes without halls, and every
 // size in every hall, each well-formed, with halls.
 func TestLines(t *testing.T) {
@@ -97,7 +33,7 @@ func TestLines(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for _, l := range lines {
-			if _, hall, ok := splitLine(l); !ok || (tc.halls > 0) != (hall != "") || seen[l] {
+			if _, hall, _ := record.SplitLine(l); !record.ValidLine(l) || (tc.halls > 0) != (hall != "") || seen[l] {
 				t.Fatalf("halls %d: line %q is not a well-formed line of its own", tc.halls, l)
 			}
 			seen[l] = true
@@ -136,7 +72,7 @@ func TestPlanWithHalls(t *testing.T) {
 			lastMade := map[string]time.Time{} // per line, final heartbeats aside
 			bad := map[string]int{}
 			for _, m := range plan[:len(plan)-len(lines)] {
-				r, err := parseMessage(tc.s, m)
+				r, err := record.Parse(tc.s, m.Key, m.Value)
 				if IsBad(m.Kind) {
 					bad[m.Kind]++
 					if got, want := record.ReasonOf(err), BadReason(m.Kind); got != want || want == "" {
@@ -147,7 +83,7 @@ func TestPlanWithHalls(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %q keyed %q: %v", m.Kind, m.Value, m.Key, err)
 				}
-				size, _, _ := splitLine(string(m.Key))
+				size, _, _ := record.SplitLine(string(m.Key))
 				if !isLine[string(m.Key)] || size != r.Size || !r.MadeAt.Equal(m.MadeAt) || m.Elf < 0 {
 					t.Fatalf("%s %q keyed %q: not a record of one of the config's lines, its size part the value's", m.Kind, m.Value, m.Key)
 				}
@@ -161,7 +97,7 @@ func TestPlanWithHalls(t *testing.T) {
 				}
 			}
 			for i, m := range final {
-				r, err := parseMessage(tc.s, m)
+				r, err := record.Parse(tc.s, m.Key, m.Value)
 				if err != nil || !r.Heartbeat || m.Elf != -1 || string(m.Key) != lines[i] {
 					t.Fatalf("final message %d is %s %q keyed %q (%v), want the final heartbeat of %s", i, m.Kind, m.Value, m.Key, err, lines[i])
 				}
@@ -230,7 +166,7 @@ func TestHallsShareEvenly(t *testing.T) {
 			var counts []int
 			sum := 0
 			for k := 1; k <= halls; k++ {
-				n := perLine[lineKey(size, HallName(k))]
+				n := perLine[record.JoinLine(size, HallName(k))]
 				counts = append(counts, n)
 				sum += n
 			}
@@ -240,7 +176,7 @@ func TestHallsShareEvenly(t *testing.T) {
 			mean := float64(sum) / float64(halls)
 			for k, n := range counts {
 				if math.Abs(float64(n)-mean) > 3*math.Sqrt(mean) {
-					t.Errorf("halls %d: line %s has %d records, the mean of its size %.0f (%v)", halls, lineKey(size, HallName(k+1)), n, mean, counts)
+					t.Errorf("halls %d: line %s has %d records, the mean of its size %.0f (%v)", halls, record.JoinLine(size, HallName(k+1)), n, mean, counts)
 				}
 			}
 		}
