@@ -9,7 +9,8 @@
 // docs/PERFORMANCE.md has the numbers.
 //
 // The bench does not know the command line of the processes it measures:
-// Config.Args says, for each Worker, what to run.
+// Config.Args says what to run, and the process reads its Worker from
+// WorkerEnv.
 package bench
 
 import (
@@ -166,7 +167,8 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
 var VariantNames = []string{"base", "trace100", "trace10", "trace0", "parts", "disk", "real", "live", "hop"}
 
 // Worker is the process one variant measures: Config.Args names the command
-// it runs, and the worker reads the whole of it from WorkerEnv.
+// it runs, and that command reads the whole of it from WorkerEnv and runs
+// the packer or, with Hop, the hop.
 type Worker struct {
 	// Hop: the one-hop floor (RunHop in group HopGroup, on Packer's brokers
 	// and input topics) instead of the packer.
@@ -225,11 +227,10 @@ type Config struct {
 	// its internal topics keep and how long a restarted packer takes to be
 	// ready (Result's CleanWaitSeconds to RestartMaxRSSMiB).
 	Restart bool
-	// Executable is the program the workers run as; Args gives its
-	// arguments for a Worker (the command; the Worker itself goes in
-	// WorkerEnv).
+	// Executable is the program the workers run as, with arguments Args
+	// (the command; each Worker goes in WorkerEnv).
 	Executable string
-	Args       func(Worker) []string
+	Args       []string
 	// Progress gets the bench's progress lines and the workers' output.
 	Progress io.Writer
 }
@@ -315,7 +316,7 @@ func (c Config) Validate() error {
 			bad("broker process ids must be positive, got %d", p)
 		}
 	}
-	if c.Executable == "" || c.Args == nil {
+	if c.Executable == "" || len(c.Args) == 0 {
 		bad("no worker program (Executable and Args)")
 	}
 	if c.Progress == nil {

@@ -12,7 +12,7 @@ import (
 
 func validConfig() Config {
 	c := DefaultConfig()
-	c.Executable, c.Args = "/bin/true", func(Worker) []string { return nil }
+	c.Executable, c.Args = "/bin/true", []string{"worker"}
 	return c
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
 // process is a worker running as its own OS process.
@@ -23,32 +24,26 @@ type process struct {
 	exited  chan struct{}
 	err     error
 	// ready, when start was asked to watch, notes when the worker has
-	// printed ReadyLine.
+	// printed a line that starts with packer.ReadyPrefix.
 	ready *lineWatch
 }
 
-// ReadyLine starts the line a packer worker prints on its stderr once both
-// of its goka groups have recovered their tables and consume (`northpole
-// process packer`: "packer ready: consuming ...").
-const ReadyLine = "packer ready"
-
 // start runs the worker w with environment env, and w itself in WorkerEnv,
-// until ctx ends or stop. Its
-// output goes to Config.Progress; with watch, through a lineWatch for
-// ReadyLine (then a goroutine of this process copies it: not for a run
-// whose broker CPU is this process's).
+// until ctx ends or stop. Its output goes to Config.Progress; with watch,
+// through a lineWatch for packer.ReadyPrefix (then a goroutine of this
+// process copies it: not for a run whose broker CPU is this process's).
 func (b *Bench) start(ctx context.Context, w Worker, env []string, watch bool) (*process, error) {
 	enc, err := w.Encode()
 	if err != nil {
 		return nil, err
 	}
-	c := exec.CommandContext(ctx, b.cfg.Executable, b.cfg.Args(w)...)
+	c := exec.CommandContext(ctx, b.cfg.Executable, b.cfg.Args...)
 	c.Env, c.Stdout, c.Stderr = append(slices.Clip(env), WorkerEnv+"="+enc), b.cfg.Progress, b.cfg.Progress
 	var ready *lineWatch
 	if watch {
 		// One writer for both: exec then copies them in one goroutine, so
 		// the watch and Progress see one write at a time.
-		ready = newLineWatch(b.cfg.Progress, ReadyLine)
+		ready = newLineWatch(b.cfg.Progress, packer.ReadyPrefix)
 		c.Stdout, c.Stderr = ready, ready
 	}
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }

@@ -26,7 +26,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure the packer: throughput, CPU per input event, memory, pack latency",
 		Long: `bench pre-loads --records toys and boxes (half each, clean: no late, duplicate
 or bad records) into Kafka, then starts the packer as its own OS process
-(northpole process packer) from the start of the topics and measures until its
+(a hidden command of northpole that runs what process packer runs) from the start of the topics and measures until its
 lag is zero: input events/s (toys, boxes and heartbeats), the packer process's
 user+system CPU per input event (rusage) and its peak RSS (VmHWM), the broker's
 CPU per input event over the packer process's life, the Kafka records written
@@ -111,16 +111,8 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 	if c.Executable, err = os.Executable(); err != nil {
 		return c, err
 	}
-	c.Args, c.Progress = benchWorkerArgs, os.Stderr
+	// The hidden bench-worker reads its configuration whole, its CPU
+	// profile included, from $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
+	c.Args, c.Progress = []string{"bench-worker"}, os.Stderr
 	return c, nil
-}
-
-// benchWorkerArgs is the command line of a bench worker: northpole process
-// packer, or the hidden bench-hop. Each reads its configuration whole, its
-// CPU profile included, from $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
-func benchWorkerArgs(w bench.Worker) []string {
-	if w.Hop {
-		return []string{"bench-hop"}
-	}
-	return []string{"process", "packer"}
 }
