@@ -53,7 +53,7 @@ func newPackerCmd() *cobra.Command {
 		Long: `Runs the two goka groups of the packer (clock, slots) until
 interrupted. Topics are created if missing; an input topic whose partition
 count differs from --partitions is refused. Several instances with the same
---group share the partitions. It prints "`+packer.ReadyPrefix+`: ..." on stderr
+--group share the partitions. It prints "` + packer.ReadyPrefix + `: ..." on stderr
 once both groups have joined, recovered their tables and consume. See
 docs/ARCHITECTURE.md.
 
