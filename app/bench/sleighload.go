@@ -23,6 +23,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/procfs"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
@@ -193,7 +194,7 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 		return r, err
 	}
 	time.Sleep(2 * time.Second)
-	r.EmptyRSSMiB = procStatusMiB(pid, "VmRSS")
+	r.EmptyRSSMiB = procfs.RSSMiB(pid)
 	fmt.Fprintf(cfg.Progress, "sleigh load: the sleigh runs (%.0f MiB); writing %d pairs to %s\n", r.EmptyRSSMiB, cfg.Pairs, topic)
 	start := time.Now()
 	if err := writePairs(ctx, kc, topic, cfg.Pairs); err != nil {
@@ -203,17 +204,16 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 		return r, err
 	}
 	r.LoadSeconds = time.Since(start).Seconds()
-	r.LoadingPeakMiB = procStatusMiB(pid, "VmHWM")
+	r.LoadingPeakMiB = procfs.PeakRSSMiB(pid)
 	time.Sleep(cfg.Idle)
-	r.IdleRSSMiB = procStatusMiB(pid, "VmRSS")
+	r.IdleRSSMiB = procfs.RSSMiB(pid)
 	r.BytesPerPair = (r.IdleRSSMiB - r.EmptyRSSMiB) * (1 << 20) / float64(cfg.Pairs)
 	fmt.Fprintf(cfg.Progress, "sleigh load: %d pairs loaded in %.1f s, idle at %.0f MiB; %d clients page through them\n", cfg.Pairs, r.LoadSeconds, r.IdleRSSMiB, cfg.Clients)
-	// Writing 5 resets VmHWM to the current resident set (Linux 4.0 on).
-	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0); err != nil {
-		return r, fmt.Errorf("sleigh load: reset the sleigh's peak RSS: %w", err)
+	if err := procfs.ResetPeakRSS(pid); err != nil {
+		return r, fmt.Errorf("sleigh load: %w", err)
 	}
 	page(ctx, cfg, base, &r)
-	r.PagingPeakMiB = procStatusMiB(pid, "VmHWM")
+	r.PagingPeakMiB = procfs.PeakRSSMiB(pid)
 	select {
 	case err := <-exited:
 		exited <- err

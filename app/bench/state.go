@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/procfs"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
@@ -229,7 +230,7 @@ func (b *Bench) restart(ctx context.Context, w Worker, env []string, r *Result) 
 	select {
 	case <-proc.ready.seen:
 		r.RestartReadySeconds = proc.ready.when().Sub(proc.started).Seconds()
-		r.RestartMaxRSSMiB = vmHWM(proc.cmd.Process.Pid)
+		r.RestartMaxRSSMiB = procfs.PeakRSSMiB(proc.cmd.Process.Pid)
 	case <-proc.exited:
 		return fmt.Errorf("the restarted packer ended before it printed %q: %w", packer.ReadyPrefix, exitErr(proc.err))
 	case <-ctx.Done():

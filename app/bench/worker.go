@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/procfs"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -74,7 +75,7 @@ func (p *process) stop(r *Result) error {
 	// exits. rusage's Maxrss is no good here: at exec Linux keeps the
 	// high-water mark of the forking process, this one, whose RSS holds the
 	// in-process broker's data.
-	r.MaxRSSMiB = vmHWM(p.cmd.Process.Pid)
+	r.MaxRSSMiB = procfs.PeakRSSMiB(p.cmd.Process.Pid)
 	cpu, err := p.halt()
 	r.CPUSeconds = cpu.Seconds()
 	return err
@@ -94,7 +95,7 @@ func (p *process) halt() (time.Duration, error) {
 
 // cpu is the CPU time the running process has used so far (/proc, in
 // ticks of 10 ms).
-func (p *process) cpu() (time.Duration, error) { return procCPU(p.cmd.Process.Pid) }
+func (p *process) cpu() (time.Duration, error) { return procfs.CPU(p.cmd.Process.Pid) }
 
 // lineWatch passes what a worker writes on to out and notes when a line
 // starting with prefix first comes by.
@@ -186,6 +187,3 @@ func (b *Bench) storageDir() (dir string, cleanup func(), err error) {
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
-
-// vmHWM is the peak resident set of process pid in MiB (Linux), 0 if unknown.
-func vmHWM(pid int) float64 { return procStatusMiB(pid, "VmHWM") }
