@@ -1,8 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -23,10 +22,9 @@ func TestProcessPackerUsesItsFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(bench.WorkerEnv, enc)
-	err = execute(t, "process", "packer", "--brokers", "127.0.0.1:1", "--partitions", "0")
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "partitions must be at least 1, got 0") || strings.Contains(err.Error(), "window") {
-		t.Errorf("process packer --partitions 0 with $%s set: %v; want the usage error of its flags (partitions), not the worker's (window)", bench.WorkerEnv, err)
+	out, code := runCLI(t, context.Background(), "process", "packer", "--brokers", "127.0.0.1:1", "--partitions", "0")
+	if code != exitUsage || !strings.Contains(out, "partitions must be at least 1, got 0") || strings.Contains(out, "window") {
+		t.Errorf("process packer --partitions 0 with $%s set: exit %d, %s\nwant the usage error of its flags (partitions), not the worker's (window)", bench.WorkerEnv, code, out)
 	}
 }
 
@@ -37,22 +35,8 @@ func TestBenchWorkerNeedsItsWorker(t *testing.T) {
 	if err := os.Unsetenv(bench.WorkerEnv); err != nil {
 		t.Fatal(err)
 	}
-	err := execute(t, "bench-worker")
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "$"+bench.WorkerEnv) {
-		t.Errorf("bench-worker without $%s: %v; want a usage error naming it", bench.WorkerEnv, err)
+	out, code := runCLI(t, context.Background(), "bench-worker")
+	if code != exitUsage || !strings.Contains(out, "$"+bench.WorkerEnv) {
+		t.Errorf("bench-worker without $%s: exit %d, %s\nwant a usage error naming it", bench.WorkerEnv, code, out)
 	}
-}
-
-// execute runs the command line args in this process.
-func execute(t *testing.T, args ...string) error {
-	t.Helper()
-	var out bytes.Buffer
-	cmd := newRootCmd()
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	err := cmd.Execute()
-	t.Logf("%s: %v\n%s", strings.Join(args, " "), err, out.String())
-	return err
 }
