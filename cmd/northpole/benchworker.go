@@ -6,10 +6,9 @@ import (
 	"github.com/northpole-workshop/northpole/app/bench"
 )
 
-// newBenchWorkerCmd is the process northpole bench measures: the packer, or
-// the one-hop floor under it (bench.RunHop), as the Worker it reads whole
-// from $NORTHPOLE_BENCH_WORKER says. It is hidden: it exists only so that the
-// bench can measure it as its own OS process.
+// newBenchWorkerCmd is the OS process northpole bench measures, hidden: the
+// packer, or the one-hop floor under it (bench.RunHop), as the Worker it
+// reads whole from $NORTHPOLE_BENCH_WORKER says.
 func newBenchWorkerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "bench-worker",
