@@ -53,7 +53,7 @@ func readTopic(t *testing.T, kc kafkaconf.Config, topic string) [][]consumed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := kafkaadmin.Partitions(kc, topic)
+	n, err := kafkaadmin.Partitions(ctx, kc, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

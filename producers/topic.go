@@ -13,7 +13,7 @@ import (
 // count and the topic has another: toys and boxes must have the same count,
 // or the packer refuses to start.
 func EnsureTopic(ctx context.Context, kc kafkaconf.Config, topic string, partitions int32, exact bool) error {
-	n, err := kafkaadmin.Partitions(kc, topic)
+	n, err := kafkaadmin.Partitions(ctx, kc, topic)
 	if err != nil {
 		return kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topic, Partitions: partitions})
 	}

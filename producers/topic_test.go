@@ -20,7 +20,7 @@ func TestEnsureTopic(t *testing.T) {
 	if err := EnsureTopic(ctx, kc, fresh, 3, true); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := kafkaadmin.Partitions(kc, fresh); err != nil || n != 3 {
+	if n, err := kafkaadmin.Partitions(ctx, kc, fresh); err != nil || n != 3 {
 		t.Errorf("created %q with %d partitions (%v), want 3", fresh, n, err)
 	}
 	if err := EnsureTopic(ctx, kc, names[0], 2, false); err != nil {

@@ -9,19 +9,20 @@
 // docs/PERFORMANCE.md has the numbers.
 //
 // The bench does not know the command line of the processes it measures:
-// Config.Args says, for each Worker, what to run.
+// Config.Args says what to run, and the process reads its Worker from
+// WorkerEnv.
 //
 // Besides the packer's own figures it reads the broker's CPU over the same
 // interval (brokercpu.go: kfake's is this process's own; a real broker's
-// from /proc, found by its listening socket, procfs.go), and the Kafka
-// records written and read per input event by kind of topic, from end
-// offsets and the goka group graphs (records.go). Rounds (rounds.go,
+// from /proc, found by its listening socket through internal/procfs), and
+// the Kafka records written and read per input event by kind of topic, from
+// end offsets and the goka group graphs (records.go). Rounds (rounds.go,
 // Summarize) run the variant list again and again and sum up each variant's
-// ratio to its round's baseline. RunHop (hop.go) is the one-hop floor, a bare
-// goka hop; RunSleighLoad (sleighload.go) is `northpole bench-sleigh`, the
-// sleigh's load test. A worker gets its configuration whole, as JSON in
-// $NORTHPOLE_BENCH_WORKER (workerenv.go). text.go renders both commands'
-// tables and the legends their help prints (Legend, SleighLoadLegend).
+// ratio to its round's baseline. RunHop (hop.go) is the one-hop floor, a
+// bare goka hop. A worker gets its configuration whole, as JSON in
+// $NORTHPOLE_BENCH_WORKER (workerenv.go). text.go renders the tables and
+// the legend the help prints (Legend); the sleigh's load test is
+// app/sleighbench.
 package bench
 
 import (
@@ -178,7 +179,8 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
 var VariantNames = []string{"base", "trace100", "trace10", "trace0", "parts", "disk", "real", "live", "hop"}
 
 // Worker is the process one variant measures: Config.Args names the command
-// it runs, and the worker reads the whole of it from WorkerEnv.
+// it runs, and that command reads the whole of it from WorkerEnv and runs
+// the packer or, with Hop, the hop.
 type Worker struct {
 	// Hop: the one-hop floor (RunHop in group HopGroup, on Packer's brokers
 	// and input topics) instead of the packer.
@@ -237,11 +239,10 @@ type Config struct {
 	// its internal topics keep and how long a restarted packer takes to be
 	// ready (Result's CleanWaitSeconds to RestartMaxRSSMiB).
 	Restart bool
-	// Executable is the program the workers run as; Args gives its
-	// arguments for a Worker (the command; the Worker itself goes in
-	// WorkerEnv).
+	// Executable is the program the workers run as, with arguments Args
+	// (the command; each Worker goes in WorkerEnv).
 	Executable string
-	Args       func(Worker) []string
+	Args       []string
 	// Progress gets the bench's progress lines and the workers' output.
 	Progress io.Writer
 }
@@ -327,7 +328,7 @@ func (c Config) Validate() error {
 			bad("broker process ids must be positive, got %d", p)
 		}
 	}
-	if c.Executable == "" || c.Args == nil {
+	if c.Executable == "" || len(c.Args) == 0 {
 		bad("no worker program (Executable and Args)")
 	}
 	if c.Progress == nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/northpole-workshop/northpole/internal/procfs"
 )
 
 // NotLocal is the start of Result.BrokerCPU when the real broker is not a
@@ -24,11 +26,11 @@ type brokerMeter struct {
 
 func (m *brokerMeter) cpu() (time.Duration, error) {
 	if len(m.pids) == 0 {
-		return selfCPU()
+		return procfs.SelfCPU()
 	}
 	var sum time.Duration
 	for _, pid := range m.pids {
-		d, err := procCPU(pid)
+		d, err := procfs.CPU(pid)
 		if err != nil {
 			return 0, err
 		}
@@ -54,8 +56,8 @@ func (b *Bench) brokerMeter(v Variant) (*brokerMeter, string) {
 	if len(pids) == 0 {
 		var notFound []string
 		for _, addr := range b.cfg.Real.Brokers {
-			ps, err := listenerPIDs(addr)
-			if errors.Is(err, errNotLocal) {
+			ps, err := procfs.ListenerPIDs(addr)
+			if errors.Is(err, procfs.ErrNotLocal) {
 				return nil, NotLocal + ")"
 			}
 			if err != nil {

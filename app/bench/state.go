@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/procfs"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
@@ -219,7 +220,7 @@ func logSizes(ctx context.Context, adm *kadm.Client, offsets kadm.ListedOffsets)
 
 // restart starts worker w again (its CPU profile, if any, is the first
 // run's and stays) and measures the wall time from its start until it
-// prints ReadyLine, and its peak RSS then; then stops it.
+// prints packer.ReadyLine, and its peak RSS then; then stops it.
 func (b *Bench) restart(ctx context.Context, w Worker, env []string, r *Result) error {
 	w.CPUProfile = ""
 	proc, err := b.start(ctx, w, env, true)
@@ -229,9 +230,9 @@ func (b *Bench) restart(ctx context.Context, w Worker, env []string, r *Result) 
 	select {
 	case <-proc.ready.seen:
 		r.RestartReadySeconds = proc.ready.when().Sub(proc.started).Seconds()
-		r.RestartMaxRSSMiB = vmHWM(proc.cmd.Process.Pid)
+		r.RestartMaxRSSMiB = procfs.PeakRSSMiB(proc.cmd.Process.Pid)
 	case <-proc.exited:
-		return fmt.Errorf("the restarted packer ended before it printed %q: %w", ReadyLine, exitErr(proc.err))
+		return fmt.Errorf("the restarted packer ended before it printed %q: %w", packer.ReadyPrefix, exitErr(proc.err))
 	case <-ctx.Done():
 		_, _ = proc.halt()
 		return fmt.Errorf("waiting for the restarted packer to be ready: %w", ctx.Err())

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/testsupport/syncbuf"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -24,50 +22,29 @@ import (
 const testWorkerArg = "northpole-bench-test-worker"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == testWorkerArg {
-		os.Exit(runTestWorker(os.Args[2]))
+	if len(os.Args) > 1 && os.Args[1] == testWorkerArg {
+		os.Exit(runTestWorker())
 	}
 	os.Exit(m.Run())
 }
 
-// testWorker is what a test worker is told of its Worker: the packer's
-// configuration without what does not travel as JSON.
-type testWorker struct {
-	Brokers    []string
-	Topics     packer.Topics
-	Group      string
-	Partitions int32
-	Window     time.Duration
-	Lateness   time.Duration
-	StorageDir string
-	CleanEvery time.Duration
-}
-
-func testWorkerArgs(w Worker) []string {
-	c := w.Packer
-	b, err := json.Marshal(testWorker{c.Kafka.Brokers, c.Topics, c.Group, c.Partitions, c.Window, c.Lateness, c.StorageDir, c.CleanEvery})
-	if err != nil {
-		panic(err)
+// runTestWorker runs the packer of its Worker (from WorkerEnv) as `northpole
+// bench-worker` does, until SIGTERM, and prints packer.ReadyLine when it is
+// ready.
+func runTestWorker() int {
+	w, ok, err := WorkerFromEnv()
+	if err == nil && !ok {
+		err = fmt.Errorf("no $%s", WorkerEnv)
 	}
-	return []string{testWorkerArg, string(b)}
-}
-
-// runTestWorker runs the packer as `northpole process packer` does, until
-// SIGTERM, and prints ReadyLine when it is ready.
-func runTestWorker(arg string) int {
-	var tw testWorker
-	if err := json.Unmarshal([]byte(arg), &tw); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "test worker:", err)
 		return 2
 	}
-	cfg := packer.DefaultConfig()
-	cfg.Kafka = kafkaconf.Config{Brokers: tw.Brokers}
-	cfg.Topics, cfg.Group, cfg.Partitions, cfg.StorageDir, cfg.CleanEvery = tw.Topics, tw.Group, tw.Partitions, tw.StorageDir, tw.CleanEvery
-	cfg.Window, cfg.Lateness = tw.Window, tw.Lateness
+	cfg := w.Packer
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Ready = func() { fmt.Fprintf(os.Stderr, "%s: test worker, groups %v\n", ReadyLine, cfg.Groups()) }
+	cfg.Ready = func() { fmt.Fprintln(os.Stderr, packer.ReadyLine(cfg)) }
 	pk, err := packer.New(cfg, log)
 	if err == nil {
 		err = pk.Run(ctx)
@@ -97,7 +74,7 @@ func TestBenchStateAfterRun(t *testing.T) {
 	c := DefaultConfig()
 	c.Records, c.Partitions, c.Variants = 20_000, []int32{2}, []string{"base"}
 	c.Window, c.Lateness = time.Second, time.Second
-	c.Timeout, c.Executable, c.Args, c.Progress = 4*time.Minute, exe, testWorkerArgs, progress
+	c.Timeout, c.Executable, c.Args, c.Progress = 4*time.Minute, exe, []string{testWorkerArg}, progress
 	b, err := New(c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +128,7 @@ func TestBenchStateAfterRun(t *testing.T) {
 	}
 }
 
-// TestBenchRestartReady: the restart is timed to the worker's ReadyLine, even
+// TestBenchRestartReady: the restart is timed to the worker's ready line, even
 // when the line comes in pieces after other output; a worker that exits
 // before it is an error.
 func TestBenchRestartReady(t *testing.T) {
@@ -164,7 +141,7 @@ func TestBenchRestartReady(t *testing.T) {
 	} {
 		c := validConfig()
 		progress := &syncbuf.Buffer{}
-		c.Executable, c.Args, c.Progress = "/bin/sh", func(Worker) []string { return []string{"-c", tc.script} }, progress
+		c.Executable, c.Args, c.Progress = "/bin/sh", []string{"-c", tc.script}, progress
 		b, err := New(c, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +175,7 @@ func TestLineWatch(t *testing.T) {
 		{[]string{"packer rea\n", "dy\n"}, false},
 	} {
 		var out bytes.Buffer
-		l := newLineWatch(&out, ReadyLine)
+		l := newLineWatch(&out, packer.ReadyPrefix)
 		for _, w := range tc.writes {
 			if n, err := l.Write([]byte(w)); n != len(w) || err != nil {
 				t.Errorf("Write(%q) = %d, %v", w, n, err)

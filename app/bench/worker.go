@@ -13,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/procfs"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
 // process is a worker running as its own OS process.
@@ -23,32 +25,26 @@ type process struct {
 	exited  chan struct{}
 	err     error
 	// ready, when start was asked to watch, notes when the worker has
-	// printed ReadyLine.
+	// printed a line that starts with packer.ReadyPrefix.
 	ready *lineWatch
 }
 
-// ReadyLine starts the line a packer worker prints on its stderr once both
-// of its goka groups have recovered their tables and consume (`northpole
-// process packer`: "packer ready: consuming ...").
-const ReadyLine = "packer ready"
-
 // start runs the worker w with environment env, and w itself in WorkerEnv,
-// until ctx ends or stop. Its
-// output goes to Config.Progress; with watch, through a lineWatch for
-// ReadyLine (then a goroutine of this process copies it: not for a run
-// whose broker CPU is this process's).
+// until ctx ends or stop. Its output goes to Config.Progress; with watch,
+// through a lineWatch for packer.ReadyPrefix (then a goroutine of this
+// process copies it: not for a run whose broker CPU is this process's).
 func (b *Bench) start(ctx context.Context, w Worker, env []string, watch bool) (*process, error) {
 	enc, err := w.Encode()
 	if err != nil {
 		return nil, err
 	}
-	c := exec.CommandContext(ctx, b.cfg.Executable, b.cfg.Args(w)...)
+	c := exec.CommandContext(ctx, b.cfg.Executable, b.cfg.Args...)
 	c.Env, c.Stdout, c.Stderr = append(slices.Clip(env), WorkerEnv+"="+enc), b.cfg.Progress, b.cfg.Progress
 	var ready *lineWatch
 	if watch {
 		// One writer for both: exec then copies them in one goroutine, so
 		// the watch and Progress see one write at a time.
-		ready = newLineWatch(b.cfg.Progress, ReadyLine)
+		ready = newLineWatch(b.cfg.Progress, packer.ReadyPrefix)
 		c.Stdout, c.Stderr = ready, ready
 	}
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
@@ -79,7 +75,7 @@ func (p *process) stop(r *Result) error {
 	// exits. rusage's Maxrss is no good here: at exec Linux keeps the
 	// high-water mark of the forking process, this one, whose RSS holds the
 	// in-process broker's data.
-	r.MaxRSSMiB = vmHWM(p.cmd.Process.Pid)
+	r.MaxRSSMiB = procfs.PeakRSSMiB(p.cmd.Process.Pid)
 	cpu, err := p.halt()
 	r.CPUSeconds = cpu.Seconds()
 	return err
@@ -99,7 +95,7 @@ func (p *process) halt() (time.Duration, error) {
 
 // cpu is the CPU time the running process has used so far (/proc, in
 // ticks of 10 ms).
-func (p *process) cpu() (time.Duration, error) { return procCPU(p.cmd.Process.Pid) }
+func (p *process) cpu() (time.Duration, error) { return procfs.CPU(p.cmd.Process.Pid) }
 
 // lineWatch passes what a worker writes on to out and notes when a line
 // starting with prefix first comes by.
@@ -191,6 +187,3 @@ func (b *Bench) storageDir() (dir string, cleanup func(), err error) {
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
-
-// vmHWM is the peak resident set of process pid in MiB (Linux), 0 if unknown.
-func vmHWM(pid int) float64 { return procStatusMiB(pid, "VmHWM") }

@@ -25,15 +25,15 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the packer: throughput, CPU per input event, memory, pack latency",
 		Long: `bench pre-loads --records toys and boxes (half each, clean: no late, duplicate
-or bad records) into Kafka, then starts the packer as its own OS process
-(northpole process packer) from the start of the topics and measures until its
-lag is zero: input events/s (toys, boxes and heartbeats), the packer process's
-user+system CPU per input event (rusage) and its peak RSS (VmHWM), the broker's
-CPU per input event over the packer process's life, the Kafka records written
-and read per input event by kind of topic, and output records/s. The live
-variant writes at a fixed --live-rate instead and reports pack latency (packed
-record's Kafka timestamp minus the later of its toy's and box's) at
-p50/p99/p999.
+or bad records) into Kafka, then starts the packer as its own OS process (the
+hidden bench-worker, which runs what process packer runs) from the start of the
+topics and measures until its lag is zero: input events/s (toys, boxes and
+heartbeats), the packer process's user+system CPU per input event (rusage) and
+its peak RSS (VmHWM), the broker's CPU per input event over the packer
+process's life, the Kafka records written and read per input event by kind of
+topic, and output records/s. The live variant writes at a fixed --live-rate
+instead and reports pack latency (packed record's Kafka timestamp minus the
+later of its toy's and box's) at p50/p99/p999.
 
 ` + bench.VariantsHelp + `
 
@@ -111,16 +111,7 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 	if c.Executable, err = os.Executable(); err != nil {
 		return c, err
 	}
-	c.Args, c.Progress = benchWorkerArgs, os.Stderr
+	// Each worker reads its Worker whole from $NORTHPOLE_BENCH_WORKER.
+	c.Args, c.Progress = []string{"bench-worker"}, os.Stderr
 	return c, nil
-}
-
-// benchWorkerArgs is the command line of a bench worker: northpole process
-// packer, or the hidden bench-hop. Each reads its configuration whole, its
-// CPU profile included, from $NORTHPOLE_BENCH_WORKER (bench.WorkerEnv).
-func benchWorkerArgs(w bench.Worker) []string {
-	if w.Hop {
-		return []string{"bench-hop"}
-	}
-	return []string{"process", "packer"}
 }

@@ -6,13 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/app/bench"
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/app/sleighbench"
 )
 
 func newBenchSleighCmd() *cobra.Command {
-	cfg := bench.DefaultSleighLoadConfig()
-	var brokers string
+	cfg := sleighbench.DefaultConfig()
+	ko := kafkaOptions{inProcessDefault: true}
 	var runs int
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -26,11 +25,12 @@ the whole manifest at once, --limit pairs a page, each from the first page to
 the last. A client that gets 503 waits its Retry-After and asks again; any
 other failure ends that client. The paging stops after --duration at the latest.
 
-` + bench.SleighLoadLegend + `
+` + sleighbench.Legend + `
 
 Everything runs on this machine: the HTTP traffic is loopback only. Without
 --brokers the Kafka is in-process (kfake, in this process); with --brokers the
-run's topics are deleted at its end. It is not part of the test suite.`,
+run's topics are deleted at its end, and the sleigh gets the same Kafka
+settings (TLS, SASL) as this command. It is not part of the test suite.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			exe, err := os.Executable()
@@ -38,17 +38,19 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 				return fmt.Errorf("bench-sleigh: find the northpole program: %w", err)
 			}
 			cfg.Executable, cfg.Progress = exe, cmd.ErrOrStderr()
-			cfg.Kafka = kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(brokers), ClientID: "northpole-bench-sleigh"}
+			if cfg.Kafka, err = ko.config("northpole-bench-sleigh"); err != nil {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return usageErr("%w", err)
 			}
 			if runs < 1 {
 				return usageErr("--runs %d: at least 1", runs)
 			}
-			var all []bench.SleighLoadResult
+			var all []sleighbench.Result
 			for i := range runs {
 				fmt.Fprintf(cmd.ErrOrStderr(), "bench-sleigh: run %d of %d\n", i+1, runs)
-				r, err := bench.RunSleighLoad(cmd.Context(), cfg)
+				r, err := sleighbench.Run(cmd.Context(), cfg)
 				if err != nil {
 					return err
 				}
@@ -57,12 +59,12 @@ run's topics are deleted at its end. It is not part of the test suite.`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), all)
 			}
-			bench.WriteSleighLoadText(cmd.OutOrStdout(), all)
+			sleighbench.WriteText(cmd.OutOrStdout(), all)
 			return nil
 		},
 	}
+	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default: an in-process Kafka)")
 	fs := cmd.Flags()
-	fs.StringVar(&brokers, "brokers", "", "Kafka bootstrap brokers, host:port[,host:port] (default: an in-process Kafka)")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, "packed pairs to load")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients paging at once")
 	fs.IntVar(&cfg.Limit, "limit", cfg.Limit, "pairs a page")

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/northpole-workshop/northpole/app/bench"
+	"github.com/northpole-workshop/northpole/app/sleighbench"
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
 // TestBenchSleighSmall runs the load test on a small manifest, on kfake, with
@@ -25,7 +27,7 @@ func TestBenchSleighSmall(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	var rs []bench.SleighLoadResult
+	var rs []sleighbench.Result
 	if err := json.Unmarshal(stdout.Bytes(), &rs); err != nil || len(rs) != 1 {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
@@ -35,5 +37,26 @@ func TestBenchSleighSmall(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "sleigh ready: manifest at http://127.0.0.1:") {
 		t.Errorf("the sleigh did not say it was ready on loopback:\n%s", stderr.String())
+	}
+}
+
+// TestBenchSleighKafkaSettings: bench-sleigh takes the Kafka settings every
+// command takes, from its flags or else from the environment, and refuses
+// those that cannot work before it starts anything.
+func TestBenchSleighKafkaSettings(t *testing.T) {
+	for _, tc := range []struct {
+		env  string // $NORTHPOLE_KAFKA_SASL_MECHANISM
+		args []string
+		want string
+	}{
+		{"", []string{"--sasl-mechanism", "PLAIN"}, "needs a user (--sasl-user"},
+		{"", []string{"--brokers", "k:9092", "--tls-ca", "ca.pem"}, "given with TLS off (--tls"},
+		{"PLAIN", nil, "needs a user (--sasl-user"},
+	} {
+		t.Setenv(kafkaconf.EnvSASLMechanism, tc.env)
+		out, code := runCLI(t, context.Background(), append([]string{"bench-sleigh"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("%s=%q bench-sleigh %s: exit %d, want 2 and %q:\n%s", kafkaconf.EnvSASLMechanism, tc.env, strings.Join(tc.args, " "), code, tc.want, out)
+		}
 	}
 }

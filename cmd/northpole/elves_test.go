@@ -30,7 +30,7 @@ func TestElvesHallsAndPartitions(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "16 lines over 8 partitions: ") {
 		t.Fatalf("exit %d, want 0 and the lines over 8 partitions in the summary:\n%s", code, out)
 	}
-	if n, err := kafkaadmin.Partitions(kc, topic); err != nil || n != 8 {
+	if n, err := kafkaadmin.Partitions(ctx, kc, topic); err != nil || n != 8 {
 		t.Fatalf("topic %q has %d partitions (%v), want the 8 asked for", topic, n, err)
 	}
 	recs, err := topicread.All(ctx, kc, topic)

@@ -140,7 +140,7 @@ after printing "interrupted".`,
 	root.AddCommand(newDemoCmd(), newElvesCmd(), newProcessCmd())
 	root.AddCommand(newServicemapCmd())
 	root.AddCommand(newCompareCmd())
-	root.AddCommand(newBenchCmd(), newBenchHopCmd(), newBenchSleighCmd())
+	root.AddCommand(newBenchCmd(), newBenchWorkerCmd(), newBenchSleighCmd())
 	// Bad flags and arguments are usage errors (exit 2), as are commands
 	// that only group others when called without one of them.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/northpole-workshop/northpole/app/bench"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -55,8 +53,8 @@ func newPackerCmd() *cobra.Command {
 		Long: `Runs the two goka groups of the packer (clock, slots) until
 interrupted. Topics are created if missing; an input topic whose partition
 count differs from --partitions is refused. Several instances with the same
---group share the partitions. It prints "packer ready: ..." on stderr once
-both groups have joined, recovered their tables and consume. See
+--group share the partitions. It prints "` + packer.ReadyPrefix + `: ..." on stderr
+once both groups have joined, recovered their tables and consume. See
 docs/ARCHITECTURE.md.
 
 With --listen it serves GET /healthz there: its state as JSON (each goka
@@ -70,52 +68,45 @@ recover, for a container's or an orchestrator's probe.`,
 					return err
 				}
 			}
-			// A bench worker gets its configuration whole, flags ignored.
-			w, isWorker, err := bench.WorkerFromEnv()
-			if err != nil {
+			var err error
+			if cfg.Kafka, err = ko.config("northpole-packer"); err != nil {
 				return err
 			}
-			if isWorker {
-				cfg = w.Packer
-				stopProfile, err := w.Profile()
-				if err != nil {
-					return err
-				}
-				defer stopProfile()
-			} else if cfg.Kafka, err = ko.config("northpole-packer"); err != nil {
-				return err
-			}
-			tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
-			if err != nil {
-				return err
-			}
-			defer stopTelemetry()
-			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ServicePacker))
-			cfg.Ready = func() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "packer ready: consuming %s, %s on %s (groups %s)\n", cfg.Topics.Toys, cfg.Topics.Boxes,
-					strings.Join(cfg.Kafka.Brokers, ","), strings.Join(cfg.Groups(), ", "))
-			}
-			pk, err := packer.New(cfg, slog.Default())
-			if err != nil {
-				return usageErr("%w", err)
-			}
-			slog.Info("packer starting", "brokers", cfg.Kafka.Brokers, "group", cfg.Group, "window", cfg.Window, "lateness", cfg.Lateness)
-			run := pk.Run
-			if listen != "" && !isWorker {
-				run = func(ctx context.Context) error { return pk.ListenAndRun(ctx, listen) }
-			}
-			if err := run(cmd.Context()); err != nil {
-				if pe := (*packer.PartitionsError)(nil); errors.As(err, &pe) {
-					return fmt.Errorf("packer: %w (--partitions %d)", err, pe.Partitions)
-				}
-				return fmt.Errorf("packer: %w", err)
-			}
-			slog.Info("packer stopped")
-			return nil
+			return runPackerCommand(cmd, cfg, listen)
 		},
 	}
 	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	packerFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&listen, "listen", "", "serve GET /healthz on this address, e.g. 127.0.0.1:8088 (default: none)")
 	return cmd
+}
+
+// runPackerCommand runs the packer of cfg, traced as OTEL_* says, until cmd's
+// context ends, and prints packer.ReadyLine once it is ready; with listen,
+// it serves /healthz there too. process packer and the bench's worker run it.
+func runPackerCommand(cmd *cobra.Command, cfg packer.Config, listen string) error {
+	tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ServicePacker))
+	cfg.Ready = func() { fmt.Fprintln(cmd.ErrOrStderr(), packer.ReadyLine(cfg)) }
+	pk, err := packer.New(cfg, slog.Default())
+	if err != nil {
+		return usageErr("%w", err)
+	}
+	slog.Info("packer starting", "brokers", cfg.Kafka.Brokers, "group", cfg.Group, "window", cfg.Window, "lateness", cfg.Lateness)
+	run := pk.Run
+	if listen != "" {
+		run = func(ctx context.Context) error { return pk.ListenAndRun(ctx, listen) }
+	}
+	if err := run(cmd.Context()); err != nil {
+		if pe := (*packer.PartitionsError)(nil); errors.As(err, &pe) {
+			return fmt.Errorf("packer: %w (--partitions %d)", err, pe.Partitions)
+		}
+		return fmt.Errorf("packer: %w", err)
+	}
+	slog.Info("packer stopped")
+	return nil
 }

@@ -149,10 +149,8 @@ func MaxMessageBytes(ctx context.Context, c kafkaconf.Config, topics ...string) 
 }
 
 // Partitions returns the partition count of topic, or an error that names the
-// topic when it does not exist. It takes no context: a reader's few retries
-// bound it (see NewReaderClient).
-func Partitions(c kafkaconf.Config, topic string) (int32, error) {
-	ctx := context.Background()
+// topic when it does not exist.
+func Partitions(ctx context.Context, c kafkaconf.Config, topic string) (int32, error) {
 	cl, err := c.NewReaderClient(ctx)
 	if err != nil {
 		return 0, err

@@ -61,3 +61,15 @@ func TestReady(t *testing.T) {
 		t.Error("Run on an unreachable Kafka returned nil")
 	}
 }
+
+// TestReadyLine: the line starts with ReadyPrefix, which watchers look for
+// at the start of a line, and says what the packer consumes and where.
+func TestReadyLine(t *testing.T) {
+	cfg := harness.Named("rl").Packer
+	cfg.Kafka = kafkaconf.Config{Brokers: []string{"k1:9092", "k2:9092"}}
+	got := packer.ReadyLine(cfg)
+	want := packer.ReadyPrefix + ": consuming rl-toys, rl-boxes on k1:9092,k2:9092 (groups rl-packer-clock, rl-packer-slots)"
+	if got != want {
+		t.Errorf("ReadyLine = %q, want %q", got, want)
+	}
+}

@@ -219,7 +219,7 @@ func readyCount(t *testing.T, logPath string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Count(string(b), "packer ready")
+	return strings.Count(string(b), packer.ReadyPrefix)
 }
 
 func tail(s string, n int) string {

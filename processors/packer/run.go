@@ -25,7 +25,7 @@ import (
 func (p *Packer) EnsureTopics(ctx context.Context) error {
 	c := p.cfg
 	for _, in := range []string{c.Topics.Toys, c.Topics.Boxes} {
-		n, err := kafkaadmin.Partitions(c.Kafka, in)
+		n, err := kafkaadmin.Partitions(ctx, c.Kafka, in)
 		if err == nil && n != c.Partitions {
 			return &PartitionsError{Topic: in, Partitions: n, Configured: c.Partitions}
 		}

@@ -33,7 +33,7 @@ func TestEnsureTopicsRefusesOtherPartitionCount(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Topic != cfg.Topics.Boxes || pe.Partitions != 2 || pe.Configured != 4 {
 		t.Fatalf("EnsureTopics = %v, want a PartitionsError for %s (2 partitions, configured 4)", err, cfg.Topics.Boxes)
 	}
-	if _, err := kafkaadmin.Partitions(kc, cfg.Topics.Packed); err == nil {
+	if _, err := kafkaadmin.Partitions(ctx, kc, cfg.Topics.Packed); err == nil {
 		t.Errorf("topic %s was created although the packer refused to start", cfg.Topics.Packed)
 	}
 }

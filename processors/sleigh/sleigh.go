@@ -214,7 +214,7 @@ func (s *Sleigh) EnsureTopics(ctx context.Context) error {
 	if err := kafkaadmin.EnsureTopics(ctx, c.Kafka, kafkaadmin.Topic{Name: c.Topic, Partitions: c.Partitions, Replication: c.Replication}); err != nil {
 		return err
 	}
-	n, err := kafkaadmin.Partitions(c.Kafka, c.Topic)
+	n, err := kafkaadmin.Partitions(ctx, c.Kafka, c.Topic)
 	if err != nil {
 		return err
 	}

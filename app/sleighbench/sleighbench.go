@@ -1,7 +1,13 @@
-package bench
+// Package sleighbench is the sleigh's load test, `northpole bench-sleigh`
+// without its flags: the sleigh as its own OS process (northpole process
+// sleigh) loads a million packed pairs written straight onto its topic, then
+// a hundred clients page through its whole manifest at once, on loopback.
+// It reports the sleigh's memory (empty, idle, peaks while loading and
+// paging) and the clients' pages per second and latencies. docs/PERFORMANCE.md
+// has the numbers.
+package sleighbench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,27 +17,29 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
+	"github.com/northpole-workshop/northpole/internal/procfs"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 )
 
-// SleighLoadConfig is a load test of the sleigh's manifest: a sleigh
-// process (northpole process sleigh) loads Pairs packed pairs, then Clients
-// clients page through its whole manifest at once, on loopback.
-type SleighLoadConfig struct {
-	// Kafka is the broker; without brokers, an in-process kfake.
+// Config is a load test of the sleigh's manifest: a sleigh process
+// (northpole process sleigh) loads Pairs packed pairs, then Clients clients
+// page through its whole manifest at once, on loopback.
+type Config struct {
+	// Kafka is the broker, its settings resolved (kafkaconf.Config.FromEnv);
+	// the sleigh gets the same (sleighKafka). Without brokers, an
+	// in-process kfake, without TLS or SASL.
 	Kafka kafkaconf.Config
 	// Executable is the northpole program; the sleigh runs as
 	// `Executable process sleigh ...`.
@@ -59,13 +67,13 @@ type SleighLoadConfig struct {
 	Progress io.Writer
 }
 
-// DefaultSleighLoadConfig is the load test of issue 26's goals.
-func DefaultSleighLoadConfig() SleighLoadConfig {
-	return SleighLoadConfig{Pairs: 1_000_000, Clients: 100, Limit: 1000, Duration: 10 * time.Minute, Idle: 30 * time.Second, Progress: io.Discard}
+// DefaultConfig is the load test of issue 26's goals.
+func DefaultConfig() Config {
+	return Config{Pairs: 1_000_000, Clients: 100, Limit: 1000, Duration: 10 * time.Minute, Idle: 30 * time.Second, Progress: io.Discard}
 }
 
 // Validate refuses a load test that cannot run or would not stop.
-func (c SleighLoadConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	if c.Executable == "" {
 		errs = append(errs, errors.New("sleigh load: no northpole program to run the sleigh"))
@@ -85,8 +93,8 @@ func (c SleighLoadConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// SleighLoadResult is what one load test measured.
-type SleighLoadResult struct {
+// Result is what one load test measured.
+type Result struct {
 	Pairs   int    `json:"pairs"`
 	Storage string `json:"storage"` // memory | disk
 	Clients int    `json:"clients"`
@@ -120,37 +128,38 @@ type SleighLoadResult struct {
 }
 
 // RequestsPerSecond is every answer the clients got per second of paging.
-func (r SleighLoadResult) RequestsPerSecond() float64 { return float64(r.Requests) / r.Seconds }
+func (r Result) RequestsPerSecond() float64 { return float64(r.Requests) / r.Seconds }
 
 // PagesPerSecond is the 200s per second of paging.
-func (r SleighLoadResult) PagesPerSecond() float64 { return float64(r.Pages) / r.Seconds }
+func (r Result) PagesPerSecond() float64 { return float64(r.Pages) / r.Seconds }
 
-// RunSleighLoad runs one load test.
-func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResult, err error) {
+// Run runs one load test. It stops early, with ctx's error, once ctx ends.
+func Run(ctx context.Context, cfg Config) (_ Result, err error) {
 	if err := cfg.Validate(); err != nil {
-		return SleighLoadResult{}, err
+		return Result{}, err
 	}
 	kc := cfg.Kafka
 	if len(kc.Brokers) == 0 {
 		kf, err := kfakebroker.Start()
 		if err != nil {
-			return SleighLoadResult{}, err
+			return Result{}, err
 		}
 		defer kf.Close()
-		kc.Brokers = kf.Addrs()
+		kc.Brokers, kc.Security = kf.Addrs(), kafkaconf.Security{}
 	}
 	name := fmt.Sprintf("sleigh-load-%d", time.Now().UnixNano())
 	topic := name + "-packed"
 	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topic, Partitions: 4, Replication: 1}); err != nil {
-		return SleighLoadResult{}, err
+		return Result{}, err
 	}
 	defer deleteTopics(kc, topic, name+"-table")
 	addr, err := freeLoopbackAddr()
 	if err != nil {
-		return SleighLoadResult{}, err
+		return Result{}, err
 	}
-	args := []string{"process", "sleigh", "--brokers", strings.Join(kc.Brokers, ","), "--packed-topic", topic, "--group", name, "--listen", addr}
-	r := SleighLoadResult{Pairs: cfg.Pairs, Storage: "memory", Clients: cfg.Clients, Limit: cfg.Limit}
+	kafkaArgs, env := sleighKafka(kc, os.Environ())
+	args := append([]string{"process", "sleigh", "--packed-topic", topic, "--group", name, "--listen", addr}, kafkaArgs...)
+	r := Result{Pairs: cfg.Pairs, Storage: "memory", Clients: cfg.Clients, Limit: cfg.Limit}
 	if cfg.StorageDir {
 		dir, err := os.MkdirTemp("", "northpole-sleigh-load-")
 		if err != nil {
@@ -167,7 +176,7 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 	}
 	// Not CommandContext: the deferred stop below ends it, and waits.
 	sleigh := exec.Command(cfg.Executable, args...)
-	sleigh.Stdout, sleigh.Stderr = cfg.Progress, cfg.Progress
+	sleigh.Env, sleigh.Stdout, sleigh.Stderr = env, cfg.Progress, cfg.Progress
 	if err := sleigh.Start(); err != nil {
 		return r, fmt.Errorf("sleigh load: start the sleigh: %w", err)
 	}
@@ -192,8 +201,10 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 	if err := waitPairs(ctx, base, 0, exited); err != nil {
 		return r, err
 	}
-	time.Sleep(2 * time.Second)
-	r.EmptyRSSMiB = procStatusMiB(pid, "VmRSS")
+	if err := sleep(ctx, 2*time.Second); err != nil {
+		return r, err
+	}
+	r.EmptyRSSMiB = procfs.RSSMiB(pid)
 	fmt.Fprintf(cfg.Progress, "sleigh load: the sleigh runs (%.0f MiB); writing %d pairs to %s\n", r.EmptyRSSMiB, cfg.Pairs, topic)
 	start := time.Now()
 	if err := writePairs(ctx, kc, topic, cfg.Pairs); err != nil {
@@ -203,17 +214,19 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 		return r, err
 	}
 	r.LoadSeconds = time.Since(start).Seconds()
-	r.LoadingPeakMiB = procStatusMiB(pid, "VmHWM")
-	time.Sleep(cfg.Idle)
-	r.IdleRSSMiB = procStatusMiB(pid, "VmRSS")
+	r.LoadingPeakMiB = procfs.PeakRSSMiB(pid)
+	fmt.Fprintf(cfg.Progress, "sleigh load: %d pairs loaded in %.1f s; the sleigh stands idle for %v\n", cfg.Pairs, r.LoadSeconds, cfg.Idle)
+	if err := sleep(ctx, cfg.Idle); err != nil {
+		return r, err
+	}
+	r.IdleRSSMiB = procfs.RSSMiB(pid)
 	r.BytesPerPair = (r.IdleRSSMiB - r.EmptyRSSMiB) * (1 << 20) / float64(cfg.Pairs)
-	fmt.Fprintf(cfg.Progress, "sleigh load: %d pairs loaded in %.1f s, idle at %.0f MiB; %d clients page through them\n", cfg.Pairs, r.LoadSeconds, r.IdleRSSMiB, cfg.Clients)
-	// Writing 5 resets VmHWM to the current resident set (Linux 4.0 on).
-	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0); err != nil {
-		return r, fmt.Errorf("sleigh load: reset the sleigh's peak RSS: %w", err)
+	fmt.Fprintf(cfg.Progress, "sleigh load: idle at %.0f MiB; %d clients page through the pairs\n", r.IdleRSSMiB, cfg.Clients)
+	if err := procfs.ResetPeakRSS(pid); err != nil {
+		return r, fmt.Errorf("sleigh load: %w", err)
 	}
 	page(ctx, cfg, base, &r)
-	r.PagingPeakMiB = procStatusMiB(pid, "VmHWM")
+	r.PagingPeakMiB = procfs.PeakRSSMiB(pid)
 	select {
 	case err := <-exited:
 		exited <- err
@@ -221,6 +234,18 @@ func RunSleighLoad(ctx context.Context, cfg SleighLoadConfig) (_ SleighLoadResul
 	default:
 	}
 	return r, nil
+}
+
+// sleep waits d, or until ctx ends (then its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // freeLoopbackAddr is a loopback address with a port free now.
@@ -237,12 +262,12 @@ func freeLoopbackAddr() (string, error) {
 func deleteTopics(kc kafkaconf.Config, topics ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	adm, err := admin(ctx, kc)
+	cl, err := kc.NewReaderClient(ctx)
 	if err != nil {
 		return
 	}
-	defer adm.Close()
-	_, _ = adm.DeleteTopics(ctx, topics...)
+	defer cl.Close()
+	_, _ = kadm.NewClient(cl).DeleteTopics(ctx, topics...)
 }
 
 // writePairs writes n packed pairs as the packer would: 250 per size class
@@ -317,151 +342,4 @@ func waitPairs(ctx context.Context, base string, want int, exited chan error) er
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// client is what one client saw.
-type client struct {
-	requests, pages, busy, failed, pairs int
-	firstFailure                         string
-	done                                 bool
-	full, busyWait                       []time.Duration
-}
-
-// page runs the clients until each has paged the whole manifest or
-// cfg.Duration is over.
-func page(ctx context.Context, cfg SleighLoadConfig, base string, r *SleighLoadResult) {
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
-	defer cancel()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients}, Timeout: time.Minute}
-	defer hc.CloseIdleConnections()
-	clients := make([]client, cfg.Clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			clients[i].run(ctx, hc, base, cfg.Limit, cfg.Pairs)
-		}()
-	}
-	wg.Wait()
-	r.Seconds = time.Since(start).Seconds()
-	var full, busy []time.Duration
-	for _, c := range clients {
-		r.Requests += c.requests
-		r.Pages += c.pages
-		r.Busy += c.busy
-		r.Failed += c.failed
-		if r.FirstFailure == "" {
-			r.FirstFailure = c.firstFailure
-		}
-		if c.done {
-			r.ClientsDone++
-		}
-		full = append(full, c.full...)
-		busy = append(busy, c.busyWait...)
-	}
-	r.P50ms, r.P99ms, r.MaxMs = quantileMs(full, 0.50), quantileMs(full, 0.99), quantileMs(full, 1)
-	r.BusyP99ms = quantileMs(busy, 0.99)
-}
-
-// quantileMs is the q quantile of ds (nearest rank) in milliseconds.
-func quantileMs(ds []time.Duration, q float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	i := int(q*float64(len(ds))+0.5) - 1
-	return float64(ds[min(max(i, 0), len(ds)-1)]) / float64(time.Millisecond)
-}
-
-// run pages from the first page to the last, or until ctx ends or a request
-// fails other than by a 503.
-func (c *client) run(ctx context.Context, hc *http.Client, base string, limit, want int) {
-	next := "/manifest?limit=" + strconv.Itoa(limit)
-	for next != "" && ctx.Err() == nil {
-		t0 := time.Now()
-		status, body, retry, err := get(ctx, hc, base+next)
-		took := time.Since(t0)
-		if ctx.Err() != nil {
-			return // cut off by the bench's deadline: neither answer nor failure
-		}
-		c.requests++
-		switch {
-		case err == nil && status == http.StatusOK:
-			n, nx, perr := pageTail(body)
-			if perr != nil {
-				c.fail(perr.Error())
-				return
-			}
-			c.pages++
-			c.pairs += n
-			if n == limit {
-				c.full = append(c.full, took)
-			}
-			next = nx
-		case err == nil && status == http.StatusServiceUnavailable:
-			c.busy++
-			c.busyWait = append(c.busyWait, took)
-			select {
-			case <-ctx.Done():
-			case <-time.After(retry):
-			}
-		default:
-			if err == nil {
-				err = fmt.Errorf("%d %s", status, bytes.TrimSpace(body))
-			}
-			c.fail(err.Error())
-			return
-		}
-	}
-	if next == "" {
-		c.done = c.pairs == want
-		if !c.done {
-			c.fail(fmt.Sprintf("paged through %d pairs, want %d", c.pairs, want))
-		}
-	}
-}
-
-func (c *client) fail(why string) {
-	c.failed++
-	if c.firstFailure == "" {
-		c.firstFailure = why
-	}
-}
-
-func get(ctx context.Context, hc *http.Client, url string) (status int, body []byte, retry time.Duration, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	defer res.Body.Close()
-	body, err = io.ReadAll(res.Body)
-	retry = time.Second
-	if s, e := strconv.Atoi(res.Header.Get("Retry-After")); e == nil && s > 0 {
-		retry = time.Duration(s) * time.Second
-	}
-	return res.StatusCode, body, retry, err
-}
-
-// pageTail reads a page's pair count and next link from its end, where the
-// sleigh writes them (processors/sleigh writePage): the last "pairs" member
-// is the page's, and a client has no need to decode the pairs.
-func pageTail(body []byte) (pairs int, next string, err error) {
-	i := bytes.LastIndex(body, []byte(`"pairs":`))
-	if i < 0 {
-		return 0, "", fmt.Errorf("a page without a pair count: %.200s", body)
-	}
-	var tail struct {
-		Pairs int    `json:"pairs"`
-		Next  string `json:"next"`
-	}
-	if err := json.Unmarshal(append([]byte("{"), body[i:]...), &tail); err != nil {
-		return 0, "", fmt.Errorf("a page's end: %w: %.200s", err, body[i:])
-	}
-	return tail.Pairs, tail.Next, nil
 }

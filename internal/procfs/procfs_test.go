@@ -1,4 +1,4 @@
-package bench
+package procfs
 
 import (
 	"errors"
@@ -34,18 +34,18 @@ func TestListenerPIDsFindsThisProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		addr := l.Addr().String()
-		pids, err := listenerPIDs(addr)
+		pids, err := ListenerPIDs(addr)
 		if err != nil || !slices.Equal(pids, []int{os.Getpid()}) {
-			t.Errorf("listenerPIDs(%s) = %v, %v; want [%d] (this process)", addr, pids, err, os.Getpid())
+			t.Errorf("ListenerPIDs(%s) = %v, %v; want [%d] (this process)", addr, pids, err, os.Getpid())
 		}
 		l.Close()
-		if pids, err := listenerPIDs(addr); err == nil {
-			t.Errorf("listenerPIDs(%s) after closing the listener = %v, want an error", addr, pids)
+		if pids, err := ListenerPIDs(addr); err == nil {
+			t.Errorf("ListenerPIDs(%s) after closing the listener = %v, want an error", addr, pids)
 		}
 	}
 	// 192.0.2.0/24 is TEST-NET-1: never an address of this host.
-	if pids, err := listenerPIDs("192.0.2.1:9092"); !errors.Is(err, errNotLocal) {
-		t.Errorf("listenerPIDs of a remote address = %v, %v; want errNotLocal", pids, err)
+	if pids, err := ListenerPIDs("192.0.2.1:9092"); !errors.Is(err, ErrNotLocal) {
+		t.Errorf("ListenerPIDs of a remote address = %v, %v; want ErrNotLocal", pids, err)
 	}
 }
 
@@ -99,14 +99,14 @@ func TestParseStatCPU(t *testing.T) {
 // getrusage, grows while it computes.
 func TestProcCPUGrows(t *testing.T) {
 	needProc(t)
-	if _, err := procCPU(-1); err == nil {
-		t.Error("procCPU(-1) accepted")
+	if _, err := CPU(-1); err == nil {
+		t.Error("CPU(-1) accepted")
 	}
-	p0, err := procCPU(os.Getpid())
+	p0, err := CPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s0, err := selfCPU()
+	s0, err := SelfCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +115,8 @@ func TestProcCPUGrows(t *testing.T) {
 		for i := range 1_000_000 {
 			x = x*31 + i
 		}
-		p1, err1 := procCPU(os.Getpid())
-		s1, err2 := selfCPU()
+		p1, err1 := CPU(os.Getpid())
+		s1, err2 := SelfCPU()
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
@@ -125,4 +125,28 @@ func TestProcCPUGrows(t *testing.T) {
 		}
 	}
 	t.Errorf("CPU time did not grow while computing (%d)", x)
+}
+
+// TestRSS: this process has a resident set and a peak no smaller, the peak
+// can be reset, and a process that does not exist has neither.
+func TestRSS(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but no /proc: the bench reads RSS there")
+		}
+		t.Skip("no /proc (env gate: CI=true makes this a failure)")
+	}
+	if err := ResetPeakRSS(os.Getpid()); err != nil {
+		t.Error(err)
+	}
+	rss, peak := RSSMiB(os.Getpid()), PeakRSSMiB(os.Getpid())
+	if rss <= 0 || peak < rss {
+		t.Errorf("this process: RSS %v MiB, peak %v MiB", rss, peak)
+	}
+	if rss, peak := RSSMiB(-1), PeakRSSMiB(-1); rss != 0 || peak != 0 {
+		t.Errorf("no process: RSS %v, peak %v; want 0", rss, peak)
+	}
+	if err := ResetPeakRSS(-1); err == nil {
+		t.Error("ResetPeakRSS(-1) accepted")
+	}
 }

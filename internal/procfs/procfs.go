@@ -1,4 +1,8 @@
-package bench
+// Package procfs reads what northpole's measurements need of other
+// processes from Linux's /proc: their CPU time, their resident set and its
+// peak, and which process listens on a TCP address of this host (a broker
+// whose CPU the bench measures).
+package procfs
 
 import (
 	"bufio"
@@ -16,20 +20,16 @@ import (
 	"time"
 )
 
-// What the bench reads of other processes in Linux's /proc: the CPU time of
-// a process, and which process listens on a TCP address of this host (the
-// broker the real variant measures).
-
-// errNotLocal: the address is not one of this host's, so its listener is
+// ErrNotLocal: the address is not one of this host's, so its listener is
 // not a process here.
-var errNotLocal = errors.New("not an address of this host")
+var ErrNotLocal = errors.New("not an address of this host")
 
 // userHZ is the unit of the CPU times in /proc/<pid>/stat: USER_HZ, which
 // Linux fixes at 100 for user space on every architecture Go supports.
 const userHZ = 100
 
-// selfCPU is this process's user + system CPU time (all its threads).
-func selfCPU() (time.Duration, error) {
+// SelfCPU is this process's user + system CPU time (all its threads).
+func SelfCPU() (time.Duration, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, fmt.Errorf("getrusage: %w", err)
@@ -37,8 +37,9 @@ func selfCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// procCPU is process pid's user + system CPU time from /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, error) {
+// CPU is process pid's user + system CPU time from /proc/<pid>/stat, in
+// ticks of 10 ms.
+func CPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
@@ -74,11 +75,11 @@ func parseStatCPU(stat string) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
-// listenerPIDs are the processes of this host that hold the TCP socket
+// ListenerPIDs are the processes of this host that hold the TCP socket
 // listening on addr (host:port): the socket's inode from /proc/net/tcp and
 // tcp6, then the processes whose /proc/<pid>/fd has socket:[inode]. An addr
-// that is not this host's is errNotLocal.
-func listenerPIDs(addr string) ([]int, error) {
+// that is not this host's is ErrNotLocal.
+func ListenerPIDs(addr string) ([]int, error) {
 	host, portS, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func listenerPIDs(addr string) ([]int, error) {
 		return nil, fmt.Errorf("resolve %s: %w", host, err)
 	}
 	if !slices.ContainsFunc(ips, isLocalIP) {
-		return nil, fmt.Errorf("%s: %w", addr, errNotLocal)
+		return nil, fmt.Errorf("%s: %w", addr, ErrNotLocal)
 	}
 	var inodes []string
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
@@ -216,9 +217,26 @@ func socketOwners(inodes []string) ([]int, error) {
 	return pids, nil
 }
 
-// procStatusMiB is a size field (VmRSS, VmHWM) of /proc/<pid>/status in
-// MiB, 0 if unknown.
-func procStatusMiB(pid int, field string) float64 {
+// RSSMiB is process pid's resident set now (VmRSS) in MiB, 0 if unknown.
+func RSSMiB(pid int) float64 { return statusMiB(pid, "VmRSS") }
+
+// PeakRSSMiB is the peak of process pid's resident set (VmHWM) in MiB, 0 if
+// unknown: since it started, or since ResetPeakRSS.
+func PeakRSSMiB(pid int) float64 { return statusMiB(pid, "VmHWM") }
+
+// ResetPeakRSS makes process pid's peak resident set its resident set now,
+// so that PeakRSSMiB is the peak from here on (Linux 4.0 on).
+func ResetPeakRSS(pid int) error {
+	// Writing 5 to clear_refs resets VmHWM.
+	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset the peak RSS of process %d: %w", pid, err)
+	}
+	return nil
+}
+
+// statusMiB is a size field (VmRSS, VmHWM) of /proc/<pid>/status in MiB, 0
+// if unknown.
+func statusMiB(pid int, field string) float64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0

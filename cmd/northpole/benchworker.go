@@ -1,0 +1,38 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/northpole-workshop/northpole/app/bench"
+)
+
+// newBenchWorkerCmd is the OS process northpole bench measures, hidden: the
+// packer, or the one-hop floor under it (bench.RunHop), as the Worker it
+// reads whole from $NORTHPOLE_BENCH_WORKER says.
+func newBenchWorkerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "bench-worker",
+		Short:  "The process northpole bench measures: the packer, or one goka hop",
+		Long:   "Run by northpole bench only: it reads its configuration from $" + bench.WorkerEnv + ".",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, ok, err := bench.WorkerFromEnv()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return usageErr("bench-worker is northpole bench's worker: it needs $%s", bench.WorkerEnv)
+			}
+			stopProfile, err := w.Profile()
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
+			if w.Hop {
+				return bench.RunHop(cmd.Context(), w.HopConfig())
+			}
+			return runPackerCommand(cmd, w.Packer, "")
+		},
+	}
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/northpole-workshop/northpole/app/bench"
+	"github.com/northpole-workshop/northpole/processors/packer"
+)
+
+// TestProcessPackerUsesItsFlags: process packer runs the packer its flags
+// describe even with $NORTHPOLE_BENCH_WORKER set, which is the hidden
+// bench-worker's alone. The worker there has a window the packer refuses,
+// the flags a partition count: the refusal must be the flags'.
+func TestProcessPackerUsesItsFlags(t *testing.T) {
+	w := bench.Worker{Packer: packer.DefaultConfig()}
+	w.Packer.Kafka.Brokers, w.Packer.Window = []string{"127.0.0.1:1"}, 0
+	enc, err := w.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(bench.WorkerEnv, enc)
+	out, code := runCLI(t, context.Background(), "process", "packer", "--brokers", "127.0.0.1:1", "--partitions", "0")
+	if code != exitUsage || !strings.Contains(out, "partitions must be at least 1, got 0") || strings.Contains(out, "window") {
+		t.Errorf("process packer --partitions 0 with $%s set: exit %d, %s\nwant the usage error of its flags (partitions), not the worker's (window)", bench.WorkerEnv, code, out)
+	}
+}
+
+// TestBenchWorkerNeedsItsWorker: run without $NORTHPOLE_BENCH_WORKER, the
+// bench's worker says what it needs.
+func TestBenchWorkerNeedsItsWorker(t *testing.T) {
+	t.Setenv(bench.WorkerEnv, "") // restores it after the test
+	if err := os.Unsetenv(bench.WorkerEnv); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, context.Background(), "bench-worker")
+	if code != exitUsage || !strings.Contains(out, "$"+bench.WorkerEnv) {
+		t.Errorf("bench-worker without $%s: exit %d, %s\nwant a usage error naming it", bench.WorkerEnv, code, out)
+	}
+}
