@@ -418,3 +418,21 @@ func TestHorizonQuietSizeDoesNotPinTheTable(t *testing.T) {
 		t.Errorf("after %d decisions the cleaner may delete below %d only; the open windows need nothing below %d", len(u.table), keep, need)
 	}
 }
+
+// TestHorizonNotKeptWithoutCleaning: with cleaning off (CleanEvery 0) no
+// cleaner ever trims the marks that a horizon takes at every window closing
+// and every horizonEvery decisions, so the slots group must not keep one:
+// memory would grow with every decision.
+func TestHorizonNotKeptWithoutCleaning(t *testing.T) {
+	u := newUnitPipeline(t, func(c *Config) { c.CleanEvery = 0 })
+	start := time.Date(2026, 12, 24, 0, 1, 0, 0, time.UTC)
+	for i := range 3 * horizonEvery {
+		made := record.FormatTime(start.Add(time.Duration(i) * 100 * time.Millisecond))
+		u.toy(fmt.Sprint("t", i), "M", made)
+		u.box(fmt.Sprint("b", i), "M", made)
+	}
+	for part, h := range u.pk.slots.horizons() {
+		t.Errorf("partition %d keeps a horizon with %d marks and %d window offsets after %d decisions, with nothing to trim them",
+			part, len(h.marks), len(h.firsts), len(u.table))
+	}
+}

@@ -53,9 +53,22 @@ func New(cfg Config, log *slog.Logger) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable()), aligner: newAligner(cfg.Partitions)}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, aligner: newAligner(cfg.Partitions)}
+	p.newStores()
 	p.trace = newStageTracing(cfg, cfg.Tracer)
 	return p, nil
+}
+
+// newStores starts the groups' tables empty, as goka does at each run. Only
+// the slots group follows what the clock table must keep, and only when the
+// packer cleans that table: its horizon marks the bounds that the cleaner
+// alone consumes and trims (horizon.deletable), so with cleaning off the
+// marks, and the heap of the windows' first offsets, would grow with every
+// decision. Not following at all, rather than trimming the marks anyway,
+// also spares each decision the work whose only use is the cleaner's.
+func (p *Packer) newStores() {
+	p.clocks = newTableStores(p.cfg.clockTable(), false)
+	p.slots = newTableStores(p.cfg.slotTable(), p.cfg.CleanEvery > 0)
 }
 
 func (p *Packer) topicOf(x record.Stream) string {

@@ -189,13 +189,13 @@ func (p *Packer) Run(ctx context.Context) error {
 // says whether both got to run (and, with signal, Config.Ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
-	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
+	p.newStores()
 	p.aligner = newAligner(p.cfg.Partitions)
 	p.slots.restore = func(partition int32, part *tablePart) error {
 		err := p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
 			return p.restoreSlots(part, offset, value)
 		})
-		if h := part.horizon; err == nil && h.next > 0 {
+		if h := part.horizon; err == nil && h != nil && h.next > 0 {
 			// The bound at the last record restored is exact (see follow):
 			// the group's committed offset is past the mark the last
 			// cleaning used and at most the end. Without it a packer

@@ -29,7 +29,9 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	if err := part.settle(ctx.Offset()); err != nil {
 		ctx.Fail(fmt.Errorf("forget slots in partition %d of %s: %w", ctx.Partition(), part.topic, err))
 	}
-	part.horizon.observe(ctx.Offset(), ev)
+	if part.horizon != nil {
+		part.horizon.observe(ctx.Offset(), ev)
+	}
 	r := ev.Rec
 	switch ev.Class {
 	case classLate:
@@ -140,7 +142,9 @@ func (p *Packer) restoreSlots(part *tablePart, offset int64, value []byte) error
 		return err
 	}
 	ev := v.(*decision)
-	part.horizon.follow(offset, ev)
+	if part.horizon != nil {
+		part.horizon.follow(offset, ev)
+	}
 	r := &ev.Rec
 	if ev.Class == classItem {
 		if _, err := part.updateSlot(slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace}); err != nil {

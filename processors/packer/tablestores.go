@@ -19,14 +19,16 @@ import (
 // restoreSlots); the slots group's table is never written.
 type tableStores struct {
 	topic string
+	// follow: each partition keeps a horizon (horizon.go), for the cleaner.
+	follow bool
 	// restore, when set, fills a partition's new storage before goka uses it.
 	restore func(partition int32, part *tablePart) error
 	mu      sync.Mutex
 	m       map[int32]*tablePart
 }
 
-func newTableStores(topic string) *tableStores {
-	return &tableStores{topic: topic, m: map[int32]*tablePart{}}
+func newTableStores(topic string, follow bool) *tableStores {
+	return &tableStores{topic: topic, follow: follow, m: map[int32]*tablePart{}}
 }
 
 // builder remembers every storage that inner builds for the table. goka
@@ -38,7 +40,10 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		if err != nil || topic != s.topic {
 			return st, err
 		}
-		part := &tablePart{st: st, topic: topic, clocks: map[string]*sizeClock{}, horizon: newHorizon()}
+		part := &tablePart{st: st, topic: topic, clocks: map[string]*sizeClock{}}
+		if s.follow {
+			part.horizon = newHorizon()
+		}
 		s.mu.Lock()
 		s.m[partition] = part
 		s.mu.Unlock()
@@ -65,8 +70,9 @@ func (r *restoring) Open() error {
 
 // tablePart is one partition of a table: its storage, the clock group's
 // states of the sizes in it, which live in memory only (clock.go), and the
-// slots group's bookkeeping of what the clock table must keep (horizon.go)
-// and of the windows its restore saw closing (restoreSlots).
+// slots group's bookkeeping of what the clock table must keep (horizon.go;
+// nil when the packer does not clean the table) and of the windows its
+// restore saw closing (restoreSlots).
 type tablePart struct {
 	st              storage.Storage
 	topic           string
@@ -75,18 +81,21 @@ type tablePart struct {
 	closedInRestore []restoredClosing
 }
 
-// horizons are the horizons of the partitions held now.
+// horizons are the horizons of the partitions held now, none when the
+// partitions keep none.
 func (s *tableStores) horizons() map[int32]*horizon {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[int32]*horizon, len(s.m))
 	for p, t := range s.m {
-		out[p] = t.horizon
+		if t.horizon != nil {
+			out[p] = t.horizon
+		}
 	}
 	return out
 }
 
-// horizonOf is partition's horizon, nil when it is not held.
+// horizonOf is partition's horizon, nil when it is not held or keeps none.
 func (s *tableStores) horizonOf(partition int32) *horizon {
 	s.mu.Lock()
 	defer s.mu.Unlock()
