@@ -31,9 +31,15 @@ func newTableStores(topic string, follow bool) *tableStores {
 	return &tableStores{topic: topic, follow: follow, m: map[int32]*tablePart{}}
 }
 
-// builder remembers every storage that inner builds for the table. goka
-// builds one whenever it is assigned a partition, before recovering it, so
-// a partition's clocks and horizon start empty with its storage.
+// builder remembers every storage that inner builds for the table, for as
+// long as goka holds it. goka builds one whenever it is assigned a
+// partition, before recovering it, so a partition's clocks and horizon start
+// empty with its storage; and it closes every storage when a rebalance
+// begins (its consumer group's Cleanup stops every partition processor, which
+// closes its table), building again those of the partitions it is assigned
+// next. A partition is held from its storage's build to its Close: a revoked
+// partition's clocks, dedupe entries, slots and horizon go with it, and the
+// cleaner no longer deletes records there.
 func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
 		st, err := inner(topic, partition)
@@ -47,25 +53,46 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		s.mu.Lock()
 		s.m[partition] = part
 		s.mu.Unlock()
+		h := &held{Storage: st, drop: func() { s.drop(partition, part) }}
 		if s.restore != nil {
-			return &restoring{Storage: st, restore: func() error { return s.restore(partition, part) }}, nil
+			h.restore = func() error { return s.restore(partition, part) }
 		}
-		return st, nil
+		return h, nil
 	}
 }
 
-// restoring is a storage that is filled when goka opens it, before it
-// recovers the table or runs a callback of the partition.
-type restoring struct {
+// drop forgets part, unless goka has built another storage for its
+// partition since.
+func (s *tableStores) drop(partition int32, part *tablePart) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[partition] == part {
+		delete(s.m, partition)
+	}
+}
+
+// held is a storage that the table's partition is held with: filled when
+// goka opens it (restore, when set), before goka recovers the table or runs
+// a callback of the partition, and dropped when goka closes it.
+type held struct {
 	storage.Storage
 	restore func() error
+	drop    func()
 }
 
-func (r *restoring) Open() error {
-	if err := r.Storage.Open(); err != nil {
+func (h *held) Open() error {
+	if err := h.Storage.Open(); err != nil {
 		return err
 	}
-	return r.restore()
+	if h.restore == nil {
+		return nil
+	}
+	return h.restore()
+}
+
+func (h *held) Close() error {
+	h.drop()
+	return h.Storage.Close()
 }
 
 // tablePart is one partition of a table: its storage, the clock group's
