@@ -21,5 +21,5 @@ func (p *Packer) HeldPartitions() (clock, slots, cleaned []int32) {
 		defer s.mu.Unlock()
 		return slices.Sorted(maps.Keys(s.m))
 	}
-	return held(p.clocks), held(p.slots), slices.Sorted(maps.Keys(p.slots.horizons()))
+	return held(p.clockStores), held(p.slotStores), slices.Sorted(maps.Keys(p.slotStores.horizons()))
 }

@@ -35,10 +35,12 @@ type Packer struct {
 	params paramsUS
 	lim    limits       // what every record written must fit in (fit.go)
 	seqs   []*sequencer // one per group (inorder.go)
-	clocks *tableStores // the clock group's clocks and dedupe entries (clock.go, dedupe.go)
-	slots  *tableStores // the slots group's slots (slots.go)
-	log    *slog.Logger
-	trace  stageTracing // all nil: tracing off (tracing.go)
+	// clockStores: the clock group's table, partition by partition, with its
+	// key clocks and dedupe entries (clock.go, dedupe.go); slotStores: the
+	// slots group's, with its slots (slots.go).
+	clockStores, slotStores *tableStores
+	log                     *slog.Logger
+	trace                   stageTracing // all nil: tracing off (tracing.go)
 	// aligner keeps the clock group's inputs together in event time (align.go).
 	aligner *aligner
 	procs   atomic.Pointer[[]*goka.Processor] // the groups' processors while they run (health.go)
@@ -67,8 +69,8 @@ func New(cfg Config, log *slog.Logger) (*Packer, error) {
 // decision. Not following at all, rather than trimming the marks anyway,
 // also spares each decision the work whose only use is the cleaner's.
 func (p *Packer) newStores() {
-	p.clocks = newTableStores(p.cfg.clockTable(), false)
-	p.slots = newTableStores(p.cfg.slotTable(), p.cfg.CleanEvery > 0)
+	p.clockStores = newTableStores(p.cfg.clockTable(), false)
+	p.slotStores = newTableStores(p.cfg.slotTable(), p.cfg.CleanEvery > 0)
 }
 
 func (p *Packer) topicOf(x record.Stream) string {

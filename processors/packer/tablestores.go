@@ -10,10 +10,10 @@ import (
 
 // tableStores are the storages of a group's own table, one per partition
 // the group holds, for the values a callback reads and writes at keys other
-// than its own: goka gives a callback only its current key's value, the
-// size's. The clock group's table holds the dedupe entries beside the
-// clocks, the slots group's the slots. Neither is a Kafka record of its
-// own: goka's recovery of the clock table sets the clocks and dedupe entries
+// than its own: goka gives a callback only its current key's value. The
+// clock group's table holds the dedupe entries beside the key clocks, the
+// slots group's the slots. Neither is a Kafka record of its own: goka's
+// recovery of the clock table sets the key clocks and dedupe entries
 // again from its decisions (recoverClock), and the slots are rebuilt from
 // the same decisions when the slots group's storage is built (restore,
 // restoreSlots); the slots group's table is never written.
@@ -33,27 +33,27 @@ func newTableStores(topic string, follow bool) *tableStores {
 
 // builder remembers every storage that inner builds for the table, for as
 // long as goka holds it. goka builds one whenever it is assigned a
-// partition, before recovering it, so a partition's clocks and horizon start
+// partition, before recovering it, so a partition's key clocks and horizon start
 // empty with its storage; and it closes every storage when a rebalance
 // begins (its consumer group's Cleanup stops every partition processor, which
 // closes its table), building again those of the partitions it is assigned
 // next. A partition is held from its storage's build to its Close: a revoked
-// partition's clocks, dedupe entries, slots and horizon go with it, and the
+// partition's key clocks, dedupe entries, slots and horizon go with it, and the
 // cleaner no longer deletes records there.
 func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
-		st, err := inner(topic, partition)
+		store, err := inner(topic, partition)
 		if err != nil || topic != s.topic {
-			return st, err
+			return store, err
 		}
-		part := &tablePart{st: st, topic: topic, clocks: map[string]*sizeClock{}}
+		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}}
 		if s.follow {
 			part.horizon = newHorizon()
 		}
 		s.mu.Lock()
 		s.m[partition] = part
 		s.mu.Unlock()
-		h := &held{Storage: st, drop: func() { s.drop(partition, part) }}
+		h := &held{Storage: store, drop: func() { s.drop(partition, part) }}
 		if s.restore != nil {
 			h.restore = func() error { return s.restore(partition, part) }
 		}
@@ -96,14 +96,14 @@ func (h *held) Close() error {
 }
 
 // tablePart is one partition of a table: its storage, the clock group's
-// states of the sizes in it, which live in memory only (clock.go), and the
+// clocks of the keys in it, which live in memory only (keyclock.go), and the
 // slots group's bookkeeping of what the clock table must keep (horizon.go;
 // nil when the packer does not clean the table) and of the windows its
 // restore saw closing (restoreSlots).
 type tablePart struct {
-	st              storage.Storage
+	store           storage.Storage
 	topic           string
-	clocks          map[string]*sizeClock
+	keyClocks       map[string]*keyClock
 	horizon         *horizon
 	closedInRestore []restoredClosing
 }
@@ -132,16 +132,15 @@ func (s *tableStores) horizonOf(partition int32) *horizon {
 	return nil
 }
 
-// clock is the state of size's clock, new when it has none yet. One
-// goroutine at a time uses a partition: goka's recovery, then the
-// partition's callbacks.
-func (t *tablePart) clock(size string) *sizeClock {
-	st, ok := t.clocks[size]
+// clockOf is the clock of key, new when it has none yet. One goroutine at a
+// time uses a partition: goka's recovery, then the partition's callbacks.
+func (t *tablePart) clockOf(key string) *keyClock {
+	kc, ok := t.keyClocks[key]
 	if !ok {
-		st = &sizeClock{}
-		t.clocks[size] = st
+		kc = &keyClock{}
+		t.keyClocks[key] = kc
 	}
-	return st
+	return kc
 }
 
 // part is the table's partition: goka builds its storage before it recovers
