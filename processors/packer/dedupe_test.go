@@ -318,7 +318,7 @@ func dedupeEntries(t testing.TB, store storage.Storage) map[string]dedupeEntry {
 	return out
 }
 
-// listedIDs are the dedupe keys that the clocks of a partition list for
+// listedIDs are the dedupe keys that the key clocks of a partition list for
 // forgetting (windowIDs), each once.
 func listedIDs(t testing.TB, part *tablePart) map[string]bool {
 	t.Helper()
@@ -356,7 +356,7 @@ func windowKeys(b []byte) []string {
 }
 
 // expectEntriesListed fails unless the dedupe entries in a partition's
-// storage are exactly those its clocks list: an entry not listed would
+// storage are exactly those its key clocks list: an entry not listed would
 // never be forgotten.
 func expectEntriesListed(t testing.TB, what string, part *tablePart) {
 	t.Helper()
@@ -554,7 +554,7 @@ func TestDedupeRedeliveryWritesNothing(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, table := u.clockStore.calls(), len(u.table)
-			clocks := cloneClock(*u.clockPart().keyClocks["M"])
+			clockBefore := cloneClock(*u.clockPart().keyClocks["M"])
 			u.redeliver(c.obs)
 			if got := u.clockStore.calls(); got != before {
 				t.Errorf("storage calls (get, set, delete) went from %v to %v", before, got)
@@ -565,8 +565,8 @@ func TestDedupeRedeliveryWritesNothing(t *testing.T) {
 			if rows := u.take(); len(rows) > 0 {
 				t.Errorf("rows written: %+v", rows)
 			}
-			if kc := u.clockPart().keyClocks["M"]; !reflect.DeepEqual(cloneClock(*kc), clocks) {
-				t.Errorf("clock changed:\n got %+v\nwant %+v", *kc, clocks)
+			if kc := u.clockPart().keyClocks["M"]; !reflect.DeepEqual(cloneClock(*kc), clockBefore) {
+				t.Errorf("clock changed:\n got %+v\nwant %+v", *kc, clockBefore)
 			}
 		})
 	}
