@@ -29,9 +29,9 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		{binCodec[validRecord, *validRecord]{}, &validRecord{}},
 		{binCodec[decision, *decision]{}, &ev},
 		{binCodec[decision, *decision]{}, &decision{}},
-		{binCodec[decision, *decision]{}, &decision{Rec: obs, Class: classLate, Max: 9, Snapshot: &snapshot{WindowUS: 10, LatenessUS: 5, Sizes: []sizeStreams{
-			{Size: "M", Toys: streamClock{Seen: true, Max: -3, Lasts: []partOffset{{Partition: 1, Offset: 7}, {Partition: 2, Offset: 1 << 40}}}},
-			{Size: "XL", Boxes: streamClock{Seen: true, Max: 1 << 50, Lasts: []partOffset{{Partition: 0, Offset: 0}}}},
+		{binCodec[decision, *decision]{}, &decision{Rec: obs, Class: classLate, Max: 9, Snapshot: &snapshot{WindowUS: 10, LatenessUS: 5, Keys: []keyStreams{
+			{Key: "M", Toys: streamClock{Seen: true, Max: -3, Lasts: []partOffset{{Partition: 1, Offset: 7}, {Partition: 2, Offset: 1 << 40}}}},
+			{Key: "XL", Boxes: streamClock{Seen: true, Max: 1 << 50, Lasts: []partOffset{{Partition: 0, Offset: 0}}}},
 		}}}},
 		{binCodec[slotState, *slotState]{}, &slotState{Size: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: someTrace, BoxTrace: traceRef{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}}}},
 	}

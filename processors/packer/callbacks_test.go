@@ -119,22 +119,21 @@ func newTracedTesterPipeline(t testing.TB, tracer trace.TracerProvider) *testerP
 	return p
 }
 
-// clock is the clock stage's state of size, with the decision of its last
-// event.
-func (p *testerPipeline) clock(t *testing.T, size string) *sizeClock {
+// keyClock is the clock of key, with the decision of its last event.
+func (p *testerPipeline) keyClock(t *testing.T, key string) *keyClock {
 	t.Helper()
-	st, ok := p.pk.clocks.m[0].clocks[size]
+	kc, ok := p.pk.clockStores.m[0].keyClocks[key]
 	if !ok {
-		t.Fatalf("no clock of size %s", size)
+		t.Fatalf("no clock of key %s", key)
 	}
-	return st
+	return kc
 }
 
 // hasEntry reports whether the clock table's storage holds the dedupe entry
 // of (stream, size, window, id).
 func (p *testerPipeline) hasEntry(t *testing.T, x record.Stream, size string, window int64, id string) bool {
 	t.Helper()
-	b, err := p.pk.clocks.m[0].st.Get(dedupeKey(&validRecord{Stream: x, Size: size, ID: id}, window))
+	b, err := p.pk.clockStores.m[0].store.Get(dedupeKey(&validRecord{Stream: x, Size: size, ID: id}, window))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +144,7 @@ func (p *testerPipeline) hasEntry(t *testing.T, x record.Stream, size string, wi
 // there is none.
 func (p *testerPipeline) slot(t *testing.T, key string) *slotState {
 	t.Helper()
-	b, err := p.pk.slots.m[0].st.Get(key)
+	b, err := p.pk.slotStores.m[0].store.Get(key)
 	if err != nil {
 		t.Fatalf("slot %s: %v", key, err)
 	}
@@ -318,7 +317,7 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 		t.Errorf("no dedupe entry of a in window 0")
 	}
 	// The clock saw it as a duplicate: no rank.
-	clk := p.clock(t, "M")
+	clk := p.keyClock(t, "M")
 	if clk.Ev.Class != classDuplicate || clk.Ev.Rank != 0 || clk.Ev.Rec.Offset != off {
 		t.Errorf("clock event of the duplicate: %+v", clk.Ev)
 	}
@@ -427,7 +426,7 @@ func TestCallbackDuplicateDeadLetterFromSlots(t *testing.T) {
 	if m.key != "toys/2/77" || dl.Reason != record.ReasonDuplicate || dl.Partition != 2 || dl.Offset != 77 || dl.Key != "M" || dl.Value == nil || *dl.Value != raw {
 		t.Errorf("dead letter %s, want toys/2/77 with the raw record", show([]kv{m}))
 	}
-	if _, ok := p.pk.clocks.m[0].clocks["M"]; ok {
+	if _, ok := p.pk.clockStores.m[0].keyClocks["M"]; ok {
 		t.Errorf("the clock group took part")
 	}
 }
@@ -496,12 +495,12 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 		t.Errorf("spare %s => %+v, want %s => %+v", s.key, s.val, itemKey("M", w10, "b3"), want)
 	}
 	p.expectNone("closing", p.packed, p.late, p.dead)
-	clk := p.clock(t, "M")
+	clk := p.keyClock(t, "M")
 	if len(clk.Open) != 0 || len(clk.Ev.Closed) != 2 {
 		t.Errorf("clock after closing: open %+v, closed %+v", clk.Open, clk.Ev.Closed)
 	}
 	// A closed window's slots are forgotten: nothing mentions them again.
-	if n := len(storageContents(t, p.pk.slots.m[0].st)); n != 0 {
+	if n := len(storageContents(t, p.pk.slotStores.m[0].store)); n != 0 {
 		t.Errorf("%d slots kept after every window closed", n)
 	}
 
@@ -678,9 +677,9 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 	// Until the slots group processes a record, the restored slots keep
 	// also the windows that closed: the group may process their closing
 	// again. Those are exactly the slots the live group forgot.
-	liveSlots, restoredSlots := storageContents(t, live.slots().st), storageContents(t, fresh.slots().st)
+	liveSlots, restoredSlots := storageContents(t, live.slotPart().store), storageContents(t, fresh.slotPart().store)
 	closed := map[string]bool{}
-	for _, c := range fresh.slots().closedInRestore {
+	for _, c := range fresh.slotPart().closedInRestore {
 		for k := 1; k <= max(c.w.Toys, c.w.Boxes); k++ {
 			closed[slotKey(c.size, c.w.Start, k)] = true
 		}
@@ -697,7 +696,7 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 			t.Errorf("live slot %q not restored", k)
 		}
 	}
-	if err := fresh.slots().settle(end); err != nil {
+	if err := fresh.slotPart().settle(end); err != nil {
 		t.Fatal(err)
 	}
 	expectSameSlots(t, "restored from the whole table, settled", live, fresh)
@@ -715,7 +714,7 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 		what := fmt.Sprintf("restored from offset %d (mark at %d)", m.keep, m.at)
 		fresh := startUnit(t, p.cfg, recs[m.keep-recs[0].offset:])
 		expectSameClocks(t, what, live, fresh)
-		if err := fresh.slots().settle(end); err != nil {
+		if err := fresh.slotPart().settle(end); err != nil {
 			t.Fatal(err)
 		}
 		expectSameSlots(t, what, live, fresh)
@@ -730,7 +729,7 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 // dedupe entries) and lists every dedupe entry to forget it.
 func expectSameClocks(t testing.TB, what string, live, got *unitPipeline) {
 	t.Helper()
-	lc, gc := live.clocks().clocks, got.clocks().clocks
+	lc, gc := live.clockPart().keyClocks, got.clockPart().keyClocks
 	if len(lc) == 0 {
 		t.Fatalf("%s: no live clocks", what)
 	}
@@ -745,18 +744,18 @@ func expectSameClocks(t testing.TB, what string, live, got *unitPipeline) {
 				what, size, g.Toys, g.Boxes, g.Open, l.Toys, l.Boxes, l.Open)
 		}
 	}
-	want, have := storageContents(t, live.clocks().st), storageContents(t, got.clocks().st)
+	want, have := storageContents(t, live.clockPart().store), storageContents(t, got.clockPart().store)
 	if !reflect.DeepEqual(have, want) {
 		t.Errorf("%s: clock storage differs (%d keys, want %d):\n got %q\nwant %q", what, len(have), len(want), have, want)
 	}
-	expectEntriesListed(t, what+", restored", got.clocks())
-	expectEntriesListed(t, what+", live", live.clocks())
+	expectEntriesListed(t, what+", restored", got.clockPart())
+	expectEntriesListed(t, what+", live", live.clockPart())
 }
 
 // expectSameSlots fails unless got's slots storage is live's.
 func expectSameSlots(t testing.TB, what string, live, got *unitPipeline) {
 	t.Helper()
-	want, have := storageContents(t, live.slots().st), storageContents(t, got.slots().st)
+	want, have := storageContents(t, live.slotPart().store), storageContents(t, got.slotPart().store)
 	if !reflect.DeepEqual(have, want) {
 		t.Errorf("%s: slots differ (%d, want %d):\n got %q\nwant %q", what, len(have), len(want), have, want)
 	}
@@ -773,9 +772,9 @@ func mergeKeys[V any](a, b map[string]V) map[string]bool {
 	return out
 }
 
-func storageContents(t testing.TB, st storage.Storage) map[string]string {
+func storageContents(t testing.TB, store storage.Storage) map[string]string {
 	t.Helper()
-	it, err := st.Iterator()
+	it, err := store.Iterator()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 // The first half of the clock group: the input callback (observe) decides
 // validity; admit decides lateness, then, for a toy or box that is not late,
 // whether an earlier item of its window had its id (the window's dedupe
-// entries), and the clock (clock.go) applies the record to the clock of its
-// size.
+// entries), and decide (clock.go) applies the record to the clock of its
+// key.
 
 // observe validates an input record. Invalid records become dead letters
 // right here: the decision depends on the record alone, so a replay repeats
@@ -85,20 +85,20 @@ func (p *Packer) stray(ctx goka.Context, msg any) {
 // record the clock has applied already (a redelivery) changes nothing and
 // writes nothing: its decision, dead letter included, is in the table.
 func (p *Packer) admit(ctx goka.Context, obs *validRecord) {
-	part := p.clocks.of(ctx)
-	st := part.clock(ctx.Key())
-	if st.clock(obs.Stream).applied(obs.Partition, obs.Offset) {
+	part := p.clockStores.of(ctx)
+	kc := part.clockOf(ctx.Key())
+	if kc.stream(obs.Stream).applied(obs.Partition, obs.Offset) {
 		return
 	}
 	key := ""
-	if w := p.params.windowStart(obs.MadeUS); !obs.Heartbeat && !st.late(p.params, obs.Stream, w) {
+	if w := p.params.windowStart(obs.MadeUS); !obs.Heartbeat && !kc.late(p.params, obs.Stream, w) {
 		key = dedupeKey(obs, w)
 		obs.Dup = part.seen(ctx, key)
 	}
 	if !obs.Dup {
 		obs.Raw, obs.Key, obs.RawCut = nil, nil, results.Cut{}
 	}
-	p.clock(ctx, part, st, obs, key)
+	p.decide(ctx, part, kc, obs, key)
 }
 
 func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason, detail string) {
@@ -201,28 +201,28 @@ type idWindow struct {
 
 // seen reports whether key, a dedupe entry, is set in the partition.
 func (t *tablePart) seen(ctx goka.Context, key string) bool {
-	b, err := t.st.Get(key)
+	b, err := t.store.Get(key)
 	if err != nil {
 		ctx.Fail(fmt.Errorf("read %q in partition %d of %s: %w", key, ctx.Partition(), t.topic, err))
 	}
 	return b != nil
 }
 
-// remember updates the dedupe entries after st decided ev: an item sets
+// remember updates the dedupe entries after kc decided ev: an item sets
 // its window's entry for its id (key, its dedupeKey), and the entries of the
 // windows that its stream's watermark has passed are forgotten. Both the
 // callback and the recovery of the table (recoverClock) call it, after the
 // clock applied ev.
-func (t *tablePart) remember(st *sizeClock, p paramsUS, ev *decision, key string) error {
+func (t *tablePart) remember(kc *keyClock, p paramsUS, ev *decision, key string) error {
 	rec := &ev.Rec
-	ids := &st.ids[streamIndex(rec.Stream)]
+	ids := &kc.ids[streamIndex(rec.Stream)]
 	if ev.Class == classItem {
-		if err := t.st.Set(key, entryValue); err != nil {
+		if err := t.store.Set(key, entryValue); err != nil {
 			return err
 		}
 		ids.add(ev.Window, key)
 	}
-	return ids.forget(p.watermark(*st.clock(rec.Stream)), p.WindowUS, t.st.Delete)
+	return ids.forget(p.watermark(*kc.stream(rec.Stream)), p.WindowUS, t.store.Delete)
 }
 
 // entryValue: a dedupe entry says only that its key is set.

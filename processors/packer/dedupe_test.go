@@ -84,7 +84,7 @@ func startUnit(t testing.TB, cfg Config, table []tableRecord) *unitPipeline {
 	}
 	u := &unitPipeline{t: t, pk: pk, cfg: cfg, next: map[record.Stream]int64{}}
 	if table != nil {
-		pk.slots.restore = func(partition int32, part *tablePart) error {
+		pk.slotStores.restore = func(partition int32, part *tablePart) error {
 			if partition != 0 {
 				return fmt.Errorf("restore of partition %d", partition)
 			}
@@ -98,17 +98,17 @@ func startUnit(t testing.TB, cfg Config, table []tableRecord) *unitPipeline {
 	}
 	mem := gokastore.Memory()
 	build := pk.storageBuilder(func(topic string, partition int32) (storage.Storage, error) {
-		st, err := mem(topic, partition)
+		store, err := mem(topic, partition)
 		if err == nil && topic == cfg.clockTable() {
-			u.clockStore = &countingStorage{Storage: st}
+			u.clockStore = &countingStorage{Storage: store}
 			return u.clockStore, nil
 		}
-		return st, err
+		return store, err
 	})
 	for _, topic := range []string{cfg.clockTable(), cfg.slotTable()} {
-		st, err := build(topic, 0)
+		store, err := build(topic, 0)
 		if err == nil {
-			err = st.Open()
+			err = store.Open()
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func startUnit(t testing.TB, cfg Config, table []tableRecord) *unitPipeline {
 		}
 		for _, r := range table {
 			// goka hands the callback its own proxy of the storage.
-			if err := pk.recoverClock(changelogRecord{topic: topic, offset: r.offset}, struct{ storage.Storage }{st}, r.key, r.value); err != nil {
+			if err := pk.recoverClock(changelogRecord{topic: topic, offset: r.offset}, struct{ storage.Storage }{store}, r.key, r.value); err != nil {
 				t.Fatalf("recover the clock table at offset %d: %v", r.offset, err)
 			}
 		}
@@ -132,8 +132,8 @@ func startUnit(t testing.TB, cfg Config, table []tableRecord) *unitPipeline {
 	return u
 }
 
-func (u *unitPipeline) clocks() *tablePart { return u.pk.clocks.m[0] }
-func (u *unitPipeline) slots() *tablePart  { return u.pk.slots.m[0] }
+func (u *unitPipeline) clockPart() *tablePart { return u.pk.clockStores.m[0] }
+func (u *unitPipeline) slotPart() *tablePart  { return u.pk.slotStores.m[0] }
 
 // send runs one raw input record through both groups; it returns its
 // offset.
@@ -243,7 +243,7 @@ func (c *unitCtx) SetValue(v any, _ ...goka.ContextOption) {
 	}
 	b, err := binCodec[decision, *decision]{}.Encode(v)
 	if err == nil {
-		err = c.u.clocks().st.Set(c.key, b)
+		err = c.u.clockPart().store.Set(c.key, b)
 	}
 	if err != nil {
 		c.u.t.Fatal(err)
@@ -291,10 +291,10 @@ func entryOf(rec *validRecord, window int64) dedupeEntry {
 // dedupeEntries are the dedupe entries a clock storage holds: every key
 // with a '|' (the others are the sizes' decisions). Each must hold the
 // presence flag.
-func dedupeEntries(t testing.TB, st storage.Storage) map[string]dedupeEntry {
+func dedupeEntries(t testing.TB, store storage.Storage) map[string]dedupeEntry {
 	t.Helper()
 	out := map[string]dedupeEntry{}
-	for k, v := range storageContents(t, st) {
+	for k, v := range storageContents(t, store) {
 		if !strings.Contains(k, "|") {
 			continue
 		}
@@ -318,13 +318,13 @@ func dedupeEntries(t testing.TB, st storage.Storage) map[string]dedupeEntry {
 	return out
 }
 
-// listedIDs are the dedupe keys that the clocks of a partition list for
+// listedIDs are the dedupe keys that the key clocks of a partition list for
 // forgetting (windowIDs), each once.
 func listedIDs(t testing.TB, part *tablePart) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	for size, st := range part.clocks {
-		for x, ws := range st.ids {
+	for size, kc := range part.keyClocks {
+		for x, ws := range kc.ids {
 			for i, w := range ws {
 				if i > 0 && ws[i-1].start >= w.start {
 					t.Errorf("size %s stream %d: windows listed out of order: %d then %d", size, x, ws[i-1].start, w.start)
@@ -356,12 +356,12 @@ func windowKeys(b []byte) []string {
 }
 
 // expectEntriesListed fails unless the dedupe entries in a partition's
-// storage are exactly those its clocks list: an entry not listed would
+// storage are exactly those its key clocks list: an entry not listed would
 // never be forgotten.
 func expectEntriesListed(t testing.TB, what string, part *tablePart) {
 	t.Helper()
 	listed := listedIDs(t, part)
-	stored := dedupeEntries(t, part.st)
+	stored := dedupeEntries(t, part.store)
 	for k := range stored {
 		if !listed[k] {
 			t.Errorf("%s: dedupe entry %q is stored but not listed: it would never be forgotten", what, k)
@@ -480,7 +480,7 @@ func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 	expect := func(step string, keys ...string) {
 		t.Helper()
 		got := slices.Sorted(func(yield func(string) bool) {
-			for k := range dedupeEntries(t, u.clocks().st) {
+			for k := range dedupeEntries(t, u.clockPart().store) {
 				if !yield(k) {
 					return
 				}
@@ -490,7 +490,7 @@ func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 		if !slices.Equal(got, keys) {
 			t.Errorf("%s: dedupe entries %q, want %q", step, got, keys)
 		}
-		expectEntriesListed(t, step, u.clocks())
+		expectEntriesListed(t, step, u.clockPart())
 	}
 	u.toy("a", "M", at("00:00:01"))
 	u.box("a", "M", at("00:00:02"))
@@ -504,7 +504,7 @@ func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 	expect("toys' watermark at window 0's end", boxA, toyB)
 	// Window 0 is still open (the boxes' watermark is far behind), and a
 	// toy of it would be late: late is decided before duplicate.
-	if n := len(u.pk.clocks.m[0].clocks["M"].Open); n != 2 {
+	if n := len(u.pk.clockStores.m[0].keyClocks["M"].Open); n != 2 {
 		t.Fatalf("%d windows open, want 2", n)
 	}
 	u.take()
@@ -554,7 +554,7 @@ func TestDedupeRedeliveryWritesNothing(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, table := u.clockStore.calls(), len(u.table)
-			clocks := cloneClock(*u.clocks().clocks["M"])
+			clockBefore := cloneClock(*u.clockPart().keyClocks["M"])
 			u.redeliver(c.obs)
 			if got := u.clockStore.calls(); got != before {
 				t.Errorf("storage calls (get, set, delete) went from %v to %v", before, got)
@@ -565,8 +565,8 @@ func TestDedupeRedeliveryWritesNothing(t *testing.T) {
 			if rows := u.take(); len(rows) > 0 {
 				t.Errorf("rows written: %+v", rows)
 			}
-			if st := u.clocks().clocks["M"]; !reflect.DeepEqual(cloneClock(*st), clocks) {
-				t.Errorf("clock changed:\n got %+v\nwant %+v", *st, clocks)
+			if kc := u.clockPart().keyClocks["M"]; !reflect.DeepEqual(cloneClock(*kc), clockBefore) {
+				t.Errorf("clock changed:\n got %+v\nwant %+v", *kc, clockBefore)
 			}
 		})
 	}
@@ -763,13 +763,13 @@ func (u *unitPipeline) expectBounded(what string, items map[dedupeEntry]bool) {
 	p := u.pk.params
 	want := map[dedupeEntry]bool{}
 	for e := range items {
-		st := u.clocks().clocks[e.size]
-		if p.watermark(*st.clock(e.stream)) < e.window+p.WindowUS {
+		kc := u.clockPart().keyClocks[e.size]
+		if p.watermark(*kc.stream(e.stream)) < e.window+p.WindowUS {
 			want[e] = true
 		}
 	}
 	got := map[dedupeEntry]bool{}
-	for _, e := range dedupeEntries(t, u.clocks().st) {
+	for _, e := range dedupeEntries(t, u.clockPart().store) {
 		got[e] = true
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -785,14 +785,14 @@ func (u *unitPipeline) expectBounded(what string, items map[dedupeEntry]bool) {
 		}
 		t.FailNow()
 	}
-	expectEntriesListed(t, what, u.clocks())
+	expectEntriesListed(t, what, u.clockPart())
 	open := map[string]bool{}
-	for size, st := range u.clocks().clocks {
-		for _, w := range st.Open {
+	for size, kc := range u.clockPart().keyClocks {
+		for _, w := range kc.Open {
 			open[size+"|"+strconv.FormatInt(w.Start, 10)] = true
 		}
 	}
-	for k := range storageContents(t, u.slots().st) {
+	for k := range storageContents(t, u.slotPart().store) {
 		i := strings.LastIndexByte(k, '|')
 		if i < 0 || !open[k[:i]] {
 			t.Fatalf("%s: slot %q kept, its window is not open", what, k)
@@ -820,7 +820,7 @@ func TestDedupeStateBoundedByOpenWindows(t *testing.T) {
 				items[entryOf(&ev.Rec, ev.Window)] = true
 			}
 		}
-		most = max(most, len(dedupeEntries(t, u.clocks().st)))
+		most = max(most, len(dedupeEntries(t, u.clockPart().store)))
 		if i%97 == 0 || i >= len(inputs) {
 			u.expectBounded(fmt.Sprintf("after input %d", i), items)
 		}
@@ -831,10 +831,10 @@ func TestDedupeStateBoundedByOpenWindows(t *testing.T) {
 	if most > len(items)/20 {
 		t.Errorf("up to %d dedupe entries for %d items", most, len(items))
 	}
-	if n := len(storageContents(t, u.clocks().st)); n != 4 {
+	if n := len(storageContents(t, u.clockPart().store)); n != 4 {
 		t.Errorf("after the final heartbeats the clock storage holds %d keys, want the 4 sizes' decisions", n)
 	}
-	if n := len(storageContents(t, u.slots().st)); n != 0 {
+	if n := len(storageContents(t, u.slotPart().store)); n != 0 {
 		t.Errorf("after the final heartbeats the slots storage holds %d slots", n)
 	}
 	t.Logf("%d inputs, %d items, at most %d dedupe entries at once", len(inputs), len(items), most)

@@ -258,29 +258,29 @@ func (l limits) rowRoom(key string, fields int) int {
 	return l.room() - len(key) - fixedRow - fields*cutFieldMax
 }
 
-func (p *Packer) packedRow(st *slotState, ws string) *results.Packed {
-	r := &results.Packed{Size: st.Size, WindowStart: ws}
-	r.ToyID, r.ToyIDCut = splitID(st.Toy)
-	r.BoxID, r.BoxIDCut = splitID(st.Box)
-	if room := p.lim.rowRoom(itemKey(st.Size, st.Window, st.Toy), 2); mayNotFit(room, r.ToyID, r.BoxID) {
+func (p *Packer) packedRow(slot *slotState, ws string) *results.Packed {
+	r := &results.Packed{Size: slot.Size, WindowStart: ws}
+	r.ToyID, r.ToyIDCut = splitID(slot.Toy)
+	r.BoxID, r.BoxIDCut = splitID(slot.Box)
+	if room := p.lim.rowRoom(itemKey(slot.Size, slot.Window, slot.Toy), 2); mayNotFit(room, r.ToyID, r.BoxID) {
 		fitText(room, []*string{&r.ToyID, &r.BoxID}, []*results.Cut{&r.ToyIDCut, &r.BoxIDCut})
 	}
 	return r
 }
 
-func (p *Packer) unpackedRow(st *slotState, ws string) *results.Unpacked {
-	r := &results.Unpacked{Size: st.Size, WindowStart: ws}
-	r.ToyID, r.ToyIDCut = splitID(st.Toy)
-	if room := p.lim.rowRoom(itemKey(st.Size, st.Window, st.Toy), 1); mayNotFit(room, r.ToyID) {
+func (p *Packer) unpackedRow(slot *slotState, ws string) *results.Unpacked {
+	r := &results.Unpacked{Size: slot.Size, WindowStart: ws}
+	r.ToyID, r.ToyIDCut = splitID(slot.Toy)
+	if room := p.lim.rowRoom(itemKey(slot.Size, slot.Window, slot.Toy), 1); mayNotFit(room, r.ToyID) {
 		fitText(room, []*string{&r.ToyID}, []*results.Cut{&r.ToyIDCut})
 	}
 	return r
 }
 
-func (p *Packer) spareRow(st *slotState, ws string) *results.Spare {
-	r := &results.Spare{Size: st.Size, WindowStart: ws}
-	r.BoxID, r.BoxIDCut = splitID(st.Box)
-	if room := p.lim.rowRoom(itemKey(st.Size, st.Window, st.Box), 1); mayNotFit(room, r.BoxID) {
+func (p *Packer) spareRow(slot *slotState, ws string) *results.Spare {
+	r := &results.Spare{Size: slot.Size, WindowStart: ws}
+	r.BoxID, r.BoxIDCut = splitID(slot.Box)
+	if room := p.lim.rowRoom(itemKey(slot.Size, slot.Window, slot.Box), 1); mayNotFit(room, r.BoxID) {
 		fitText(room, []*string{&r.BoxID}, []*results.Cut{&r.BoxIDCut})
 	}
 	return r

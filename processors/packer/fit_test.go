@@ -123,7 +123,7 @@ func TestRowsFitInARecord(t *testing.T) {
 		for name, whole := range ids {
 			id := carryID(whole, lim.idMax())
 			// The window whose start takes the most digits, so the most key bytes.
-			st := &slotState{Size: "XL", Window: math.MinInt64, Toy: id, Box: id, Closed: true}
+			slot := &slotState{Size: "XL", Window: math.MinInt64, Toy: id, Box: id, Closed: true}
 			ws := record.FormatMicros(0)
 			check := func(row string, key string, v any, fields map[string]results.Cut, texts map[string]string) {
 				t.Helper()
@@ -147,13 +147,13 @@ func TestRowsFitInARecord(t *testing.T) {
 					}
 				}
 			}
-			pr := p.packedRow(st, ws)
-			check("packed", itemKey(st.Size, st.Window, st.Toy), pr, map[string]results.Cut{"toy": pr.ToyIDCut, "box": pr.BoxIDCut},
+			pr := p.packedRow(slot, ws)
+			check("packed", itemKey(slot.Size, slot.Window, slot.Toy), pr, map[string]results.Cut{"toy": pr.ToyIDCut, "box": pr.BoxIDCut},
 				map[string]string{"toy": pr.ToyID, "box": pr.BoxID})
-			ur := p.unpackedRow(st, ws)
-			check("unpacked", itemKey(st.Size, st.Window, st.Toy), ur, map[string]results.Cut{"toy": ur.ToyIDCut}, map[string]string{"toy": ur.ToyID})
-			sr := p.spareRow(st, ws)
-			check("spare", itemKey(st.Size, st.Window, st.Box), sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
+			ur := p.unpackedRow(slot, ws)
+			check("unpacked", itemKey(slot.Size, slot.Window, slot.Toy), ur, map[string]results.Cut{"toy": ur.ToyIDCut}, map[string]string{"toy": ur.ToyID})
+			sr := p.spareRow(slot, ws)
+			check("spare", itemKey(slot.Size, slot.Window, slot.Box), sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
 			// The longest topic name Kafka allows, and the widest position.
 			o := &validRecord{Stream: record.Toys, Partition: math.MaxInt32, Offset: math.MaxInt64, Size: "XL", ID: id, MadeAt: record.FormatMicros(0)}
 			lk := lateKey(strings.Repeat("t", 249), o.Partition, o.Offset)

@@ -217,7 +217,7 @@ func (p *Packer) cleanOnce(ctx context.Context, adm *kadm.Client) error {
 		return fmt.Errorf("committed offsets of group %s: %w", p.cfg.slotsGroup(), err)
 	}
 	del := kadm.Offsets{}
-	for part, h := range p.slots.horizons() {
+	for part, h := range p.slotStores.horizons() {
 		c, ok := committed.Lookup(table, part)
 		if !ok || c.Err != nil {
 			continue
@@ -238,7 +238,7 @@ func (p *Packer) cleanOnce(ctx context.Context, adm *kadm.Client) error {
 			err = fmt.Errorf("delete records of %s/%d: %w", r.Topic, r.Partition, r.Err)
 			continue
 		}
-		if h := p.slots.horizonOf(r.Partition); h != nil {
+		if h := p.slotStores.horizonOf(r.Partition); h != nil {
 			h.deleted(r.LowWatermark)
 		}
 		p.log.Debug("clock table cleaned", "topic", r.Topic, "partition", r.Partition, "from", r.LowWatermark)

@@ -178,7 +178,7 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 	if last := every[len(every)-1]; last.keep < int64(len(u.table))-16 {
 		t.Errorf("the last mark %+v, after the final heartbeats, keeps more than the final heartbeats", last)
 	}
-	natural := u.slots().horizon.marks
+	natural := u.slotPart().horizon.marks
 	if len(natural) < len(u.table)/horizonEvery {
 		t.Fatalf("%d marks for %d decisions: fewer than one every %d", len(natural), len(u.table), horizonEvery)
 	}
@@ -189,7 +189,7 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 	}
 	var prev int64
 	for committed := int64(0); committed <= int64(len(u.table)); committed += int64(r.IntN(900)) {
-		got := u.slots().horizon.deletable(committed)
+		got := u.slotPart().horizon.deletable(committed)
 		if got == 0 {
 			continue
 		}
@@ -202,7 +202,7 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 		if got != allowed || got <= prev {
 			t.Errorf("deletable(%d) = %d, after %d; the last mark before it keeps %d", committed, got, prev, allowed)
 		}
-		u.slots().horizon.deleted(got)
+		u.slotPart().horizon.deleted(got)
 		prev = got
 	}
 	if prev == 0 {
@@ -263,7 +263,7 @@ func TestHorizonRestartFromSuffix(t *testing.T) {
 				re.feed()
 				if committed == end {
 					// No record processed yet: the first one settles.
-					if err := re.slots().settle(end); err != nil {
+					if err := re.slotPart().settle(end); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -277,14 +277,14 @@ func TestHorizonRestartFromSuffix(t *testing.T) {
 				// Resuming at the end, both go on alike.
 				re = startUnit(t, live.cfg, suffix)
 				re.next = maps.Clone(live.next)
-				if err := re.slots().settle(end); err != nil {
+				if err := re.slotPart().settle(end); err != nil {
 					t.Fatal(err)
 				}
 				expectSameSlots(t, what, live, re)
 				// The restore observed the suffix: a mark at once bounds the
 				// table as one over the whole table does.
-				re.slots().horizon.mark(end - 1)
-				if got, want := re.slots().horizon.marks[len(re.slots().horizon.marks)-1], h.marks[len(h.marks)-1]; got != want {
+				re.slotPart().horizon.mark(end - 1)
+				if got, want := re.slotPart().horizon.marks[len(re.slotPart().horizon.marks)-1], h.marks[len(h.marks)-1]; got != want {
 					t.Errorf("%s: a mark of the restarted group %+v, want %+v", what, got, want)
 				}
 				if i != len(h.marks)-1 {
@@ -315,8 +315,8 @@ func TestHorizonRestartFromSuffix(t *testing.T) {
 					full.mark(rec.offset)
 					keeps = append(keeps, full.marks[len(full.marks)-1].keep)
 				}
-				re.slots().horizon.mark(int64(len(live.table) - 1))
-				for _, m := range re.slots().horizon.marks {
+				re.slotPart().horizon.mark(int64(len(live.table) - 1))
+				for _, m := range re.slotPart().horizon.marks {
 					if m.keep != keeps[m.at] {
 						t.Errorf("%s: the restarted group's mark %+v, a horizon over the whole table keeps %d", what, m, keeps[m.at])
 					}
@@ -350,7 +350,7 @@ func TestHorizonRestartKeepsTheGreatestMadeAt(t *testing.T) {
 	}
 	re := startUnit(t, u.cfg, u.table[keep:])
 	expectSameClocks(t, "restart without the heartbeats", u, re)
-	if got, want := re.clocks().clocks["M"].Toys.Max, micros("00:01:40"); got != want {
+	if got, want := re.clockPart().keyClocks["M"].Toys.Max, micros("00:01:40"); got != want {
 		t.Errorf("restarted toys' greatest made_at %d, want %d", got, want)
 	}
 }
@@ -413,8 +413,26 @@ func TestHorizonQuietSizeDoesNotPinTheTable(t *testing.T) {
 		u.box(fmt.Sprint("b", i), "M", made)
 	}
 	// M's open windows are its last W + L: 300 records.
-	keep := u.slots().horizon.deletable(int64(len(u.table)))
+	keep := u.slotPart().horizon.deletable(int64(len(u.table)))
 	if need := int64(len(u.table)) - 4*horizonEvery; keep < need {
 		t.Errorf("after %d decisions the cleaner may delete below %d only; the open windows need nothing below %d", len(u.table), keep, need)
+	}
+}
+
+// TestHorizonNotKeptWithoutCleaning: with cleaning off (CleanEvery 0) no
+// cleaner ever trims the marks that a horizon takes at every window closing
+// and every horizonEvery decisions, so the slots group must not keep one:
+// memory would grow with every decision.
+func TestHorizonNotKeptWithoutCleaning(t *testing.T) {
+	u := newUnitPipeline(t, func(c *Config) { c.CleanEvery = 0 })
+	start := time.Date(2026, 12, 24, 0, 1, 0, 0, time.UTC)
+	for i := range 3 * horizonEvery {
+		made := record.FormatTime(start.Add(time.Duration(i) * 100 * time.Millisecond))
+		u.toy(fmt.Sprint("t", i), "M", made)
+		u.box(fmt.Sprint("b", i), "M", made)
+	}
+	for part, h := range u.pk.slotStores.horizons() {
+		t.Errorf("partition %d keeps a horizon with %d marks and %d window offsets after %d decisions, with nothing to trim them",
+			part, len(h.marks), len(h.firsts), len(u.table))
 	}
 }

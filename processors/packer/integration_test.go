@@ -420,17 +420,17 @@ func TestStrayPartitionLosesNothing(t *testing.T) {
 		dead[fmt.Sprintf("%s/%d/%d", d.Stream, d.Partition, d.Offset)] = true
 	}
 	items, strays := 0, 0
-	for _, st := range []record.Stream{record.Toys, record.Boxes} {
+	for _, x := range []record.Stream{record.Toys, record.Boxes} {
 		topic := pl.cfg.Topics.Toys
-		if st == record.Boxes {
+		if x == record.Boxes {
 			topic = pl.cfg.Topics.Boxes
 		}
-		inputs, err := topicread.Inputs(ctx, kc, topic, st)
+		inputs, err := topicread.Inputs(ctx, kc, topic, x)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, in := range inputs {
-			r, err := record.Parse(st, in.Key, in.Value)
+			r, err := record.Parse(x, in.Key, in.Value)
 			if err != nil || r.Heartbeat {
 				continue
 			}
@@ -438,9 +438,9 @@ func TestStrayPartitionLosesNothing(t *testing.T) {
 			if in.Partition == stray && r.Size == "M" {
 				strays++
 			}
-			k := string(st) + "|" + r.Size + "|" + r.ID
-			if outcome[k] == 0 && !dead[fmt.Sprintf("%s/%d/%d", st, in.Partition, in.Offset)] {
-				t.Errorf("%s %s (partition %d, offset %d) has no outcome", st, r.ID, in.Partition, in.Offset)
+			k := string(x) + "|" + r.Size + "|" + r.ID
+			if outcome[k] == 0 && !dead[fmt.Sprintf("%s/%d/%d", x, in.Partition, in.Offset)] {
+				t.Errorf("%s %s (partition %d, offset %d) has no outcome", x, r.ID, in.Partition, in.Offset)
 			}
 		}
 	}

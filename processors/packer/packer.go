@@ -35,10 +35,12 @@ type Packer struct {
 	params paramsUS
 	lim    limits       // what every record written must fit in (fit.go)
 	seqs   []*sequencer // one per group (inorder.go)
-	clocks *tableStores // the clock group's clocks and dedupe entries (clock.go, dedupe.go)
-	slots  *tableStores // the slots group's slots (slots.go)
-	log    *slog.Logger
-	trace  stageTracing // all nil: tracing off (tracing.go)
+	// clockStores: the clock group's table, partition by partition, with its
+	// key clocks and dedupe entries (clock.go, dedupe.go); slotStores: the
+	// slots group's, with its slots (slots.go).
+	clockStores, slotStores *tableStores
+	log                     *slog.Logger
+	trace                   stageTracing // all nil: tracing off (tracing.go)
 	// aligner keeps the clock group's inputs together in event time (align.go).
 	aligner *aligner
 	procs   atomic.Pointer[[]*goka.Processor] // the groups' processors while they run (health.go)
@@ -53,9 +55,22 @@ func New(cfg Config, log *slog.Logger) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, clocks: newTableStores(cfg.clockTable()), slots: newTableStores(cfg.slotTable()), aligner: newAligner(cfg.Partitions)}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, aligner: newAligner(cfg.Partitions)}
+	p.newStores()
 	p.trace = newStageTracing(cfg, cfg.Tracer)
 	return p, nil
+}
+
+// newStores starts the groups' tables empty, as goka does at each run. Only
+// the slots group follows what the clock table must keep, and only when the
+// packer cleans that table: its horizon marks the bounds that the cleaner
+// alone consumes and trims (horizon.deletable), so with cleaning off the
+// marks, and the heap of the windows' first offsets, would grow with every
+// decision. Not following at all, rather than trimming the marks anyway,
+// also spares each decision the work whose only use is the cleaner's.
+func (p *Packer) newStores() {
+	p.clockStores = newTableStores(p.cfg.clockTable(), false)
+	p.slotStores = newTableStores(p.cfg.slotTable(), p.cfg.CleanEvery > 0)
 }
 
 func (p *Packer) topicOf(x record.Stream) string {

@@ -17,7 +17,7 @@ func TestClockAppliesEachPartitionOnce(t *testing.T) {
 	item := func(part int32, off, made int64) validRecord {
 		return validRecord{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "x", MadeUS: made}
 	}
-	var st sizeClock
+	var kc keyClock
 	for i, s := range []struct {
 		obs     validRecord
 		applied bool
@@ -31,14 +31,14 @@ func TestClockAppliesEachPartitionOnce(t *testing.T) {
 		{item(3, 2, 4), true, false},
 		{item(0, 3, 5), true, false},
 	} {
-		if got := st.apply(p, s.obs); got != s.applied {
+		if got := kc.apply(p, s.obs); got != s.applied {
 			t.Fatalf("step %d (%d@%d): applied %v, want %v", i, s.obs.Partition, s.obs.Offset, got, s.applied)
 		}
-		if s.applied && st.Ev.NewPartition != s.newPart {
-			t.Fatalf("step %d: NewPartition %v, want %v", i, st.Ev.NewPartition, s.newPart)
+		if s.applied && kc.Ev.NewPartition != s.newPart {
+			t.Fatalf("step %d: NewPartition %v, want %v", i, kc.Ev.NewPartition, s.newPart)
 		}
 	}
-	if len(st.Open) != 1 || st.Open[0].Toys != 5 {
-		t.Fatalf("open windows %+v, want one with the 5 applied toys", st.Open)
+	if len(kc.Open) != 1 || kc.Open[0].Toys != 5 {
+		t.Fatalf("open windows %+v, want one with the 5 applied toys", kc.Open)
 	}
 }

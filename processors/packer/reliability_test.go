@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -441,4 +442,94 @@ func TestStagesStartAgainAfterBrokerError(t *testing.T) {
 	mu.Unlock()
 	pl.check(t, ctx, s)
 	pl.checkRawPacked(t, ctx)
+}
+
+// TestRevokedPartitionsLeaveMemory runs one packer instance, then a second
+// in the same groups, which takes half the partitions of each group from the
+// first: from then on the first keeps state (clocks, dedupe entries, slots,
+// horizons) only for the partitions goka says it holds, and cleans the clock
+// table only there. The results stay those of the reference.
+func TestRevokedPartitionsLeaveMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := scenario{seed: 701, toys: 1500, boxes: 1500, elves: 2, partitions: 4,
+		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
+		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+	pl := newPipeline(t, kc, s)
+	start := func() (*packer.Packer, func()) {
+		pk, err := packer.New(pl.cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- pk.Run(rctx) }()
+		return pk, func() {
+			stop()
+			if err := <-ran; err != nil {
+				t.Errorf("packer: %v", err)
+			}
+		}
+	}
+	all := []int32{0, 1, 2, 3}
+	a, stopA := start()
+	// Both of A's groups hold every partition, and its state all of them.
+	waitHeld(t, ctx, a, func(goka [2][]int32) bool { return slices.Equal(goka[0], all) && slices.Equal(goka[1], all) })
+
+	produced := make(chan error, 1)
+	go func() { produced <- pl.produceAt(ctx, s, 400) }()
+	time.Sleep(time.Second)
+	b, stopB := start()
+	// Each group split between A and B.
+	split := func(goka [2][]int32) bool { return len(goka[0]) == 2 && len(goka[1]) == 2 }
+	heldA := waitHeld(t, ctx, a, split)
+	heldB := waitHeld(t, ctx, b, split)
+	for g := range 2 {
+		if both := slices.Concat(heldA[g], heldB[g]); len(slices.Compact(slices.Sorted(slices.Values(both)))) != len(all) {
+			t.Errorf("group %d: A holds %v, B %v: not every partition once", g, heldA[g], heldB[g])
+		}
+	}
+
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 250*time.Millisecond, nil, slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	stopA()
+	stopB()
+	pl.check(t, ctx, s)
+	pl.checkRawPacked(t, ctx)
+}
+
+// waitHeld waits until pk runs, the partitions goka says its two groups hold
+// satisfy want, and its state is held for exactly those (clock group; slots
+// group and its cleaning): each group's partitions then. It fails the test
+// when that does not come within a minute.
+func waitHeld(t *testing.T, ctx context.Context, pk *packer.Packer, want func(goka [2][]int32) bool) [2][]int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var last string
+	for {
+		h := pk.Health(ctx)
+		clock, slots, cleaned := pk.HeldPartitions()
+		if h.Running && len(h.Groups) == 2 {
+			goka := [2][]int32{h.Groups[0].Partitions, h.Groups[1].Partitions}
+			if want(goka) && slices.Equal(clock, goka[0]) && slices.Equal(slots, goka[1]) && slices.Equal(cleaned, goka[1]) {
+				return goka
+			}
+			last = fmt.Sprintf("goka holds %v (clock group) and %v (slots group); state is kept for %v and %v, the clock table cleaned in %v",
+				goka[0], goka[1], clock, slots, cleaned)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the packer's state never matched the partitions it holds: %s", last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

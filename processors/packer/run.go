@@ -144,7 +144,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 // of their tables at keys other than a callback's own (tablestores.go). Tests that
 // replace the storage (goka's tester) wrap theirs with it too.
 func (p *Packer) storageBuilder(inner storage.Builder) storage.Builder {
-	return p.slots.builder(p.clocks.builder(inner))
+	return p.slotStores.builder(p.clockStores.builder(inner))
 }
 
 // hasherFor partitions the packer's own topics (loop, tables) by size
@@ -189,13 +189,13 @@ func (p *Packer) Run(ctx context.Context) error {
 // says whether both got to run (and, with signal, Config.Ready was called).
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
-	p.clocks, p.slots = newTableStores(p.cfg.clockTable()), newTableStores(p.cfg.slotTable())
+	p.newStores()
 	p.aligner = newAligner(p.cfg.Partitions)
-	p.slots.restore = func(partition int32, part *tablePart) error {
+	p.slotStores.restore = func(partition int32, part *tablePart) error {
 		err := p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
 			return p.restoreSlots(part, offset, value)
 		})
-		if h := part.horizon; err == nil && h.next > 0 {
+		if h := part.horizon; err == nil && h != nil && h.next > 0 {
 			// The bound at the last record restored is exact (see follow):
 			// the group's committed offset is past the mark the last
 			// cleaning used and at most the end. Without it a packer

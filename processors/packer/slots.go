@@ -25,11 +25,13 @@ import (
 // and window closings into the slots that will stay half-empty.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	ev := msg.(*decision)
-	part := p.slots.of(ctx)
+	part := p.slotStores.of(ctx)
 	if err := part.settle(ctx.Offset()); err != nil {
 		ctx.Fail(fmt.Errorf("forget slots in partition %d of %s: %w", ctx.Partition(), part.topic, err))
 	}
-	part.horizon.observe(ctx.Offset(), ev)
+	if part.horizon != nil {
+		part.horizon.observe(ctx.Offset(), ev)
+	}
 	r := ev.Rec
 	switch ev.Class {
 	case classLate:
@@ -58,21 +60,21 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 // message, so any redelivery produces the same rows again (consumers
 // deduplicate by key).
 func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg) {
-	st, err := part.updateSlot(key, m)
+	slot, err := part.updateSlot(key, m)
 	if err != nil {
 		ctx.Fail(fmt.Errorf("slot %q in partition %d of %s: %w", key, ctx.Partition(), part.topic, err))
 	}
-	ws := record.FormatMicros(st.Window)
+	ws := record.FormatMicros(slot.Window)
 	t := p.cfg.Topics
 	// The trace is resumed only where a row is written.
 	switch {
-	case st.Toy != "" && st.Box != "":
-		ctx = withItems(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace, st.BoxTrace)
-		ctx.Emit(goka.Stream(t.Packed), itemKey(st.Size, st.Window, st.Toy), p.packedRow(st, ws))
-	case st.Closed && st.Toy != "":
-		withItems(resume(p.trace.slots, ctx, m.Trace), st.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(st.Size, st.Window, st.Toy), p.unpackedRow(st, ws))
-	case st.Closed && st.Box != "":
-		withItems(resume(p.trace.slots, ctx, m.Trace), st.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(st.Size, st.Window, st.Box), p.spareRow(st, ws))
+	case slot.Toy != "" && slot.Box != "":
+		ctx = withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace, slot.BoxTrace)
+		ctx.Emit(goka.Stream(t.Packed), itemKey(slot.Size, slot.Window, slot.Toy), p.packedRow(slot, ws))
+	case slot.Closed && slot.Toy != "":
+		withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(slot.Size, slot.Window, slot.Toy), p.unpackedRow(slot, ws))
+	case slot.Closed && slot.Box != "":
+		withItems(resume(p.trace.slots, ctx, m.Trace), slot.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(slot.Size, slot.Window, slot.Box), p.spareRow(slot, ws))
 	}
 }
 
@@ -80,46 +82,46 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg)
 // fills the slot's place of its stream, a closing marks it closed. Each
 // field is set once; a message that changes nothing writes nothing.
 func (t *tablePart) updateSlot(key string, m *slotMsg) (*slotState, error) {
-	st := &slotState{Size: m.Size, Window: m.Window}
-	b, err := t.st.Get(key)
+	slot := &slotState{Size: m.Size, Window: m.Window}
+	b, err := t.store.Get(key)
 	if err != nil {
-		return st, err
+		return slot, err
 	}
 	if b != nil {
 		v, err := slotStateCodec.Decode(b)
 		if err != nil {
-			return st, err
+			return slot, err
 		}
-		st = v.(*slotState)
+		slot = v.(*slotState)
 	}
 	changed := false
 	switch {
 	case m.Close:
-		changed = !st.Closed
-		st.Closed = true
+		changed = !slot.Closed
+		slot.Closed = true
 	case m.Stream == record.Boxes:
-		changed = st.Box == ""
+		changed = slot.Box == ""
 		if changed {
-			st.Box, st.BoxTrace = m.ID, m.Trace
+			slot.Box, slot.BoxTrace = m.ID, m.Trace
 		}
 	default:
-		changed = st.Toy == ""
+		changed = slot.Toy == ""
 		if changed {
-			st.Toy, st.ToyTrace = m.ID, m.Trace
+			slot.Toy, slot.ToyTrace = m.ID, m.Trace
 		}
 	}
 	if changed {
-		enc, _ := slotStateCodec.Encode(st)
-		err = t.st.Set(key, enc)
+		enc, _ := slotStateCodec.Encode(slot)
+		err = t.store.Set(key, enc)
 	}
-	return st, err
+	return slot, err
 }
 
 // forgetWindow deletes the slots of a closed window: ranks 1 to the larger
 // of its two counts.
 func (t *tablePart) forgetWindow(size string, c closedWindow) error {
 	for k := 1; k <= max(c.Toys, c.Boxes); k++ {
-		if err := t.st.Delete(slotKey(size, c.Start, k)); err != nil {
+		if err := t.store.Delete(slotKey(size, c.Start, k)); err != nil {
 			return err
 		}
 	}
@@ -140,7 +142,9 @@ func (p *Packer) restoreSlots(part *tablePart, offset int64, value []byte) error
 		return err
 	}
 	ev := v.(*decision)
-	part.horizon.follow(offset, ev)
+	if part.horizon != nil {
+		part.horizon.follow(offset, ev)
+	}
 	r := &ev.Rec
 	if ev.Class == classItem {
 		if _, err := part.updateSlot(slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace}); err != nil {

@@ -10,83 +10,119 @@ import (
 
 // tableStores are the storages of a group's own table, one per partition
 // the group holds, for the values a callback reads and writes at keys other
-// than its own: goka gives a callback only its current key's value, the
-// size's. The clock group's table holds the dedupe entries beside the
-// clocks, the slots group's the slots. Neither is a Kafka record of its
-// own: goka's recovery of the clock table sets the clocks and dedupe entries
+// than its own: goka gives a callback only its current key's value. The
+// clock group's table holds the dedupe entries beside the key clocks, the
+// slots group's the slots. Neither is a Kafka record of its own: goka's
+// recovery of the clock table sets the key clocks and dedupe entries
 // again from its decisions (recoverClock), and the slots are rebuilt from
 // the same decisions when the slots group's storage is built (restore,
 // restoreSlots); the slots group's table is never written.
 type tableStores struct {
 	topic string
+	// follow: each partition keeps a horizon (horizon.go), for the cleaner.
+	follow bool
 	// restore, when set, fills a partition's new storage before goka uses it.
 	restore func(partition int32, part *tablePart) error
 	mu      sync.Mutex
 	m       map[int32]*tablePart
 }
 
-func newTableStores(topic string) *tableStores {
-	return &tableStores{topic: topic, m: map[int32]*tablePart{}}
+func newTableStores(topic string, follow bool) *tableStores {
+	return &tableStores{topic: topic, follow: follow, m: map[int32]*tablePart{}}
 }
 
-// builder remembers every storage that inner builds for the table. goka
-// builds one whenever it is assigned a partition, before recovering it, so
-// a partition's clocks and horizon start empty with its storage.
+// builder remembers every storage that inner builds for the table, for as
+// long as goka holds it. goka builds one whenever it is assigned a
+// partition, before recovering it, so a partition's key clocks and horizon start
+// empty with its storage; and it closes every storage when a rebalance
+// begins (its consumer group's Cleanup stops every partition processor, which
+// closes its table), building again those of the partitions it is assigned
+// next. A partition is held from its storage's build to its Close: a revoked
+// partition's key clocks, dedupe entries, slots and horizon go with it, and the
+// cleaner no longer deletes records there.
 func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
-		st, err := inner(topic, partition)
+		store, err := inner(topic, partition)
 		if err != nil || topic != s.topic {
-			return st, err
+			return store, err
 		}
-		part := &tablePart{st: st, topic: topic, clocks: map[string]*sizeClock{}, horizon: newHorizon()}
+		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}}
+		if s.follow {
+			part.horizon = newHorizon()
+		}
 		s.mu.Lock()
 		s.m[partition] = part
 		s.mu.Unlock()
+		h := &held{Storage: store, drop: func() { s.drop(partition, part) }}
 		if s.restore != nil {
-			return &restoring{Storage: st, restore: func() error { return s.restore(partition, part) }}, nil
+			h.restore = func() error { return s.restore(partition, part) }
 		}
-		return st, nil
+		return h, nil
 	}
 }
 
-// restoring is a storage that is filled when goka opens it, before it
-// recovers the table or runs a callback of the partition.
-type restoring struct {
+// drop forgets part, unless goka has built another storage for its
+// partition since.
+func (s *tableStores) drop(partition int32, part *tablePart) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[partition] == part {
+		delete(s.m, partition)
+	}
+}
+
+// held is a storage that the table's partition is held with: filled when
+// goka opens it (restore, when set), before goka recovers the table or runs
+// a callback of the partition, and dropped when goka closes it.
+type held struct {
 	storage.Storage
 	restore func() error
+	drop    func()
 }
 
-func (r *restoring) Open() error {
-	if err := r.Storage.Open(); err != nil {
+func (h *held) Open() error {
+	if err := h.Storage.Open(); err != nil {
 		return err
 	}
-	return r.restore()
+	if h.restore == nil {
+		return nil
+	}
+	return h.restore()
+}
+
+func (h *held) Close() error {
+	h.drop()
+	return h.Storage.Close()
 }
 
 // tablePart is one partition of a table: its storage, the clock group's
-// states of the sizes in it, which live in memory only (clock.go), and the
-// slots group's bookkeeping of what the clock table must keep (horizon.go)
-// and of the windows its restore saw closing (restoreSlots).
+// clocks of the keys in it, which live in memory only (keyclock.go), and the
+// slots group's bookkeeping of what the clock table must keep (horizon.go;
+// nil when the packer does not clean the table) and of the windows its
+// restore saw closing (restoreSlots).
 type tablePart struct {
-	st              storage.Storage
+	store           storage.Storage
 	topic           string
-	clocks          map[string]*sizeClock
+	keyClocks       map[string]*keyClock
 	horizon         *horizon
 	closedInRestore []restoredClosing
 }
 
-// horizons are the horizons of the partitions held now.
+// horizons are the horizons of the partitions held now, none when the
+// partitions keep none.
 func (s *tableStores) horizons() map[int32]*horizon {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[int32]*horizon, len(s.m))
 	for p, t := range s.m {
-		out[p] = t.horizon
+		if t.horizon != nil {
+			out[p] = t.horizon
+		}
 	}
 	return out
 }
 
-// horizonOf is partition's horizon, nil when it is not held.
+// horizonOf is partition's horizon, nil when it is not held or keeps none.
 func (s *tableStores) horizonOf(partition int32) *horizon {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,16 +132,15 @@ func (s *tableStores) horizonOf(partition int32) *horizon {
 	return nil
 }
 
-// clock is the state of size's clock, new when it has none yet. One
-// goroutine at a time uses a partition: goka's recovery, then the
-// partition's callbacks.
-func (t *tablePart) clock(size string) *sizeClock {
-	st, ok := t.clocks[size]
+// clockOf is the clock of key, new when it has none yet. One goroutine at a
+// time uses a partition: goka's recovery, then the partition's callbacks.
+func (t *tablePart) clockOf(key string) *keyClock {
+	kc, ok := t.keyClocks[key]
 	if !ok {
-		st = &sizeClock{}
-		t.clocks[size] = st
+		kc = &keyClock{}
+		t.keyClocks[key] = kc
 	}
-	return st
+	return kc
 }
 
 // part is the table's partition: goka builds its storage before it recovers

@@ -60,8 +60,8 @@ type clockStep struct {
 	want clockWant
 }
 
-// cloneClock deep-copies a sizeClock so that later apply calls cannot alias it.
-func cloneClock(s sizeClock) sizeClock {
+// cloneClock deep-copies a keyClock so that later apply calls cannot alias it.
+func cloneClock(s keyClock) keyClock {
 	c := s
 	c.Open = slices.Clone(s.Open)
 	c.Toys.Lasts = slices.Clone(s.Toys.Lasts)
@@ -72,21 +72,21 @@ func cloneClock(s sizeClock) sizeClock {
 	return c
 }
 
-func runClockSteps(t *testing.T, p paramsUS, st *sizeClock, steps []clockStep) {
+func runClockSteps(t *testing.T, p paramsUS, kc *keyClock, steps []clockStep) {
 	t.Helper()
 	for i, s := range steps {
-		before := cloneClock(*st)
-		ok := st.apply(p, s.obs)
+		before := cloneClock(*kc)
+		ok := kc.apply(p, s.obs)
 		if ok != s.want.ok {
 			t.Fatalf("step %d %+v: apply = %v, want %v", i, s.obs, ok, s.want.ok)
 		}
 		if !ok {
-			if !reflect.DeepEqual(*st, before) {
-				t.Fatalf("step %d %+v: redelivery changed the state\nbefore %+v\nafter  %+v", i, s.obs, before, *st)
+			if !reflect.DeepEqual(*kc, before) {
+				t.Fatalf("step %d %+v: redelivery changed the state\nbefore %+v\nafter  %+v", i, s.obs, before, *kc)
 			}
 			continue
 		}
-		ev := st.Ev
+		ev := kc.Ev
 		// The decision holds the record, marked a duplicate only when it
 		// is one: a late record or a heartbeat is not, whatever admit said.
 		wantRec := s.obs
@@ -94,7 +94,7 @@ func runClockSteps(t *testing.T, p paramsUS, st *sizeClock, steps []clockStep) {
 		if !reflect.DeepEqual(ev.Rec, wantRec) {
 			t.Errorf("step %d: Ev.Rec = %+v, want %+v", i, ev.Rec, wantRec)
 		}
-		if c, b := st.clock(s.obs.Stream), before.clock(s.obs.Stream); ev.Max != c.Max || (b.Seen && ev.Max < b.Max) || ev.Max < s.obs.MadeUS {
+		if c, b := kc.stream(s.obs.Stream), before.stream(s.obs.Stream); ev.Max != c.Max || (b.Seen && ev.Max < b.Max) || ev.Max < s.obs.MadeUS {
 			t.Errorf("step %d %+v: Max %d, want the stream's greatest made_at %d", i, s.obs, ev.Max, c.Max)
 		}
 		if ev.Class != s.want.class || ev.Window != s.want.window || ev.Rank != s.want.rank {
@@ -389,19 +389,19 @@ func TestClockApplyTable(t *testing.T) {
 			if p == (paramsUS{}) {
 				p = clockP
 			}
-			var st sizeClock
-			runClockSteps(t, p, &st, c.steps)
-			if len(st.Open) == 0 {
-				st.Open = nil
+			var kc keyClock
+			runClockSteps(t, p, &kc, c.steps)
+			if len(kc.Open) == 0 {
+				kc.Open = nil
 			}
-			if !slices.Equal(st.Open, c.open) {
-				t.Errorf("Open = %+v, want %+v", st.Open, c.open)
+			if !slices.Equal(kc.Open, c.open) {
+				t.Errorf("Open = %+v, want %+v", kc.Open, c.open)
 			}
-			if !reflect.DeepEqual(st.Toys, c.toys) {
-				t.Errorf("Toys clock = %+v, want %+v", st.Toys, c.toys)
+			if !reflect.DeepEqual(kc.Toys, c.toys) {
+				t.Errorf("Toys clock = %+v, want %+v", kc.Toys, c.toys)
 			}
-			if !reflect.DeepEqual(st.Boxes, c.boxs) {
-				t.Errorf("Boxes clock = %+v, want %+v", st.Boxes, c.boxs)
+			if !reflect.DeepEqual(kc.Boxes, c.boxs) {
+				t.Errorf("Boxes clock = %+v, want %+v", kc.Boxes, c.boxs)
 			}
 		})
 	}
@@ -415,18 +415,18 @@ func TestClockApplyRedeliveryDeepEqual(t *testing.T) {
 		cDup(record.Boxes, 1, 4, "x"), cToy(3, 4, "c"), cBox(2, 16, "y"), cHB(record.Boxes, 3, 30),
 		cToy(4, 12, "d"), cToy(5, 40, "e"),
 	}
-	var st sizeClock
+	var kc keyClock
 	for i, o := range seq {
-		if !st.apply(clockP, o) {
+		if !kc.apply(clockP, o) {
 			t.Fatalf("event %d %+v: apply = false on first delivery", i, o)
 		}
 		for j := 0; j <= i; j++ {
-			before := cloneClock(st)
-			if st.apply(clockP, seq[j]) {
+			before := cloneClock(kc)
+			if kc.apply(clockP, seq[j]) {
 				t.Fatalf("after event %d: redelivery of event %d %+v returned true", i, j, seq[j])
 			}
-			if !reflect.DeepEqual(st, before) {
-				t.Fatalf("after event %d: redelivery of event %d changed the state\nbefore %+v\nafter  %+v", i, j, before, st)
+			if !reflect.DeepEqual(kc, before) {
+				t.Fatalf("after event %d: redelivery of event %d changed the state\nbefore %+v\nafter  %+v", i, j, before, kc)
 			}
 		}
 	}
@@ -444,7 +444,7 @@ func TestClockRestoreMatchesApply(t *testing.T) {
 		p := paramsUS{WindowUS: 1 + int64(r.IntN(12)), LatenessUS: int64(r.IntN(10))}
 		seq := randomClockInput(r, int64(r.IntN(200))-100)
 		markDups(p, seq)
-		var live sizeClock
+		var live keyClock
 		var evs []decision
 		h := newHorizon()
 		var keeps []int64
@@ -462,7 +462,7 @@ func TestClockRestoreMatchesApply(t *testing.T) {
 			if from > 0 {
 				suffixes++
 			}
-			var got sizeClock
+			var got keyClock
 			for i := from; i < int64(len(evs)); i++ {
 				ev := evs[i]
 				if ok, err := got.restore(p, &ev); !ok || err != nil {
@@ -496,14 +496,14 @@ func TestClockRestoreMatchesApply(t *testing.T) {
 // window width would restore windows that this packer's records never
 // fall in; recovery fails and says what to do.
 func TestClockRestoreRefusesAnotherWindowWidth(t *testing.T) {
-	var st sizeClock
-	st.apply(paramsUS{WindowUS: 10, LatenessUS: 5}, cToy(0, 17, "a"))
-	ev := st.Ev
-	var got sizeClock
+	var kc keyClock
+	kc.apply(paramsUS{WindowUS: 10, LatenessUS: 5}, cToy(0, 17, "a"))
+	ev := kc.Ev
+	var got keyClock
 	if ok, err := got.restore(paramsUS{WindowUS: 7, LatenessUS: 5}, &ev); ok || err == nil || !strings.Contains(err.Error(), "window width") {
 		t.Fatalf("restore with another width: %v, %v", ok, err)
 	}
-	if !reflect.DeepEqual(got, sizeClock{}) {
+	if !reflect.DeepEqual(got, keyClock{}) {
 		t.Errorf("a refused decision changed the clock: %+v", got)
 	}
 }
@@ -662,7 +662,7 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 		want := naiveClock(p, seq)
 		cover.count(seq, want)
 
-		var st sizeClock
+		var kc keyClock
 		got := naiveOut{ranks: map[rankKey]int{}, classes: map[string]class{}, closedAt: map[int64]int{}, counts: map[int64][2]int{}}
 		applied := map[record.Stream][]validRecord{}
 		for i, o := range seq {
@@ -674,20 +674,20 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 				}
 				from := r.IntN(len(applied[x]))
 				for _, old := range applied[x][from:] {
-					before := cloneClock(st)
-					if st.apply(p, old) {
+					before := cloneClock(kc)
+					if kc.apply(p, old) {
 						t.Fatalf("seed %d: redelivery of %+v applied again", seed, old)
 					}
-					if !reflect.DeepEqual(st, before) {
+					if !reflect.DeepEqual(kc, before) {
 						t.Fatalf("seed %d: redelivery of %+v changed the state", seed, old)
 					}
 				}
 			}
-			if !st.apply(p, o) {
+			if !kc.apply(p, o) {
 				t.Fatalf("seed %d: first delivery of %+v refused", seed, o)
 			}
 			applied[o.Stream] = append(applied[o.Stream], o)
-			ev := st.Ev
+			ev := kc.Ev
 			if ev.Rec.Offset != o.Offset || ev.Rec.Stream != o.Stream {
 				t.Fatalf("seed %d: Ev is %+v, want the event of %+v", seed, ev.Rec, o)
 			}
@@ -730,8 +730,8 @@ func TestClockApplyRandomMatchesDefinition(t *testing.T) {
 			}
 		}
 		slices.SortFunc(open, func(a, b openWindow) int { return int(a.Start - b.Start) })
-		if !slices.Equal(st.Open, open) {
-			t.Fatalf("seed %d: Open = %+v, want %+v", seed, st.Open, open)
+		if !slices.Equal(kc.Open, open) {
+			t.Fatalf("seed %d: Open = %+v, want %+v", seed, kc.Open, open)
 		}
 	}
 }
@@ -777,15 +777,15 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 		markDups(p, seq)
 		want := contract.Compute(inputs, contract.Params{Window: W, Lateness: L}, contract.ClosedOnly)
 
-		var st sizeClock
+		var kc keyClock
 		var got results.Set
 		byRank := map[string]string{} // "stream/window/rank" -> id
 		closed := map[int64]closedWindow{}
 		for _, o := range seq {
-			if !st.apply(p, o) {
+			if !kc.apply(p, o) {
 				t.Fatalf("seed %d: %+v refused", seed, o)
 			}
-			ev := st.Ev
+			ev := kc.Ev
 			switch ev.Class {
 			case classItem:
 				byRank[fmt.Sprintf("%s/%d/%d", o.Stream, ev.Window, ev.Rank)] = o.ID
@@ -799,7 +799,7 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 			}
 		}
 		windows := map[int64]bool{}
-		for _, w := range st.Open {
+		for _, w := range kc.Open {
 			windows[w.Start] = true
 		}
 		for w := range closed {
@@ -939,23 +939,23 @@ func BenchmarkClockEvent(b *testing.B) {
 	t0 := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro()
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("open=%d", n), func(b *testing.B) {
-			st := &sizeClock{}
-			st.apply(p, validRecord{Stream: record.Boxes, Size: "M", Offset: 0, MadeUS: t0, ID: "b0"})
+			kc := &keyClock{}
+			kc.apply(p, validRecord{Stream: record.Boxes, Size: "M", Offset: 0, MadeUS: t0, ID: "b0"})
 			for i := range n {
-				st.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: int64(i), MadeUS: t0 + int64(i)*p.WindowUS, ID: "t"})
+				kc.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: int64(i), MadeUS: t0 + int64(i)*p.WindowUS, ID: "t"})
 			}
-			if len(st.Open) != n {
-				b.Fatalf("%d windows open, want %d", len(st.Open), n)
+			if len(kc.Open) != n {
+				b.Fatalf("%d windows open, want %d", len(kc.Open), n)
 			}
 			last := t0 + int64(n-1)*p.WindowUS // the newest open window: it stays open
 			off := int64(n)
 			var enc []byte
 			for b.Loop() {
-				if !st.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: off, MadeUS: last, ID: "t"}) {
+				if !kc.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: off, MadeUS: last, ID: "t"}) {
 					b.Fatal("not applied")
 				}
 				var err error
-				if enc, err = codec.Encode(&st.Ev); err != nil {
+				if enc, err = codec.Encode(&kc.Ev); err != nil {
 					b.Fatal(err)
 				}
 				off++

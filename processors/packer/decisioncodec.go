@@ -1,0 +1,153 @@
+package packer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// The binary encoding of the clock table's values: a decision, the snapshot
+// it may carry and the stream clocks in that (codec.go's binCodec).
+
+// sizeHint: a decision is mostly its record and the windows it closed.
+func (e *decision) sizeHint() int {
+	return 64 + len(e.Rec.ID) + len(e.Rec.Raw) + len(e.Rec.Trace.TraceState) + 4*len(e.Closed)
+}
+
+// appendBin writes the closed windows, which closeWindows returns in order
+// of their starts, as the first start, then each next one as its step from
+// the one before in units of the steps' greatest common divisor (W, as every
+// start is a multiple of it), with the two counts: about three bytes a
+// window, not the eleven of a start and two counts. A record that ends a long
+// silence of one stream closes every window the other stream opened
+// meanwhile, and must still fit in one Kafka record.
+func (e *decision) appendBin(b []byte) []byte {
+	b = e.Rec.appendBin(b)
+	b = appendStr(b, string(e.Class))
+	b = binary.AppendVarint(b, e.Window)
+	b = binary.AppendVarint(b, int64(e.Rank))
+	b = binary.AppendUvarint(b, uint64(e.Max-e.Rec.MadeUS)) // one byte while made_at is the stream's greatest
+	b = e.Snapshot.appendBin(b)
+	b = binary.AppendUvarint(b, uint64(len(e.Closed)))
+	if len(e.Closed) == 0 {
+		return b
+	}
+	var unit uint64
+	for i := 1; i < len(e.Closed); i++ {
+		unit = gcd(unit, uint64(e.Closed[i].Start-e.Closed[i-1].Start))
+	}
+	b = binary.AppendVarint(b, e.Closed[0].Start)
+	b = binary.AppendUvarint(b, max(unit, 1))
+	for i, c := range e.Closed {
+		if i > 0 {
+			b = binary.AppendUvarint(b, uint64(c.Start-e.Closed[i-1].Start)/unit)
+		}
+		b = binary.AppendVarint(b, int64(c.Toys))
+		b = binary.AppendVarint(b, int64(c.Boxes))
+	}
+	return b
+}
+
+func (sn *snapshot) appendBin(b []byte) []byte {
+	if sn == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = binary.AppendVarint(b, sn.WindowUS)
+	b = binary.AppendVarint(b, sn.LatenessUS)
+	b = binary.AppendUvarint(b, uint64(len(sn.Keys)))
+	for _, ks := range sn.Keys {
+		b = appendStr(b, ks.Key)
+		b = ks.Toys.appendBin(b)
+		b = ks.Boxes.appendBin(b)
+	}
+	return b
+}
+
+func readSnapshot(r *binReader) *snapshot {
+	if r.byte1() == 0 || r.err != nil {
+		return nil
+	}
+	sn := &snapshot{WindowUS: r.varint(), LatenessUS: r.varint()}
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) {
+		r.err = errShort
+		return nil
+	}
+	for range n {
+		ks := keyStreams{Key: r.str()}
+		ks.Toys.readBin(r)
+		ks.Boxes.readBin(r)
+		sn.Keys = append(sn.Keys, ks)
+	}
+	return sn
+}
+
+func (c *streamClock) appendBin(b []byte) []byte {
+	b = append(b, flag(c.Seen, 1))
+	b = binary.AppendVarint(b, c.Max)
+	b = binary.AppendUvarint(b, uint64(len(c.Lasts)))
+	for _, l := range c.Lasts {
+		b = binary.AppendVarint(b, int64(l.Partition))
+		b = binary.AppendVarint(b, l.Offset)
+	}
+	return b
+}
+
+func (c *streamClock) readBin(r *binReader) {
+	c.Seen = r.byte1()&1 != 0
+	c.Max = r.varint()
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) {
+		r.err = errShort
+		return
+	}
+	for range n {
+		c.Lasts = append(c.Lasts, partOffset{Partition: int32(r.varint()), Offset: r.varint()})
+	}
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func (e *decision) readBin(r *binReader) {
+	e.Rec.readBin(r)
+	e.Class = class(r.str())
+	e.Window = r.varint()
+	e.Rank = int(r.varint())
+	e.Max = e.Rec.MadeUS + int64(r.uvarint())
+	e.Snapshot = readSnapshot(r)
+	n := r.uvarint()
+	if n == 0 || r.err != nil {
+		return
+	}
+	if n > uint64(len(r.b)-r.off) { // each window takes at least 2 bytes
+		r.err = errShort
+		return
+	}
+	start, unit := r.varint(), r.uvarint()
+	if r.err == nil && unit == 0 {
+		r.err = errors.New("closed windows in units of 0 µs")
+	}
+	e.Closed = make([]closedWindow, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		if i > 0 {
+			d := r.uvarint()
+			// The headroom to MaxInt64 is in uint64 arithmetic so that a
+			// negative start cannot overflow it.
+			hi, dist := bits.Mul64(d, unit)
+			if d == 0 || hi != 0 || dist > uint64(math.MaxInt64)-uint64(start) {
+				r.err = fmt.Errorf("closed window %d is %d units of %d µs after one at %d", i, d, unit, start)
+				return
+			}
+			start += int64(dist)
+		}
+		e.Closed = append(e.Closed, closedWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())})
+	}
+}
