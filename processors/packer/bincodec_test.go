@@ -17,7 +17,7 @@ import (
 var someTrace = traceRef{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, Flags: trace.FlagsSampled, TraceState: "v=1,w=2"}
 
 func TestBinCodecRoundTrip(t *testing.T) {
-	obs := validRecord{Stream: record.Boxes, Partition: 3, Offset: 1 << 40, Size: "XL", ID: "box-ü-1", Heartbeat: true,
+	obs := validRecord{Stream: record.Boxes, Partition: 3, Offset: 1 << 40, Line: "XL", ID: "box-ü-1", Heartbeat: true,
 		MadeUS: -5, MadeAt: "2026-12-24T00:00:00.000001Z", Dup: true, Raw: []byte{0, 0xff, '{'}, Key: []byte("XL"),
 		RawCut: results.Cut{Bytes: 9, SHA256: "ab"}, Trace: someTrace}
 	ev := decision{Rec: obs, Class: classItem, Window: 10_000_000, Rank: 7, Max: 7_000_000, Closed: []closedWindow{{Start: 0, Toys: 2, Boxes: 3}, {Start: 10, Toys: 0, Boxes: 1}}}
@@ -33,7 +33,7 @@ func TestBinCodecRoundTrip(t *testing.T) {
 			{Key: "M", Toys: streamClock{Seen: true, Max: -3, Lasts: []partOffset{{Partition: 1, Offset: 7}, {Partition: 2, Offset: 1 << 40}}}},
 			{Key: "XL", Boxes: streamClock{Seen: true, Max: 1 << 50, Lasts: []partOffset{{Partition: 0, Offset: 0}}}},
 		}}}},
-		{binCodec[slotState, *slotState]{}, &slotState{Size: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: someTrace, BoxTrace: traceRef{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}}}},
+		{binCodec[slotState, *slotState]{}, &slotState{Line: "M", Window: 1, Toy: "t", Box: "b", Closed: true, ToyTrace: someTrace, BoxTrace: traceRef{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}}}},
 	}
 	for _, c := range cases {
 		b, err := c.codec.Encode(c.v)

@@ -133,7 +133,7 @@ func (p *testerPipeline) keyClock(t *testing.T, key string) *keyClock {
 // of (stream, size, window, id).
 func (p *testerPipeline) hasEntry(t *testing.T, x record.Stream, size string, window int64, id string) bool {
 	t.Helper()
-	b, err := p.pk.clockStores.m[0].store.Get(dedupeKey(&validRecord{Stream: x, Size: size, ID: id}, window))
+	b, err := p.pk.clockStores.m[0].store.Get(dedupeKey(&validRecord{Stream: x, Line: size, ID: id}, window))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 	if len(lates) != 2 || lates[0].key != lateKey("toys", 0, offLate) || lates[1].key != lateKey("toys", 0, offLate2) {
 		t.Fatalf("late rows %s, want toys/0/%d and toys/0/%d", show(lates), offLate, offLate2)
 	}
-	want := results.Late{Stream: "toys", Partition: 0, Offset: offLate, ID: "a", Size: "M", MadeAt: at("00:00:05")}
+	want := results.Late{Stream: "toys", Partition: 0, Offset: offLate, ID: "a", Line: "M", Size: "M", MadeAt: at("00:00:05")}
 	if got := *lates[0].val.(*results.Late); got != want {
 		t.Errorf("late row %+v, want %+v", got, want)
 	}
@@ -381,7 +381,7 @@ func TestCallbackResentAfterCloseIsLate(t *testing.T) {
 	p.heartbeat(record.Boxes, "M", at("00:00:30"))
 	late := p.send(record.Toys, "M", value)
 	m := p.expectOne("re-sent after closing", p.late)
-	want := &results.Late{Stream: "toys", Partition: 0, Offset: late, ID: "t1", Size: "M", MadeAt: at("00:00:01")}
+	want := &results.Late{Stream: "toys", Partition: 0, Offset: late, ID: "t1", Line: "M", Size: "M", MadeAt: at("00:00:01")}
 	if m.key != lateKey("toys", 0, late) || !reflect.DeepEqual(m.val, want) || late == first {
 		t.Errorf("late %s, want toys/0/%d => %+v", show([]kv{m}), late, want)
 	}
@@ -403,7 +403,7 @@ func TestCallbackReusedIDIsANewItem(t *testing.T) {
 		t.Fatalf("packed %s, want t1 in windows 0 and 10", show(got))
 	}
 	for i, ws := range []string{at("00:00:00"), at("00:00:10")} {
-		if want := (&results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: ws}); !reflect.DeepEqual(got[i].val, want) {
+		if want := (&results.Packed{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: ws}); !reflect.DeepEqual(got[i].val, want) {
 			t.Errorf("packed %+v, want %+v", got[i].val, want)
 		}
 	}
@@ -417,7 +417,7 @@ func TestCallbackReusedIDIsANewItem(t *testing.T) {
 func TestCallbackDuplicateDeadLetterFromSlots(t *testing.T) {
 	p := newTesterPipeline(t)
 	raw := `{"toy_id":"a","size":"M","made_at":"2026-12-24T00:00:02Z","anything":[1,2]}`
-	ev := &decision{Rec: validRecord{Stream: record.Toys, Partition: 2, Offset: 77, Size: "M", ID: "a", Dup: true,
+	ev := &decision{Rec: validRecord{Stream: record.Toys, Partition: 2, Offset: 77, Line: "M", ID: "a", Dup: true,
 		MadeUS: micros("00:00:02"), MadeAt: at("00:00:02"), Raw: []byte(raw), Key: []byte("M")},
 		Class: classDuplicate, Window: micros("00:00:00"), Max: micros("00:00:02")}
 	p.tt.Consume(p.cfg.clockTable(), "M", ev)
@@ -438,7 +438,7 @@ func TestCallbackPackedRow(t *testing.T) {
 	p.expectNone("toy alone", p.packed, p.unpacked, p.spare, p.late, p.dead)
 	p.box("b1", "M", at("00:00:09.999999"))
 	m := p.expectOne("packed", p.packed)
-	want := &results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: at("00:00:00")}
+	want := &results.Packed{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: at("00:00:00")}
 	if m.key != itemKey("M", w0, "t1") || !reflect.DeepEqual(m.val, want) {
 		t.Errorf("packed %s => %+v, want %s => %+v", m.key, m.val, itemKey("M", w0, "t1"), want)
 	}
@@ -449,7 +449,7 @@ func TestCallbackPackedRow(t *testing.T) {
 	p.expectNone("other window or size", p.packed, p.unpacked, p.spare, p.late, p.dead)
 	p.toy("t3", "M", at("00:00:19"))
 	m = p.expectOne("second window", p.packed)
-	want = &results.Packed{ToyID: "t3", BoxID: "b2", Size: "M", WindowStart: at("00:00:10")}
+	want = &results.Packed{ToyID: "t3", BoxID: "b2", Line: "M", Size: "M", WindowStart: at("00:00:10")}
 	if m.key != itemKey("M", w10, "t3") || !reflect.DeepEqual(m.val, want) {
 		t.Errorf("packed %s => %+v, want %s => %+v", m.key, m.val, itemKey("M", w10, "t3"), want)
 	}
@@ -487,11 +487,11 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 	// Now both: windows 0 and 10 close.
 	p.heartbeat(record.Boxes, "M", at("00:00:25"))
 	u := p.expectOne("unpacked", p.unpacked)
-	if want := (&results.Unpacked{ToyID: "t2", Size: "M", WindowStart: at("00:00:00")}); u.key != itemKey("M", w0, "t2") || !reflect.DeepEqual(u.val, want) {
+	if want := (&results.Unpacked{ToyID: "t2", Line: "M", Size: "M", WindowStart: at("00:00:00")}); u.key != itemKey("M", w0, "t2") || !reflect.DeepEqual(u.val, want) {
 		t.Errorf("unpacked %s => %+v, want %s => %+v", u.key, u.val, itemKey("M", w0, "t2"), want)
 	}
 	s := p.expectOne("spare", p.spare)
-	if want := (&results.Spare{BoxID: "b3", Size: "M", WindowStart: at("00:00:10")}); s.key != itemKey("M", w10, "b3") || !reflect.DeepEqual(s.val, want) {
+	if want := (&results.Spare{BoxID: "b3", Line: "M", Size: "M", WindowStart: at("00:00:10")}); s.key != itemKey("M", w10, "b3") || !reflect.DeepEqual(s.val, want) {
 		t.Errorf("spare %s => %+v, want %s => %+v", s.key, s.val, itemKey("M", w10, "b3"), want)
 	}
 	p.expectNone("closing", p.packed, p.late, p.dead)
@@ -529,7 +529,7 @@ func TestCallbackLateRow(t *testing.T) {
 	// the record's, in UTC.
 	off := p.toy("t2", "M", "2026-12-24T01:00:05.123+01:00")
 	m := p.expectOne("late toy", p.late)
-	want := &results.Late{Stream: "toys", Partition: 0, Offset: off, ID: "t2", Size: "M", MadeAt: "2026-12-24T00:00:05.123Z"}
+	want := &results.Late{Stream: "toys", Partition: 0, Offset: off, ID: "t2", Line: "M", Size: "M", MadeAt: "2026-12-24T00:00:05.123Z"}
 	if m.key != lateKey("toys", 0, off) || !reflect.DeepEqual(m.val, want) {
 		t.Errorf("late %s => %+v, want %s => %+v", m.key, m.val, lateKey("toys", 0, off), want)
 	}
@@ -542,7 +542,7 @@ func TestCallbackLateRow(t *testing.T) {
 	p.box("b3", "M", at("00:00:25"))
 	off = p.box("b4", "M", at("00:00:19.999999"))
 	m = p.expectOne("late box", p.late)
-	if want := (&results.Late{Stream: "boxes", Partition: 0, Offset: off, ID: "b4", Size: "M", MadeAt: at("00:00:19.999999")}); m.key != lateKey("boxes", 0, off) || !reflect.DeepEqual(m.val, want) {
+	if want := (&results.Late{Stream: "boxes", Partition: 0, Offset: off, ID: "b4", Line: "M", Size: "M", MadeAt: at("00:00:19.999999")}); m.key != lateKey("boxes", 0, off) || !reflect.DeepEqual(m.val, want) {
 		t.Errorf("late %s => %+v, want %s => %+v", m.key, m.val, lateKey("boxes", 0, off), want)
 	}
 
@@ -582,7 +582,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	// The tester cannot deliver toys offset offT again, so the redelivery
 	// comes through the clock group's loop, which hands a record to the same
 	// decisions as the input callback (the way a stray record reaches them).
-	observed := &validRecord{Stream: record.Toys, Partition: 0, Offset: offT, Size: "M", ID: "t1",
+	observed := &validRecord{Stream: record.Toys, Partition: 0, Offset: offT, Line: "M", ID: "t1",
 		MadeUS: micros("00:00:01"), MadeAt: at("00:00:01"), Raw: []byte(toyValue), Key: []byte("M")}
 	redeliver := func(obs *validRecord) {
 		t.Helper()
@@ -681,7 +681,7 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 	closed := map[string]bool{}
 	for _, c := range fresh.slotPart().closedInRestore {
 		for k := 1; k <= max(c.w.Toys, c.w.Boxes); k++ {
-			closed[slotKey(c.size, c.w.Start, k)] = true
+			closed[slotKey(c.line, c.w.Start, k)] = true
 		}
 	}
 	for k, v := range restoredSlots {

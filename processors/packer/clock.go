@@ -12,7 +12,7 @@ import (
 )
 
 // The clock stage, its goka side: one state machine per key (keyClock,
-// keyclock.go; the key is a size) applies the records of that key in offset
+// keyclock.go; the key is a packing line) applies the records of that key in offset
 // order, decides lateness and ranks, and closes windows. The stage writes
 // only its table, one record per event: the decision, which holds
 // the record it was made for and its stream's greatest made_at after it. The
@@ -20,12 +20,12 @@ import (
 // written at all: goka's recovery of the table restores them from the
 // decisions (recoverClock). So an event's decision and the state it leaves
 // are one Kafka record, and what an event writes does not grow with the
-// state (a size's open windows, thousands while one input is consumed far
+// state (a line's open windows, thousands while one input is consumed far
 // ahead of the other).
 //
 // The table keeps only what a restart needs: the slots group deletes the
 // records before the oldest one that a window still open, or the last
-// decision of a (size, stream, partition), needs (horizon.go). A restore
+// decision of a (line, stream, partition), needs (horizon.go). A restore
 // from such a suffix gives the same open windows, watermarks, offsets and
 // dedupe entries as one from the first record (see keyClock.restore).
 
@@ -43,17 +43,17 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 		kc.Ev.Snapshot = part.snapshot(p.params)
 	}
 	if kc.Ev.NewPartition {
-		p.log.Warn("records of one stream and size arrive from more than one partition; they are processed in arrival order, "+
+		p.log.Warn("records of one stream and line arrive from more than one partition; they are processed in arrival order, "+
 			"and the reference orders them by (partition, offset), so results may differ from it: partition producers' keys with FNV-1a "+
 			"(see README) and do not change the partition count of the input topics",
-			"stream", obs.Stream, "size", obs.Size, "partition", obs.Partition, "offset", obs.Offset)
+			"stream", obs.Stream, "line", obs.Line, "partition", obs.Partition, "offset", obs.Offset)
 	}
 	if kc.Ev.Class == classDuplicate {
 		// Up to 30 bytes for each window it closes (decision.appendBin).
 		p.fitRaw(&kc.Ev.Rec, 30*len(kc.Ev.Closed))
 	}
 	if err := part.remember(kc, p.params, &kc.Ev, key); err != nil {
-		ctx.Fail(fmt.Errorf("dedupe entries of size %s in partition %d of %s: %w", obs.Size, ctx.Partition(), part.topic, err))
+		ctx.Fail(fmt.Errorf("dedupe entries of line %s in partition %d of %s: %w", obs.Line, ctx.Partition(), part.topic, err))
 	}
 	ctx.SetValue(&kc.Ev)
 }

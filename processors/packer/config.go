@@ -130,7 +130,7 @@ func (c Config) params() paramsUS {
 func (c Config) clockGroup() string { return c.Group + "-clock" }
 func (c Config) slotsGroup() string { return c.Group + "-slots" }
 
-// clockTable is the clock group's own table: each size's clock, and the
+// clockTable is the clock group's own table: each line's clock, and the
 // dedupe entries (dedupe.go). The record of each event is the decision the
 // slots group reads, and the only durable copy of the state that event
 // left: its topic is never compacted, and the records before what a
@@ -138,7 +138,7 @@ func (c Config) slotsGroup() string { return c.Group + "-slots" }
 func (c Config) clockTable() string { return string(goka.GroupTable(goka.Group(c.clockGroup()))) }
 
 // clockLoop is the clock group's loop, goka's name for it: records of a
-// size that came in another partition than its size's (dedupe.go).
+// line that came in another partition than its line's (dedupe.go).
 func (c Config) clockLoop() string { return c.clockGroup() + "-loop" }
 
 // slotTable is the slots group's own table. It is never written: it gives

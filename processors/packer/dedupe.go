@@ -21,8 +21,8 @@ import (
 
 // observe validates an input record. Invalid records become dead letters
 // right here: the decision depends on the record alone, so a replay repeats
-// it exactly. A valid record is counted by the clock of its size, whose key
-// lives in the partition its size hashes to; a record that a producer put in
+// it exactly. A valid record is counted by the clock of its line, whose key
+// lives in the partition its line hashes to; a record that a producer put in
 // another partition is looped there first (stray).
 func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 	return func(ctx goka.Context, msg any) {
@@ -40,7 +40,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 		}
 		obs := &validRecord{
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
-			Size: r.Size, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
+			Line: r.Line, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
 			Trace: p.traceOf(ctx),
 		}
@@ -49,13 +49,13 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			obs.Raw, obs.Key = raw, []byte(key)
 			p.fitRaw(obs, 0)
 		}
-		if ctx.Partition() == sizePartition(r.Size, p.cfg.Partitions) {
+		if ctx.Partition() == linePartition(r.Line, p.cfg.Partitions) {
 			p.admit(ctx, obs)
 			return
 		}
-		// record.Parse checked that the key is the size, so the loop record
-		// reaches the size's partition.
-		ctx.Loopback(r.Size, obs)
+		// record.Parse checked that the key is a well-formed line, so the
+		// loop record reaches the line's partition.
+		ctx.Loopback(r.Line, obs)
 	}
 }
 
@@ -73,13 +73,13 @@ func (p *Packer) fitRaw(obs *validRecord, reserve int) {
 }
 
 // stray is a valid record that arrived in a partition other than its
-// size's, now in its size's partition.
+// line's, now in its line's partition.
 func (p *Packer) stray(ctx goka.Context, msg any) {
 	p.admit(ctx, msg.(*validRecord))
 }
 
-// admit classifies obs, a valid record of the size that is ctx's key, and
-// applies it to that size's clock. Late comes before duplicate: a toy or box
+// admit classifies obs, a valid record of the line that is ctx's key, and
+// applies it to that line's clock. Late comes before duplicate: a toy or box
 // whose window has closed for its stream is late whatever ids came before
 // it, so only one that is not late looks its id up among its window's. A
 // record the clock has applied already (a redelivery) changes nothing and
@@ -116,7 +116,7 @@ func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {
 	dl := newDeadLetter(obs.Stream, p.topicOf(obs.Stream), obs.Partition, obs.Offset, obs.Key, obs.Raw)
 	dl.ValueCut = obs.RawCut
 	id, _ := splitID(obs.ID)
-	p.emitDead(ctx, dl, record.ReasonDuplicate, "an earlier record of this stream, size and window has id "+strconv.Quote(prefixUTF8(id, detailMax)))
+	p.emitDead(ctx, dl, record.ReasonDuplicate, "an earlier record of this stream, line and window has id "+strconv.Quote(prefixUTF8(id, detailMax)))
 }
 
 // validRecord is one valid record as the clock stage applies it; it is the
@@ -125,7 +125,7 @@ type validRecord struct {
 	Stream    record.Stream `json:"x"`
 	Partition int32         `json:"p"`
 	Offset    int64         `json:"o"`
-	Size      string        `json:"s"`
+	Line      string        `json:"l"` // the packing line: the Kafka key, a size or size/hall
 	ID        string        `json:"id,omitempty"`
 	Heartbeat bool          `json:"hb,omitempty"`
 	MadeUS    int64         `json:"t"`  // made_at in µs, floor
@@ -153,7 +153,7 @@ func (o *validRecord) appendBin(b []byte) []byte {
 	b = appendStr(b, string(o.Stream))
 	b = binary.AppendVarint(b, int64(o.Partition))
 	b = binary.AppendVarint(b, o.Offset)
-	b = appendStr(b, o.Size)
+	b = appendStr(b, o.Line)
 	b = appendStr(b, o.ID)
 	b = append(b, flag(o.Heartbeat, 1)|flag(o.Dup, 2))
 	b = binary.AppendVarint(b, o.MadeUS)
@@ -169,7 +169,7 @@ func (o *validRecord) readBin(r *binReader) {
 	o.Stream = record.Stream(r.str())
 	o.Partition = int32(r.varint())
 	o.Offset = r.varint()
-	o.Size = r.str()
+	o.Line = r.str()
 	o.ID = r.str()
 	f := r.byte1()
 	o.Heartbeat, o.Dup = f&1 != 0, f&2 != 0
@@ -190,7 +190,7 @@ func (o *validRecord) readBin(r *binReader) {
 // open for the stream keep entries. windowIDs lists the keys each window set,
 // so that they can be deleted together.
 
-// windowIDs are the dedupe keys that one (size, stream) set, per window,
+// windowIDs are the dedupe keys that one (line, stream) set, per window,
 // oldest window first.
 type windowIDs []idWindow
 

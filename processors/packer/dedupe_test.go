@@ -172,7 +172,7 @@ func heartbeatValue(size, made string) string {
 // redeliver hands obs to the clock group again, as the loop of a stray
 // record does: the way to deliver an input offset a second time.
 func (u *unitPipeline) redeliver(obs *validRecord) {
-	u.pk.stray(u.ctx("clock", u.cfg.clockGroup()+"-loop", obs.Size, 0), obs)
+	u.pk.stray(u.ctx("clock", u.cfg.clockGroup()+"-loop", obs.Line, 0), obs)
 	u.feed()
 }
 
@@ -285,7 +285,7 @@ func entryOf(rec *validRecord, window int64) dedupeEntry {
 	if !whole {
 		id = "#" + id
 	}
-	return dedupeEntry{size: rec.Size, stream: rec.Stream, window: window, id: id}
+	return dedupeEntry{size: rec.Line, stream: rec.Stream, window: window, id: id}
 }
 
 // dedupeEntries are the dedupe entries a clock storage holds: every key
@@ -474,9 +474,9 @@ func micros(clock string) int64 {
 func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 	u := newUnitPipeline(t)
 	w0, w10 := micros("00:00:00"), micros("00:00:10")
-	toyA := dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "a"}, w0)
-	toyB := dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "b"}, w10)
-	boxA := dedupeKey(&validRecord{Stream: record.Boxes, Size: "M", ID: "a"}, w0)
+	toyA := dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: "a"}, w0)
+	toyB := dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: "b"}, w10)
+	boxA := dedupeKey(&validRecord{Stream: record.Boxes, Line: "M", ID: "a"}, w0)
 	expect := func(step string, keys ...string) {
 		t.Helper()
 		got := slices.Sorted(func(yield func(string) bool) {
@@ -534,7 +534,7 @@ func TestDedupeRedeliveryWritesNothing(t *testing.T) {
 		if x == record.Boxes {
 			value = boxValue(id, "M", at(made))
 		}
-		return &validRecord{Stream: x, Partition: 0, Offset: off, Size: "M", ID: id, MadeUS: micros(made), MadeAt: at(made),
+		return &validRecord{Stream: x, Partition: 0, Offset: off, Line: "M", ID: id, MadeUS: micros(made), MadeAt: at(made),
 			Raw: []byte(value), Key: []byte("M")}
 	}
 	item := u.toy("a", "M", at("00:00:01"))
@@ -658,7 +658,7 @@ func TestDedupeAcrossSourcePartitions(t *testing.T) {
 	u := newUnitPipeline(t)
 	obs := func(part int32, off int64, made string) *validRecord {
 		value := toyValue("a", "M", at(made))
-		return &validRecord{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "a", MadeUS: micros(made), MadeAt: at(made),
+		return &validRecord{Stream: record.Toys, Partition: part, Offset: off, Line: "M", ID: "a", MadeUS: micros(made), MadeAt: at(made),
 			Raw: []byte(value), Key: []byte("M")}
 	}
 	for i, s := range []struct {

@@ -123,7 +123,7 @@ func TestRowsFitInARecord(t *testing.T) {
 		for name, whole := range ids {
 			id := carryID(whole, lim.idMax())
 			// The window whose start takes the most digits, so the most key bytes.
-			slot := &slotState{Size: "XL", Window: math.MinInt64, Toy: id, Box: id, Closed: true}
+			slot := &slotState{Line: "XL", Window: math.MinInt64, Toy: id, Box: id, Closed: true}
 			ws := record.FormatMicros(0)
 			check := func(row string, key string, v any, fields map[string]results.Cut, texts map[string]string) {
 				t.Helper()
@@ -148,14 +148,14 @@ func TestRowsFitInARecord(t *testing.T) {
 				}
 			}
 			pr := p.packedRow(slot, ws)
-			check("packed", itemKey(slot.Size, slot.Window, slot.Toy), pr, map[string]results.Cut{"toy": pr.ToyIDCut, "box": pr.BoxIDCut},
+			check("packed", itemKey(slot.Line, slot.Window, slot.Toy), pr, map[string]results.Cut{"toy": pr.ToyIDCut, "box": pr.BoxIDCut},
 				map[string]string{"toy": pr.ToyID, "box": pr.BoxID})
 			ur := p.unpackedRow(slot, ws)
-			check("unpacked", itemKey(slot.Size, slot.Window, slot.Toy), ur, map[string]results.Cut{"toy": ur.ToyIDCut}, map[string]string{"toy": ur.ToyID})
+			check("unpacked", itemKey(slot.Line, slot.Window, slot.Toy), ur, map[string]results.Cut{"toy": ur.ToyIDCut}, map[string]string{"toy": ur.ToyID})
 			sr := p.spareRow(slot, ws)
-			check("spare", itemKey(slot.Size, slot.Window, slot.Box), sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
+			check("spare", itemKey(slot.Line, slot.Window, slot.Box), sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
 			// The longest topic name Kafka allows, and the widest position.
-			o := &validRecord{Stream: record.Toys, Partition: math.MaxInt32, Offset: math.MaxInt64, Size: "XL", ID: id, MadeAt: record.FormatMicros(0)}
+			o := &validRecord{Stream: record.Toys, Partition: math.MaxInt32, Offset: math.MaxInt64, Line: "XL", ID: id, MadeAt: record.FormatMicros(0)}
 			lk := lateKey(strings.Repeat("t", 249), o.Partition, o.Offset)
 			lr := p.lateRow(o, lk)
 			check("late", lk, lr, map[string]results.Cut{"id": lr.IDCut}, map[string]string{"id": lr.ID})

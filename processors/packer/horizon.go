@@ -17,7 +17,7 @@ import (
 //
 //   - the items of the windows still open (their counts, their ids, their
 //     slots), and
-//   - the last decision of each (size, stream, source partition): its
+//   - the last decision of each (line, stream, source partition): its
 //     stream's greatest made_at and the offset the clock skips replays up to,
 //     or a later decision carrying a snapshot of the partition's clocks,
 //     which holds the same (clock.go).
@@ -38,12 +38,12 @@ const horizonEvery = 1024
 
 // horizon follows one partition of the clock table, as the slots group
 // reads it: the first offset of every window not yet closed, and the last
-// decision of each (size, stream, source partition).
+// decision of each (line, stream, source partition).
 type horizon struct {
 	next   int64               // the offset after the last one observed
 	opened map[windowRef]int64 // first offset of each window with items, until it closes
 	firsts firstOffsets        // the same offsets, least first; closed ones dropped when met
-	lasts  map[sourceRef]int64 // last decision of each (size, stream, source partition)
+	lasts  map[sourceRef]int64 // last decision of each (line, stream, source partition)
 	snap   int64               // the last decision with a snapshot, -1 before one
 	count  int                 // decisions observed
 	mu     sync.Mutex          // guards marks: the cleaner reads them
@@ -52,12 +52,12 @@ type horizon struct {
 }
 
 type windowRef struct {
-	size  string
+	line  string
 	start int64
 }
 
 type sourceRef struct {
-	size      string
+	line      string
 	stream    string
 	partition int32
 }
@@ -94,16 +94,16 @@ func (h *horizon) follow(offset int64, ev *decision) bool {
 	h.next = offset + 1
 	r := &ev.Rec
 	if ev.Class == classItem {
-		w := windowRef{r.Size, ev.Window}
+		w := windowRef{r.Line, ev.Window}
 		if _, ok := h.opened[w]; !ok {
 			h.opened[w] = offset
 			heap.Push(&h.firsts, windowFirst{offset, w})
 		}
 	}
 	for _, c := range ev.Closed {
-		delete(h.opened, windowRef{r.Size, c.Start})
+		delete(h.opened, windowRef{r.Line, c.Start})
 	}
-	h.lasts[sourceRef{r.Size, string(r.Stream), r.Partition}] = offset
+	h.lasts[sourceRef{r.Line, string(r.Stream), r.Partition}] = offset
 	if ev.Snapshot != nil {
 		h.snap = offset
 	}

@@ -16,7 +16,7 @@ import (
 // hd is a decision as the horizon sees it: its size, stream, source
 // partition, class and window (in units of 10), and the windows it closed.
 func hd(size string, x record.Stream, part int32, cl class, window int64, closed ...int64) *decision {
-	ev := &decision{Rec: validRecord{Stream: x, Partition: part, Size: size}, Class: cl, Window: window * 10}
+	ev := &decision{Rec: validRecord{Stream: x, Partition: part, Line: size}, Class: cl, Window: window * 10}
 	for _, c := range closed {
 		ev.Closed = append(ev.Closed, closedWindow{Start: c * 10, Toys: 1})
 	}

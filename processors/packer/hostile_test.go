@@ -48,7 +48,7 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, pl pipeline, 
 // outcome is what the packer made of the record at (x, partition, offset)
 // with id, made in the window starting at window: its dead letter's reason,
 // late (both by position), or the set that holds its id in that window.
-func outcome(got results.Set, x record.Stream, partition int32, offset int64, id, window string) string {
+func outcome(got results.Set, x record.Stream, partition int32, offset int64, line, id, window string) string {
 	for _, d := range got.Dead {
 		if d.Stream == string(x) && d.Partition == partition && d.Offset == offset {
 			return "dead: " + d.Reason
@@ -59,21 +59,21 @@ func outcome(got results.Set, x record.Stream, partition int32, offset int64, id
 			return "late"
 		}
 	}
-	is := func(shown string, c results.Cut, ws string) bool {
-		return ws == window && (shown == id || !c.IsZero() && c.Matches(shown, id))
+	is := func(shown string, c results.Cut, l, ws string) bool {
+		return l == line && ws == window && (shown == id || !c.IsZero() && c.Matches(shown, id))
 	}
 	for _, r := range got.Packed {
-		if x == record.Toys && is(r.ToyID, r.ToyIDCut, r.WindowStart) || x == record.Boxes && is(r.BoxID, r.BoxIDCut, r.WindowStart) {
+		if x == record.Toys && is(r.ToyID, r.ToyIDCut, r.Line, r.WindowStart) || x == record.Boxes && is(r.BoxID, r.BoxIDCut, r.Line, r.WindowStart) {
 			return "packed"
 		}
 	}
 	for _, r := range got.Unpacked {
-		if x == record.Toys && is(r.ToyID, r.ToyIDCut, r.WindowStart) {
+		if x == record.Toys && is(r.ToyID, r.ToyIDCut, r.Line, r.WindowStart) {
 			return "unpacked"
 		}
 	}
 	for _, r := range got.Spare {
-		if x == record.Boxes && is(r.BoxID, r.BoxIDCut, r.WindowStart) {
+		if x == record.Boxes && is(r.BoxID, r.BoxIDCut, r.Line, r.WindowStart) {
 			return "spare"
 		}
 	}
@@ -121,11 +121,11 @@ func TestHostileInputs(t *testing.T) {
 		if r.Refused || r.Want == "" {
 			continue
 		}
-		id, window := "", ""
+		line, id, window := "", "", ""
 		if rec, err := record.Parse(r.Stream, r.Key, r.Value); err == nil {
-			id, window = rec.ID, windowOf(rec, pl.cfg.Window)
+			line, id, window = rec.Line, rec.ID, windowOf(rec, pl.cfg.Window)
 		}
-		o := outcome(got, r.Stream, r.Partition, r.Offset, id, window)
+		o := outcome(got, r.Stream, r.Partition, r.Offset, line, id, window)
 		if o == r.Want || r.Want == "item" && (o == "packed" || o == "unpacked" || o == "spare") {
 			continue
 		}
@@ -355,7 +355,7 @@ func TestFailedWriteIsNotCommittedPast(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := pl.checkAgainstReference(t, ctx)
-	if o := outcome(got, record.Toys, bad.Partition, bad.Offset, "", ""); o != "dead: malformed json" {
+	if o := outcome(got, record.Toys, bad.Partition, bad.Offset, "", "", ""); o != "dead: malformed json" {
 		t.Fatalf("the record whose write failed: %s after the restart, want its dead letter", o)
 	}
 }

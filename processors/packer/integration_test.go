@@ -32,11 +32,12 @@ type scenario struct {
 	window, lateness, spacing time.Duration
 	disorder                  time.Duration
 	lateRate, dupRate, bad    float64
+	halls                     int // 0: the keys are sizes alone
 }
 
 func (s scenario) String() string {
-	return fmt.Sprintf("seed=%d toys=%d boxes=%d elves=%d p=%d W=%v L=%v spacing=%v disorder=%v late=%.2f dup=%.2f bad=%.2f",
-		s.seed, s.toys, s.boxes, s.elves, s.partitions, s.window, s.lateness, s.spacing, s.disorder, s.lateRate, s.dupRate, s.bad)
+	return fmt.Sprintf("seed=%d toys=%d boxes=%d elves=%d p=%d W=%v L=%v spacing=%v disorder=%v late=%.2f dup=%.2f bad=%.2f halls=%d",
+		s.seed, s.toys, s.boxes, s.elves, s.partitions, s.window, s.lateness, s.spacing, s.disorder, s.lateRate, s.dupRate, s.bad, s.halls)
 }
 
 func randomScenario(seed int64) scenario {
@@ -58,6 +59,8 @@ func randomScenario(seed int64) scenario {
 	// Disorder up to twice the lateness, so that some records become late by
 	// accident, not only the deliberate ones.
 	s.disorder = time.Duration(r.Int64N(int64(2*s.lateness + s.window)))
+	// Drawn last, so that the scenarios of sizes alone stay as they were.
+	s.halls = []int{0, 0, 1, 3, 7}[r.IntN(5)]
 	return s
 }
 
@@ -88,6 +91,7 @@ func (pl pipeline) elves(s scenario, stream record.Stream) producers.Config {
 	c.Elves, c.Seed, c.Spacing, c.Disorder = s.elves, s.seed, s.spacing, s.disorder
 	c.LateRate, c.DupRate, c.BadRate = s.lateRate, s.dupRate, s.bad
 	c.HeartbeatEvery = s.window / 2
+	c.Halls = s.halls
 	return c
 }
 

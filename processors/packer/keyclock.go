@@ -9,8 +9,8 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The clock stage's state machine, one per key of the clock table (today a
-// size): keyClock applies a key's records in offset order (apply), decides
+// The clock stage's state machine, one per key of the clock table (a packing
+// line): keyClock applies a key's records in offset order (apply), decides
 // each one's lateness and rank, closes windows, and is restored from its
 // decisions (restore). Pure: it knows nothing of goka nor of storage
 // (clock.go is its goka side, decisioncodec.go its decisions' encoding).
@@ -40,24 +40,24 @@ type decision struct {
 	Window int64          `json:"w"` // window start, µs
 	Rank   int            `json:"k,omitempty"`
 	Closed []closedWindow `json:"closed,omitempty"`
-	// Max is the greatest made_at of the record's (stream, size) once the
+	// Max is the greatest made_at of the record's (stream, line) once the
 	// record is applied, µs: with the record's own position, what a restore
 	// from a suffix of the table needs to know of the stream (restore).
 	Max int64 `json:"max"`
 	// Snapshot, on one decision in snapshotEvery of a partition, holds the
 	// partition's stream clocks after it.
 	Snapshot *snapshot `json:"snapshot,omitempty"`
-	// NewPartition: the first record of its (stream, size) from a second
+	// NewPartition: the first record of its (stream, line) from a second
 	// source partition, which the contract rules out (see streamClock). The
 	// clock stage logs it; it is not encoded and changes no result.
 	NewPartition bool `json:"-"`
 }
 
-// streamClock is the clock of one (stream, size).
+// streamClock is the clock of one (stream, line).
 type streamClock struct {
 	Seen bool `json:"seen,omitempty"`
 	// Lasts is the greatest source offset applied, per source partition. The
-	// contract has every record of a (stream, size) in one partition, so it
+	// contract has every record of a (stream, line) in one partition, so it
 	// holds one entry; a producer that breaks that (another partitioner, a
 	// changed partition count) adds one per partition, and its records are
 	// then applied in arrival order instead of being mistaken for replays.
@@ -106,7 +106,7 @@ func (c *streamClock) applied(part int32, off int64) bool {
 }
 
 // markApplied records (part, off) as the last record applied from part. It
-// reports whether part is a partition this (stream, size) had not come from.
+// reports whether part is a partition this (stream, line) had not come from.
 func (c *streamClock) markApplied(part int32, off int64) (newPartition bool) {
 	for i := range c.Lasts {
 		if l := &c.Lasts[i]; l.Partition == part {
@@ -181,7 +181,7 @@ func (kc *keyClock) late(p paramsUS, x record.Stream, start int64) bool {
 // redelivery after a crash or rebalance): then the state is unchanged and
 // nothing must be written.
 //
-// Records of one (stream, size) arrive in offset order per source
+// Records of one (stream, line) arrive in offset order per source
 // partition, redeliveries being repeats of earlier ones, so "offset <= last
 // applied in its partition" identifies them.
 func (kc *keyClock) apply(p paramsUS, rec validRecord) bool {

@@ -18,12 +18,12 @@ import (
 var clockP = paramsUS{WindowUS: 10, LatenessUS: 5}
 
 func clockItem(x record.Stream, off, t int64, id string) validRecord {
-	return validRecord{Stream: x, Size: "M", Offset: off, MadeUS: t, ID: id}
+	return validRecord{Stream: x, Line: "M", Offset: off, MadeUS: t, ID: id}
 }
 func cToy(off, t int64, id string) validRecord { return clockItem(record.Toys, off, t, id) }
 func cBox(off, t int64, id string) validRecord { return clockItem(record.Boxes, off, t, id) }
 func cHB(x record.Stream, off, t int64) validRecord {
-	return validRecord{Stream: x, Size: "M", Offset: off, MadeUS: t, Heartbeat: true}
+	return validRecord{Stream: x, Line: "M", Offset: off, MadeUS: t, Heartbeat: true}
 }
 func cDup(x record.Stream, off, t int64, id string) validRecord {
 	o := clockItem(x, off, t, id)
@@ -228,7 +228,7 @@ func TestClockApplyTable(t *testing.T) {
 			name: "a heartbeat that is a duplicate or late is a heartbeat",
 			steps: []clockStep{
 				{cHB(record.Toys, 0, 100), hbW(100)},
-				{validRecord{Stream: record.Toys, Size: "M", Offset: 1, MadeUS: 1, Heartbeat: true, Dup: true, ID: "z"}, hbW(0)},
+				{validRecord{Stream: record.Toys, Line: "M", Offset: 1, MadeUS: 1, Heartbeat: true, Dup: true, ID: "z"}, hbW(0)},
 				{cHB(record.Toys, 2, 2), hbW(0)},
 			},
 			toys: seenClock(2, 100),
@@ -616,7 +616,7 @@ func randomClockInput(r *rand.Rand, base int64) []validRecord {
 			x = record.Boxes
 		}
 		cursor[x] += int64(r.IntN(6))
-		o := validRecord{Stream: x, Size: "M", Offset: next[x], MadeUS: cursor[x] + int64(r.IntN(20)) - 14}
+		o := validRecord{Stream: x, Line: "M", Offset: next[x], MadeUS: cursor[x] + int64(r.IntN(20)) - 14}
 		next[x] += 1 + int64(r.IntN(2)) // offsets need not be contiguous
 		switch k := r.IntN(7); {
 		case k == 0:
@@ -790,7 +790,7 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 			case classItem:
 				byRank[fmt.Sprintf("%s/%d/%d", o.Stream, ev.Window, ev.Rank)] = o.ID
 			case classLate:
-				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, ID: o.ID, Size: "M", MadeAt: o.MadeAt})
+				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, ID: o.ID, Line: "M", Size: "M", MadeAt: o.MadeAt})
 			case classDuplicate:
 				got.Dead = append(got.Dead, results.Dead{Stream: string(o.Stream), Offset: o.Offset, Reason: string(record.ReasonDuplicate)})
 			}
@@ -816,17 +816,17 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 				c, isClosed := closed[w]
 				switch {
 				case okT && okB:
-					got.Packed = append(got.Packed, results.Packed{ToyID: toy, BoxID: box, Size: "M", WindowStart: ws})
+					got.Packed = append(got.Packed, results.Packed{ToyID: toy, BoxID: box, Line: "M", Size: "M", WindowStart: ws})
 				case okT && isClosed:
 					if k <= c.Boxes || k > c.Toys {
 						t.Errorf("seed %d: toy rank %d outside the closed counts %+v", seed, k, c)
 					}
-					got.Unpacked = append(got.Unpacked, results.Unpacked{ToyID: toy, Size: "M", WindowStart: ws})
+					got.Unpacked = append(got.Unpacked, results.Unpacked{ToyID: toy, Line: "M", Size: "M", WindowStart: ws})
 				case okB && isClosed:
 					if k <= c.Toys || k > c.Boxes {
 						t.Errorf("seed %d: box rank %d outside the closed counts %+v", seed, k, c)
 					}
-					got.Spare = append(got.Spare, results.Spare{BoxID: box, Size: "M", WindowStart: ws})
+					got.Spare = append(got.Spare, results.Spare{BoxID: box, Line: "M", Size: "M", WindowStart: ws})
 				}
 			}
 		}
@@ -940,9 +940,9 @@ func BenchmarkClockEvent(b *testing.B) {
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("open=%d", n), func(b *testing.B) {
 			kc := &keyClock{}
-			kc.apply(p, validRecord{Stream: record.Boxes, Size: "M", Offset: 0, MadeUS: t0, ID: "b0"})
+			kc.apply(p, validRecord{Stream: record.Boxes, Line: "M", Offset: 0, MadeUS: t0, ID: "b0"})
 			for i := range n {
-				kc.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: int64(i), MadeUS: t0 + int64(i)*p.WindowUS, ID: "t"})
+				kc.apply(p, validRecord{Stream: record.Toys, Line: "M", Offset: int64(i), MadeUS: t0 + int64(i)*p.WindowUS, ID: "t"})
 			}
 			if len(kc.Open) != n {
 				b.Fatalf("%d windows open, want %d", len(kc.Open), n)
@@ -951,7 +951,7 @@ func BenchmarkClockEvent(b *testing.B) {
 			off := int64(n)
 			var enc []byte
 			for b.Loop() {
-				if !kc.apply(p, validRecord{Stream: record.Toys, Size: "M", Offset: off, MadeUS: last, ID: "t"}) {
+				if !kc.apply(p, validRecord{Stream: record.Toys, Line: "M", Offset: off, MadeUS: last, ID: "t"}) {
 					b.Fatal("not applied")
 				}
 				var err error

@@ -4,17 +4,19 @@ import (
 	"hash"
 	"hash/fnv"
 	"strconv"
+
+	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The clock group keys its state by the size class (a clock) or by strings
-// that start with it and a '|' (a dedupe entry). sizeHasher hashes only the
-// size, with the same FNV-1a that sarama and goka use for the input topics'
-// keys, so every key of size s lives in the partition of the input records
-// of size s. That keeps one size's records, its clock and its dedupe
-// entries in one partition, where Kafka's per-partition order is the
-// input's offset order: ranks are assigned in offset order without any
-// reordering buffer.
-func sizeHasher() hash.Hash32 { return &prefixHash{Hash32: fnv.New32a()} }
+// The clock group keys its state by the packing line, the input records'
+// Kafka key (a clock), or by strings that start with it and a '|' (a dedupe
+// entry; a line never holds a '|'). lineHasher hashes only the line, with the
+// same FNV-1a that sarama and goka use for the input topics' keys, so every
+// key of line l lives in the partition of the input records of line l. That
+// keeps one line's records, its clock and its dedupe entries in one
+// partition, where Kafka's per-partition order is the input's offset order:
+// ranks are assigned in offset order without any reordering buffer.
+func lineHasher() hash.Hash32 { return &prefixHash{Hash32: fnv.New32a()} }
 
 type prefixHash struct {
 	hash.Hash32
@@ -37,11 +39,11 @@ func (h *prefixHash) Write(p []byte) (int, error) {
 
 func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
 
-// sizePartition is the partition of n that size's keys hash to: sarama's
-// hash partitioner (and goka's producer, gokakit.Builder) on sizeHasher.
-func sizePartition(size string, n int32) int32 {
-	h := sizeHasher()
-	h.Write([]byte(size))
+// linePartition is the partition of n that line's keys hash to: sarama's
+// hash partitioner (and goka's producer, gokakit.Builder) on lineHasher.
+func linePartition(line string, n int32) int32 {
+	h := lineHasher()
+	h.Write([]byte(line))
 	part := int32(h.Sum32()) % n
 	if part < 0 {
 		part = -part
@@ -55,25 +57,32 @@ func sizePartition(size string, n int32) int32 {
 func dedupeKey(o *validRecord, window int64) string {
 	w := strconv.FormatInt(window, 10)
 	if k, whole := keyID(o.ID); !whole {
-		return o.Size + "|" + string(o.Stream) + "|" + w + "|d|" + k
+		return o.Line + "|" + string(o.Stream) + "|" + w + "|d|" + k
 	}
-	return o.Size + "|" + string(o.Stream) + "|" + w + "|i|" + o.ID
+	return o.Line + "|" + string(o.Stream) + "|" + w + "|i|" + o.ID
 }
 
-func slotKey(size string, window int64, rank int) string {
-	return size + "|" + strconv.FormatInt(window, 10) + "|" + strconv.Itoa(rank)
+func slotKey(line string, window int64, rank int) string {
+	return line + "|" + strconv.FormatInt(window, 10) + "|" + strconv.Itoa(rank)
 }
 
 // Output keys let a consumer deduplicate: the same result always has the same
-// key. Ids are unique per (stream, size, window), not globally, so the size
+// key. Ids are unique per (stream, line, window), not globally, so the line
 // and the window's start (µs since the epoch) are part of an item's key: an
 // id reused in a later window is another item, with a key of its own.
-func itemKey(size string, window int64, id string) string {
+func itemKey(line string, window int64, id string) string {
 	w := strconv.FormatInt(window, 10)
 	if k, whole := keyID(id); !whole {
-		return size + "|" + w + "#" + k
+		return line + "|" + w + "#" + k
 	}
-	return size + "|" + w + "|" + id
+	return line + "|" + w + "|" + id
+}
+
+// lineSize is the size class of a well-formed line: the key up to its
+// slash, or the whole key.
+func lineSize(line string) string {
+	size, _, _ := record.SplitLine(line)
+	return size
 }
 
 // lateKey is the late record's position, like a dead letter's: each late

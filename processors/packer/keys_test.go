@@ -28,10 +28,10 @@ func stageKeys(s string) []string {
 	return []string{
 		s,
 		s + "|toys|0|i|x|y", // an id containing '|'
-		dedupeKey(&validRecord{Stream: record.Toys, Size: s, ID: "t-1"}, 1_798_070_400_000_000),
-		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, ID: "b|2|"}, -10_000_000),
-		dedupeKey(&validRecord{Stream: record.Boxes, Size: s, ID: long}, 0),
-		dedupeKey(&validRecord{Stream: record.Toys, Size: s, ID: carryID(long, 40)}, 0),
+		dedupeKey(&validRecord{Stream: record.Toys, Line: s, ID: "t-1"}, 1_798_070_400_000_000),
+		dedupeKey(&validRecord{Stream: record.Boxes, Line: s, ID: "b|2|"}, -10_000_000),
+		dedupeKey(&validRecord{Stream: record.Boxes, Line: s, ID: long}, 0),
+		dedupeKey(&validRecord{Stream: record.Toys, Line: s, ID: carryID(long, 40)}, 0),
 		slotKey(s, 1_798_070_400_000_000, 3),
 		slotKey(s, -10_000_000, 1),
 		s + "|",
@@ -48,19 +48,19 @@ func TestHasherSamePartitionAsSize(t *testing.T) {
 		for n := int32(1); n <= 12; n++ {
 			want := partitionOf(ref, n)
 			// Where observe expects the records of size s.
-			if got := sizePartition(s, n); got != want {
-				t.Errorf("sizePartition(%s, %d) = %d, want %d", s, n, got, want)
+			if got := linePartition(s, n); got != want {
+				t.Errorf("linePartition(%s, %d) = %d, want %d", s, n, got, want)
 			}
 			for _, k := range stageKeys(s) {
-				h := sizeHasher()
+				h := lineHasher()
 				h.Write([]byte(k))
 				if got := partitionOf(h, n); got != want {
 					t.Errorf("size %s n=%d: key %q -> partition %d, size -> %d", s, n, k, got, want)
 				}
-				// The same through sarama's own partitioner built on sizeHasher,
+				// The same through sarama's own partitioner built on lineHasher,
 				// as goka's producer builds it, against sarama's default one.
 				msg := &sarama.ProducerMessage{Key: sarama.StringEncoder(k)}
-				got, err := sarama.NewCustomHashPartitioner(sizeHasher)("t").Partition(msg, n)
+				got, err := sarama.NewCustomHashPartitioner(lineHasher)("t").Partition(msg, n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -87,7 +87,7 @@ func TestHasherSumMatchesFNVOfPrefix(t *testing.T) {
 		}
 		ref := fnv.New32a()
 		ref.Write([]byte(prefix))
-		h := sizeHasher()
+		h := lineHasher()
 		h.Write([]byte(k))
 		if h.Sum32() != ref.Sum32() {
 			t.Errorf("key %q: sum %08x, want FNV-1a of %q = %08x", k, h.Sum32(), prefix, ref.Sum32())
@@ -98,7 +98,7 @@ func TestHasherSumMatchesFNVOfPrefix(t *testing.T) {
 // TestHasherReset: one hasher reused with Reset, as sarama's partitioner
 // reuses it for every message, hashes each key afresh.
 func TestHasherReset(t *testing.T) {
-	h := sizeHasher()
+	h := lineHasher()
 	for _, seq := range [][]string{
 		{"M|toys|i|a", "S|boxes|h"},
 		{"M", "S"},
@@ -109,7 +109,7 @@ func TestHasherReset(t *testing.T) {
 		for _, k := range seq {
 			h.Reset()
 			h.Write([]byte(k))
-			fresh := sizeHasher()
+			fresh := lineHasher()
 			fresh.Write([]byte(k))
 			if h.Sum32() != fresh.Sum32() {
 				t.Errorf("sequence %q: after Reset, %q hashes to %08x, a fresh hasher to %08x", seq, k, h.Sum32(), fresh.Sum32())
@@ -117,7 +117,7 @@ func TestHasherReset(t *testing.T) {
 		}
 	}
 	// Through sarama, which calls Reset before every key.
-	part := sarama.NewCustomHashPartitioner(sizeHasher)("t")
+	part := sarama.NewCustomHashPartitioner(lineHasher)("t")
 	for n := int32(1); n <= 12; n++ {
 		for _, s := range []string{"M", "S", "XL", "L", "M"} {
 			for _, k := range []string{s + "|toys|i|a", s} {
@@ -135,10 +135,10 @@ func TestHasherReset(t *testing.T) {
 // the same key written at once.
 func TestHasherWritesInPieces(t *testing.T) {
 	for _, k := range []string{"M|toys|i|abc", "XL|boxes|h", "S"} {
-		whole := sizeHasher()
+		whole := lineHasher()
 		whole.Write([]byte(k))
 		for cut := 0; cut <= len(k); cut++ {
-			h := sizeHasher()
+			h := lineHasher()
 			h.Write([]byte(k[:cut]))
 			h.Write([]byte(k[cut:]))
 			if h.Sum32() != whole.Sum32() {
@@ -153,11 +153,11 @@ func TestKeyShapes(t *testing.T) {
 	sum := sha256.Sum256([]byte(long))
 	digest := hex.EncodeToString(sum[:])
 	for _, c := range []struct{ got, want string }{
-		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: "a"}, 0), "M|toys|0|i|a"},
-		{dedupeKey(&validRecord{Stream: record.Boxes, Size: "XL", ID: "a"}, -10), "XL|boxes|-10|i|a"},
-		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: long}, 20), "M|toys|20|d|" + digest},
+		{dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: "a"}, 0), "M|toys|0|i|a"},
+		{dedupeKey(&validRecord{Stream: record.Boxes, Line: "XL", ID: "a"}, -10), "XL|boxes|-10|i|a"},
+		{dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: long}, 20), "M|toys|20|d|" + digest},
 		// A carried id is keyed by the whole id's digest, like the whole id.
-		{dedupeKey(&validRecord{Stream: record.Toys, Size: "M", ID: carryID(long, 40)}, 20), "M|toys|20|d|" + digest},
+		{dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: carryID(long, 40)}, 20), "M|toys|20|d|" + digest},
 		{slotKey("S", -10, 3), "S|-10|3"},
 		{itemKey("M", 1_798_070_400_000_000, "t1"), "M|1798070400000000|t1"},
 		{itemKey("M", -10, long), "M|-10#" + digest},
@@ -191,7 +191,7 @@ func TestKeyWindowAndIDNeverCollide(t *testing.T) {
 			for _, w := range windows {
 				for _, id := range ids {
 					it := item{size, x, w, id}
-					k := dedupeKey(&validRecord{Stream: x, Size: size, ID: id}, w)
+					k := dedupeKey(&validRecord{Stream: x, Line: size, ID: id}, w)
 					if prev, ok := dedupe[k]; ok {
 						t.Errorf("dedupe key %q for %+v and %+v", k, prev, it)
 					}

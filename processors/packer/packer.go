@@ -7,7 +7,7 @@
 //
 // The clock group validates each record, decides whether it is late, then
 // whether it is a duplicate within its window (the dedupe entries), and
-// applies it to the clock of its size (lateness, ranks, window closing). The
+// applies it to the clock of its line (lateness, ranks, window closing). The
 // clock's state and the decision are one record of its table, whose
 // changelog is the slots group's input, so a crash can never keep one and
 // lose the other; the dedupe entry an event makes, and the slots, are

@@ -15,7 +15,7 @@ import (
 func TestClockAppliesEachPartitionOnce(t *testing.T) {
 	p := paramsUS{WindowUS: 10, LatenessUS: 5}
 	item := func(part int32, off, made int64) validRecord {
-		return validRecord{Stream: record.Toys, Partition: part, Offset: off, Size: "M", ID: "x", MadeUS: made}
+		return validRecord{Stream: record.Toys, Partition: part, Offset: off, Line: "M", ID: "x", MadeUS: made}
 	}
 	var kc keyClock
 	for i, s := range []struct {

@@ -106,7 +106,7 @@ func (pl pipeline) checkRawPacked(t *testing.T, ctx context.Context) {
 		if err := json.Unmarshal(m.Value, &p); err != nil {
 			t.Fatal(err)
 		}
-		toy, box := p.Size+"|"+p.WindowStart+"|"+p.ToyID, p.Size+"|"+p.WindowStart+"|"+p.BoxID
+		toy, box := p.Line+"|"+p.WindowStart+"|"+p.ToyID, p.Line+"|"+p.WindowStart+"|"+p.BoxID
 		if b, ok := boxOf[toy]; ok && b != box {
 			t.Errorf("toy %s packed into two boxes: %s and %s", toy, b, box)
 		}

@@ -69,7 +69,7 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 
 // PartitionsError is an input topic whose partition count is not the
 // packer's (Config.Partitions). toys and boxes must be co-partitioned: the
-// same count, keyed by size, or a size's toys and boxes meet in different
+// same count, keyed by line, or a line's toys and boxes meet in different
 // partitions.
 type PartitionsError struct {
 	Topic      string
@@ -79,7 +79,7 @@ type PartitionsError struct {
 
 func (e *PartitionsError) Error() string {
 	return fmt.Sprintf("input topic %q has %d partitions but the packer is configured for %d: "+
-		"toys and boxes must be co-partitioned (same count, keyed by size); configure %d partitions or recreate the topic",
+		"toys and boxes must be co-partitioned (same count, keyed by line); configure %d partitions or recreate the topic",
 		e.Topic, e.Partitions, e.Configured, e.Partitions)
 }
 
@@ -95,7 +95,7 @@ const loopRetention = 7 * 24 * time.Hour
 // directory, and the groups' access to the tables they join), writes in
 // order (a sequencer around the producer, inorder.go), send spans that end
 // with Kafka's answer (tracing.go), its own topics
-// partitioned by size (hasherFor), static membership and tombstones
+// partitioned by line (hasherFor), static membership and tombstones
 // delivered.
 func (p *Packer) options(group string) []goka.ProcessorOption {
 	kc := p.cfg.Kafka
@@ -147,15 +147,15 @@ func (p *Packer) storageBuilder(inner storage.Builder) storage.Builder {
 	return p.slotStores.builder(p.clockStores.builder(inner))
 }
 
-// hasherFor partitions the packer's own topics (loop, tables) by size
-// (sizeHasher), so that a size's records, clock and dedupe entries, and slots
+// hasherFor partitions the packer's own topics (loop, tables) by line
+// (lineHasher), so that a line's records, clock and dedupe entries, and slots
 // are in the partition of its input records, and every other topic (the
 // outputs, which other processors read) as any Kafka client does, by the
 // whole key (nil: goka's default hasher).
 func (p *Packer) hasherFor(topic string) func() hash.Hash32 {
 	for _, it := range p.cfg.internalTopics() {
 		if it.name == topic {
-			return sizeHasher
+			return lineHasher
 		}
 	}
 	return nil

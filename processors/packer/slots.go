@@ -11,17 +11,17 @@ import (
 
 // The slots stage is the windowed stream-table join of the packer: the
 // stream of ranked items (the clock's decisions, read from its table's
-// changelog) is joined with the slots, keyed by (size, window, rank).
+// changelog) is joined with the slots, keyed by (line, window, rank).
 // The k-th toy and the k-th box of a window meet in slot k; a window's
 // closing tells the slots that will stay half-empty to report their item as
-// unpacked or spare, and then the window's slots are forgotten. A size's
+// unpacked or spare, and then the window's slots are forgotten. A line's
 // slots live in the partition of its clock (Packer.hasherFor), in the
 // storage goka builds for the group's table, which is never written: the
 // slots are a function of the decisions, and when goka is assigned a
 // partition they are rebuilt from what the clock table holds (restoreSlots).
 
 // forwardToSlots turns the clock's decisions into results: late rows and
-// duplicates' dead letters now, items into their (size, window, rank) slot,
+// duplicates' dead letters now, items into their (line, window, rank) slot,
 // and window closings into the slots that will stay half-empty.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	ev := msg.(*decision)
@@ -40,17 +40,17 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	case classDuplicate:
 		p.emitDup(resume(p.trace.slots, ctx, r.Trace), &r)
 	case classItem:
-		p.slot(ctx, part, slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace})
+		p.slot(ctx, part, slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace})
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
-			p.slot(ctx, part, slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start, Trace: r.Trace})
+			p.slot(ctx, part, slotKey(r.Line, c.Start, k), &slotMsg{Close: true, Line: r.Line, Window: c.Start, Trace: r.Trace})
 		}
 		// Nothing mentions a window after its closing: a later item of it
 		// would be late. A restart that processes this decision again
 		// rebuilds the slots first (restoreSlots).
-		if err := part.forgetWindow(r.Size, c); err != nil {
-			ctx.Fail(fmt.Errorf("forget the slots of window %d of size %s in partition %d of %s: %w", c.Start, r.Size, ctx.Partition(), part.topic, err))
+		if err := part.forgetWindow(r.Line, c); err != nil {
+			ctx.Fail(fmt.Errorf("forget the slots of window %d of line %s in partition %d of %s: %w", c.Start, r.Line, ctx.Partition(), part.topic, err))
 		}
 	}
 }
@@ -70,11 +70,11 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg)
 	switch {
 	case slot.Toy != "" && slot.Box != "":
 		ctx = withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace, slot.BoxTrace)
-		ctx.Emit(goka.Stream(t.Packed), itemKey(slot.Size, slot.Window, slot.Toy), p.packedRow(slot, ws))
+		ctx.Emit(goka.Stream(t.Packed), itemKey(slot.Line, slot.Window, slot.Toy), p.packedRow(slot, ws))
 	case slot.Closed && slot.Toy != "":
-		withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(slot.Size, slot.Window, slot.Toy), p.unpackedRow(slot, ws))
+		withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(slot.Line, slot.Window, slot.Toy), p.unpackedRow(slot, ws))
 	case slot.Closed && slot.Box != "":
-		withItems(resume(p.trace.slots, ctx, m.Trace), slot.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(slot.Size, slot.Window, slot.Box), p.spareRow(slot, ws))
+		withItems(resume(p.trace.slots, ctx, m.Trace), slot.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(slot.Line, slot.Window, slot.Box), p.spareRow(slot, ws))
 	}
 }
 
@@ -82,7 +82,7 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg)
 // fills the slot's place of its stream, a closing marks it closed. Each
 // field is set once; a message that changes nothing writes nothing.
 func (t *tablePart) updateSlot(key string, m *slotMsg) (*slotState, error) {
-	slot := &slotState{Size: m.Size, Window: m.Window}
+	slot := &slotState{Line: m.Line, Window: m.Window}
 	b, err := t.store.Get(key)
 	if err != nil {
 		return slot, err
@@ -119,9 +119,9 @@ func (t *tablePart) updateSlot(key string, m *slotMsg) (*slotState, error) {
 
 // forgetWindow deletes the slots of a closed window: ranks 1 to the larger
 // of its two counts.
-func (t *tablePart) forgetWindow(size string, c closedWindow) error {
+func (t *tablePart) forgetWindow(line string, c closedWindow) error {
 	for k := 1; k <= max(c.Toys, c.Boxes); k++ {
-		if err := t.store.Delete(slotKey(size, c.Start, k)); err != nil {
+		if err := t.store.Delete(slotKey(line, c.Start, k)); err != nil {
 			return err
 		}
 	}
@@ -147,17 +147,17 @@ func (p *Packer) restoreSlots(part *tablePart, offset int64, value []byte) error
 	}
 	r := &ev.Rec
 	if ev.Class == classItem {
-		if _, err := part.updateSlot(slotKey(r.Size, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Size: r.Size, Window: ev.Window, Trace: r.Trace}); err != nil {
+		if _, err := part.updateSlot(slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace}); err != nil {
 			return err
 		}
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
-			if _, err := part.updateSlot(slotKey(r.Size, c.Start, k), &slotMsg{Close: true, Size: r.Size, Window: c.Start}); err != nil {
+			if _, err := part.updateSlot(slotKey(r.Line, c.Start, k), &slotMsg{Close: true, Line: r.Line, Window: c.Start}); err != nil {
 				return err
 			}
 		}
-		part.closedInRestore = append(part.closedInRestore, restoredClosing{at: offset, size: r.Size, w: c})
+		part.closedInRestore = append(part.closedInRestore, restoredClosing{at: offset, line: r.Line, w: c})
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ func (p *Packer) restoreSlots(part *tablePart, offset int64, value []byte) error
 // while the slots were restored.
 type restoredClosing struct {
 	at   int64
-	size string
+	line string
 	w    closedWindow
 }
 
@@ -180,7 +180,7 @@ func (t *tablePart) settle(offset int64) error {
 	}
 	for _, c := range t.closedInRestore {
 		if c.at < offset {
-			if err := t.forgetWindow(c.size, c.w); err != nil {
+			if err := t.forgetWindow(c.line, c.w); err != nil {
 				return err
 			}
 		}
@@ -192,14 +192,14 @@ func (t *tablePart) settle(offset int64) error {
 // slotStateCodec encodes the slots in the slots group's storage.
 var slotStateCodec binCodec[slotState, *slotState]
 
-// slotMsg is what a decision brings to the slot (size, window, rank): an item
+// slotMsg is what a decision brings to the slot (line, window, rank): an item
 // that took that rank, or the news that the window closed and the slot will
 // never be completed.
 type slotMsg struct {
 	Stream record.Stream
 	ID     string
 	Close  bool
-	Size   string
+	Line   string
 	Window int64
 	Trace  traceRef // of the record that brought the item, or that closed the window
 }
@@ -207,7 +207,7 @@ type slotMsg struct {
 // slotState is where the k-th toy meets the k-th box. Every field is written
 // at most once, so a redelivered message recomputes the same outputs.
 type slotState struct {
-	Size   string `json:"s"`
+	Line   string `json:"l"`
 	Window int64  `json:"w"`
 	Toy    string `json:"toy,omitempty"`
 	Box    string `json:"box,omitempty"`
@@ -225,7 +225,7 @@ func (s *slotState) sizeHint() int {
 }
 
 func (s *slotState) appendBin(b []byte) []byte {
-	b = appendStr(b, s.Size)
+	b = appendStr(b, s.Line)
 	b = binary.AppendVarint(b, s.Window)
 	b = appendStr(b, s.Toy)
 	b = appendStr(b, s.Box)
@@ -235,7 +235,7 @@ func (s *slotState) appendBin(b []byte) []byte {
 }
 
 func (s *slotState) readBin(r *binReader) {
-	s.Size = r.str()
+	s.Line = r.str()
 	s.Window = r.varint()
 	s.Toy = r.str()
 	s.Box = r.str()

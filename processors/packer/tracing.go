@@ -52,7 +52,7 @@ func (p *Packer) tracingOf(group string) *kafkatrace.Goka {
 // Attributes of the packer's own spans.
 const (
 	attrDeadReason = attribute.Key("northpole.dead_letter.reason")
-	attrSize       = attribute.Key("northpole.size")
+	attrLine       = attribute.Key("northpole.line")
 	attrWindow     = attribute.Key("northpole.window_start")
 	attrToy        = attribute.Key("northpole.toy_id")
 	attrBox        = attribute.Key("northpole.box_id")
@@ -67,11 +67,11 @@ func onSend(span trace.Span, _ string, value any, a []attribute.KeyValue) []attr
 		span.SetStatus(codes.Error, "dead letter: "+string(r.Reason))
 		return append(a, attrDeadReason.String(string(r.Reason)))
 	case *results.Packed:
-		return append(a, attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)), attrBox.String(idAttr(r.BoxID)))
+		return append(a, attrLine.String(r.Line), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)), attrBox.String(idAttr(r.BoxID)))
 	case *results.Unpacked:
-		return append(a, attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)))
+		return append(a, attrLine.String(r.Line), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)))
 	case *results.Spare:
-		return append(a, attrSize.String(r.Size), attrWindow.String(r.WindowStart), attrBox.String(idAttr(r.BoxID)))
+		return append(a, attrLine.String(r.Line), attrWindow.String(r.WindowStart), attrBox.String(idAttr(r.BoxID)))
 	}
 	return a
 }

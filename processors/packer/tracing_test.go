@@ -164,7 +164,7 @@ func TestTracingPairSpans(t *testing.T) {
 	for _, a := range send.Attributes() {
 		attrs[a.Key] = a.Value.String()
 	}
-	for k, want := range map[attribute.Key]string{attrSize: "M", attrWindow: record.FormatMicros(time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro()), attrToy: "t1", attrBox: "b1", "messaging.destination.name": p.cfg.Topics.Packed} {
+	for k, want := range map[attribute.Key]string{attrLine: "M", attrWindow: record.FormatMicros(time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro()), attrToy: "t1", attrBox: "b1", "messaging.destination.name": p.cfg.Topics.Packed} {
 		if attrs[k] != want {
 			t.Errorf("send packed: %s = %q, want %q", k, attrs[k], want)
 		}

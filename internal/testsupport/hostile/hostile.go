@@ -267,6 +267,21 @@ func Records() []*Record {
 		{Name: "late behind it", Stream: record.Toys, Key: []byte("S"), Value: ToyJSON("s-1", "S", At(3)), Want: "late"},
 		{Name: "a box of the same size", Stream: record.Boxes, Key: []byte("S"), Value: BoxJSON("s-b1", "S", At(3)), Want: "item"},
 
+		// Packing lines (contract version 3): keys on the edge of well-formed,
+		// and a hall's toy that meets only the box of its own line.
+		{Name: "a hall's toy", Stream: record.Toys, Key: []byte("M/hall-1"), Value: ToyJSON("m-t1", "M", At(41)), Want: "packed"},
+		{Name: "the same id's box in another hall", Stream: record.Boxes, Key: []byte("M/hall-2"), Value: BoxJSON("h2-b", "M", At(41)), Want: "item"},
+		{Name: "a box of the hall's line", Stream: record.Boxes, Key: []byte("M/hall-1"), Value: BoxJSON("h1-b", "M", At(42)), Want: "packed"},
+		{Name: "a hall of 32 characters", Stream: record.Toys, Key: []byte("XL/" + strings.Repeat("9", 32)), Value: ToyJSON("h32", "XL", At(41)), Want: "item"},
+		{Name: "a hall of 33 characters", Stream: record.Toys, Key: []byte("XL/" + strings.Repeat("9", 33)), Value: ToyJSON("h33", "XL", At(41)), Want: "dead: bad line"},
+		{Name: "an empty hall", Stream: record.Boxes, Key: []byte("M/"), Value: BoxJSON("h-empty", "M", At(41)), Want: "dead: bad line"},
+		{Name: "two slashes", Stream: record.Toys, Key: []byte("M/a/b"), Value: ToyJSON("h-2slash", "M", At(41)), Want: "dead: bad line"},
+		{Name: "an upper-case hall", Stream: record.Boxes, Key: []byte("M/Hall"), Value: BoxJSON("h-upper", "M", At(41)), Want: "dead: bad line"},
+		{Name: "a hall with the packer's separator", Stream: record.Toys, Key: []byte("M/a|b"), Value: ToyJSON("h-pipe", "M", At(41)), Want: "dead: bad line"},
+		{Name: "a hall starting with '-'", Stream: record.Toys, Key: []byte("M/-a"), Value: ToyJSON("h-dash", "M", At(41)), Want: "dead: bad line"},
+		{Name: "a line of another size", Stream: record.Toys, Key: []byte("L/hall-1"), Value: ToyJSON("h-other", "M", At(41)), Want: "dead: size not key"},
+		{Name: "a slash first", Stream: record.Boxes, Key: []byte("/hall-1"), Value: BoxJSON("h-slash", "M", At(41)), Want: "dead: size not key"},
+
 		// Ids too long to be written whole: a packed pair of them, and one
 		// alone whose JSON escapes make it six times longer.
 		toyXL("a 600 KB id of '<'", strings.Repeat("<", 600_000), "packed"),
@@ -305,8 +320,8 @@ func toyXL(name, id, want string) *Record {
 	return &Record{Name: name, Stream: record.Toys, Key: []byte("XL"), Value: ToyJSON(id, "XL", At(21)), Want: want}
 }
 
-// FinalHeartbeats close every window the hostile records opened: at an hour
-// past them, and for S past the year 9000.
+// FinalHeartbeats close every window the hostile records opened, on every
+// line they used: at an hour past them, and for S past the year 9000.
 func FinalHeartbeats() []*Record {
 	var out []*Record
 	for _, x := range []record.Stream{record.Toys, record.Boxes} {
@@ -317,6 +332,11 @@ func FinalHeartbeats() []*Record {
 			}
 			out = append(out, &Record{Name: "final heartbeat", Stream: x, Key: []byte(size),
 				Value: fmt.Appendf(nil, `{"heartbeat":true,"size":%q,"elf":"e","made_at":%q}`, size, madeAt), Want: "heartbeat"})
+		}
+		for _, line := range []string{"M/hall-1", "M/hall-2", "XL/" + strings.Repeat("9", 32)} {
+			size, _, _ := record.SplitLine(line)
+			out = append(out, &Record{Name: "final heartbeat of a hall", Stream: x, Key: []byte(line),
+				Value: fmt.Appendf(nil, `{"heartbeat":true,"size":%q,"elf":"e","made_at":%q}`, size, At(3600)), Want: "heartbeat"})
 		}
 	}
 	return out
