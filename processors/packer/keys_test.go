@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func partitionOf(h interface{ Sum32() uint32 }, n int32) int32 {
 	return p
 }
 
-// stageKeys are keys of every shape the groups use for size s.
+// stageKeys are keys of every shape the groups use for line s.
 func stageKeys(s string) []string {
 	long := strings.Repeat("x", keyIDMax+1)
 	return []string{
@@ -39,15 +40,16 @@ func stageKeys(s string) []string {
 	}
 }
 
-func TestHasherSamePartitionAsSize(t *testing.T) {
-	for _, s := range record.Sizes {
+func TestHasherSamePartitionAsLine(t *testing.T) {
+	lines := slices.Concat(record.Sizes, []string{"M/hall-7", "XL/" + strings.Repeat("z", record.MaxHallLen), "S/0"})
+	for _, s := range lines {
 		// The input topics are partitioned by the elves with sarama's default
-		// hasher, FNV-1a of the whole key (the size).
+		// hasher, FNV-1a of the whole key (the line).
 		ref := fnv.New32a()
 		ref.Write([]byte(s))
 		for n := int32(1); n <= 12; n++ {
 			want := partitionOf(ref, n)
-			// Where observe expects the records of size s.
+			// Where observe expects the records of line s.
 			if got := linePartition(s, n); got != want {
 				t.Errorf("linePartition(%s, %d) = %d, want %d", s, n, got, want)
 			}
@@ -55,7 +57,7 @@ func TestHasherSamePartitionAsSize(t *testing.T) {
 				h := lineHasher()
 				h.Write([]byte(k))
 				if got := partitionOf(h, n); got != want {
-					t.Errorf("size %s n=%d: key %q -> partition %d, size -> %d", s, n, k, got, want)
+					t.Errorf("line %s n=%d: key %q -> partition %d, line -> %d", s, n, k, got, want)
 				}
 				// The same through sarama's own partitioner built on lineHasher,
 				// as goka's producer builds it, against sarama's default one.
@@ -69,7 +71,7 @@ func TestHasherSamePartitionAsSize(t *testing.T) {
 					t.Fatal(err)
 				}
 				if got != ref || got != want {
-					t.Errorf("size %s n=%d: sarama puts %q in %d and %q in %d (formula %d)", s, n, k, got, s, ref, want)
+					t.Errorf("line %s n=%d: sarama puts %q in %d and %q in %d (formula %d)", s, n, k, got, s, ref, want)
 				}
 			}
 		}
