@@ -95,8 +95,8 @@ func (s *Sleigh) ListenAndRun(ctx context.Context, addr string, ready func(net.A
 
 // Handler serves
 //
-//	GET /manifest           a page of the manifest (size, window, limit, cursor; see writePage)
-//	GET /manifest/summary   the number of pairs per size class and window (size)
+//	GET /manifest           a page of the manifest (size, line, window, limit, cursor; see writePage)
+//	GET /manifest/summary   the number of pairs per size class, line and window (size, line)
 //	GET /healthz            whether the sleigh runs and is ready (200; 503 until Ready), and its counts since start
 //
 // A parameter that is not one of these, or a value that is wrong, is a 400
@@ -131,7 +131,7 @@ func (s *Sleigh) servePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if err := writePage(w, tabs.tables(), q, tabs.complete(), q.total(tabs.counts()), r.URL.Path); err != nil {
+	if err := writePage(w, tabs.tables(), q, tabs.complete(), tabs.counts(), r.URL.Path); err != nil {
 		// The status and part of the page are out: the client sees JSON
 		// cut short.
 		s.log.Warn("manifest page cut short", "query", r.URL.RawQuery, "err", err)
@@ -140,19 +140,13 @@ func (s *Sleigh) servePage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Sleigh) serveSummary(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	errs := checkParams(v, []string{"size"})
-	var size string
-	if v.Has("size") {
-		var err error
-		if size, err = parseSize(v.Get("size")); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	errs := checkParams(v, []string{"size", "line"})
+	f, err := parseLineFilter(v)
+	if err := errors.Join(append(errs, err)...); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	sum, err := s.summary(size)
+	sum, err := s.summary(f)
 	if err != nil {
 		unavailable(w, err)
 		return
