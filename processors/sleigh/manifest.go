@@ -353,6 +353,15 @@ type WindowSummary struct {
 	Pairs       int    `json:"pairs"`
 }
 
+// Lines is the number of lines that have pairs.
+func (s Summary) Lines() int {
+	n := 0
+	for _, sz := range s.Sizes {
+		n += len(sz.Lines)
+	}
+	return n
+}
+
 // summarize orders counts into a summary of the lines f keeps that have
 // pairs.
 func summarize(counts map[windowID]int64, f lineFilter) Summary {
