@@ -40,7 +40,8 @@ const EnvRisingWave = "NORTHPOLE_TEST_RISINGWAVE"
 // script generated for those topics on a running RisingWave, in a database
 // of its own, and compares the two row for row (app/compare, as
 // `northpole compare --sql` does), and Goka with the batch reference. Two
-// inputs: the elves' randomized records with every kind of bad record,
+// inputs: the elves' randomized records in 3 halls (12 packing lines over 4
+// partitions) with every kind of bad record (bad lines included),
 // duplicates, late and disordered records (the seed is logged), and the
 // records a careless or hostile producer sends (internal/testsupport/hostile).
 //
@@ -63,6 +64,7 @@ func TestGokaEqualsRisingWave(t *testing.T) {
 			_, err := p.Run(ctx)
 			return err
 		}, func(c *harness.Config) {
+			c.Halls, c.Packer.Partitions = 3, 4
 			for i, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 				e.Count, e.Seed = 1500+rng.IntN(1500), seed+int64(i)
 				e.LateRate, e.DupRate, e.BadRate = 0.03+0.05*rng.Float64(), 0.03+0.05*rng.Float64(), 0.03+0.05*rng.Float64()

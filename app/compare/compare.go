@@ -46,12 +46,14 @@ type RecordNote struct {
 
 // Difference is a row that only one side has (as many times more as it has
 // it more often), with the input records that explain it: those carrying its
-// ids in its size and window (packed, unpacked, spare; an id can come back in
-// another window as another item), or the one at its position (late, dead).
+// ids in its line and window (packed, unpacked, spare; an id can come back in
+// another window, or on another line, as another item), or the one at its
+// position (late, dead).
 type Difference struct {
 	Set     string       `json:"set"`
 	OnlyIn  string       `json:"only_in"` // "goka" or "sql"
 	Size    string       `json:"size,omitempty"`
+	Line    string       `json:"line,omitempty"`
 	Row     any          `json:"row"`
 	Records []RecordNote `json:"records"`
 }
@@ -69,7 +71,7 @@ type Comparison struct {
 	GokaConflicts int                             `json:"goka_conflicting_keys"`
 	Counts        map[string]map[string]SetCounts `json:"counts"` // size ("all" for dead) -> set -> counts
 	Differences   []Difference                    `json:"differences"`
-	// PartitionSpread lists every (stream, size) whose records are in more
+	// PartitionSpread lists every (stream, line) whose records are in more
 	// than one partition of the input topics (Spreads): the contract's
 	// order, and with it the comparison, is then not defined for them.
 	PartitionSpread []Spread `json:"partition_spread"`
@@ -84,7 +86,7 @@ func (c Comparison) Err() error {
 	}
 	why := ""
 	if len(c.PartitionSpread) > 0 {
-		why = "; the input topics hold records of one (stream, size) in more than one partition (partition_spread), which the contract does not allow: see the warning"
+		why = "; the input topics hold records of one (stream, line) in more than one partition (partition_spread), which the contract does not allow: see the warning"
 	}
 	return fmt.Errorf("the results of Goka and %s differ on %s (%d conflicting Goka keys)%s", c.SQL, english.Count(len(c.Differences), "row"), c.GokaConflicts, why)
 }
@@ -93,7 +95,7 @@ func (c Comparison) Err() error {
 // multisets: a row reported twice by one side and once by the other is a
 // difference), and explains every differing row with the input records behind
 // it (for packed, unpacked and spare the records that carry its ids in its
-// size and window, for late and dead the record at its position), and what
+// line and window, for late and dead the record at its position), and what
 // the batch reference (contract.Compute in mode ClosedOnly, as the SQL
 // computes) made of each. Its Goka and SQL say nothing yet of where
 // the sides came from: Run fills them in.
@@ -129,7 +131,7 @@ func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) C
 				continue
 			}
 			bump(size, func(sc *SetCounts) { sc.OnlyGoka++ })
-			c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "goka", Size: size, Row: r.Value, Records: ex.explain(r.Value)})
+			c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "goka", Size: size, Line: r.Line, Row: r.Value, Records: ex.explain(r.Value)})
 		}
 		for _, r := range s {
 			size := countedSize(r)
@@ -137,7 +139,7 @@ func Build(goka, sqlSet results.Set, inputs []record.Input, p contract.Params) C
 			if remaining[r.Key] > 0 {
 				remaining[r.Key]--
 				bump(size, func(sc *SetCounts) { sc.OnlySQL++ })
-				c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "sql", Size: size, Row: r.Value, Records: ex.explain(r.Value)})
+				c.Differences = append(c.Differences, Difference{Set: set, OnlyIn: "sql", Size: size, Line: r.Line, Row: r.Value, Records: ex.explain(r.Value)})
 			}
 		}
 	}
@@ -156,8 +158,8 @@ func countedSize(r results.Row) string {
 
 // explainer finds the input records behind a result row and says what each
 // side made of them. A row of packed, unpacked or spare is its items' ids in
-// its (size, window): the same id in another window is another item, so only
-// the records of the row's window explain it. A late row is its record's
+// its (line, window): the same id in another window or on another line is
+// another item, so only the records of the row's line and window explain it. A late row is its record's
 // position.
 type explainer struct {
 	w                    int64                     // W in µs
@@ -170,9 +172,9 @@ func posKey(stream string, partition int32, offset int64) string {
 	return fmt.Sprintf("%s/%d@%d", stream, partition, offset)
 }
 
-// item is what a row of packed, unpacked or spare is identified by: its size,
+// item is what a row of packed, unpacked or spare is identified by: its line,
 // its window (windowOf's form) and one of its ids.
-type item struct{ size, window, id string }
+type item struct{ line, window, id string }
 
 // windowOf is a window_start in one form, FormatTime's, so that a row and a
 // record's window compare whatever fractional digits or offset the row was
@@ -207,9 +209,9 @@ func newExplainer(inputs []record.Input, goka, sqlSet, ref results.Set, p contra
 	return ex
 }
 
-// recordItem is the (size, window, id) the record claims, whether or not
-// it is valid; ok is false when it has no id, no size or no made_at that
-// parses (it is then no item of any window).
+// recordItem is the (line, window, id) the record claims, its line being
+// its key, whether or not it is valid; ok is false when it has no id, no
+// size or no made_at that parses (it is then no item of any window).
 func recordItem(in record.Input, w int64) (item, bool) {
 	n := sqlengine.Normalize(in)
 	if n.ID == nil || n.Size == nil || n.MadeAt == nil || w <= 0 {
@@ -224,7 +226,7 @@ func recordItem(in record.Input, w int64) (item, bool) {
 	if us%w != 0 && us < 0 {
 		start -= w // floor, also before 1970
 	}
-	return item{size: *n.Size, window: record.FormatMicros(start), id: string(n.ID)}, true
+	return item{line: string(in.Key), window: record.FormatMicros(start), id: string(n.ID)}, true
 }
 
 // maxRecordsPerRow bounds the records listed for one row (an id repeated many
@@ -233,10 +235,10 @@ const maxRecordsPerRow = 8
 
 func (ex *explainer) explain(row any) []RecordNote {
 	var ins []record.Input
-	// inWindow adds the records of stream that carry id in the row's size
+	// inWindow adds the records of stream that carry id in the row's line
 	// and window.
-	inWindow := func(stream record.Stream, size, windowStart, id string) {
-		want := item{size: size, window: windowOf(windowStart), id: id}
+	inWindow := func(stream record.Stream, line, windowStart, id string) {
+		want := item{line: line, window: windowOf(windowStart), id: id}
 		for _, in := range ex.byID[string(stream)+"|"+id] {
 			if it, ok := recordItem(in, ex.w); ok && it == want {
 				ins = append(ins, in)
@@ -250,12 +252,12 @@ func (ex *explainer) explain(row any) []RecordNote {
 	}
 	switch r := row.(type) {
 	case results.Packed:
-		inWindow(record.Toys, r.Size, r.WindowStart, r.ToyID)
-		inWindow(record.Boxes, r.Size, r.WindowStart, r.BoxID)
+		inWindow(record.Toys, r.Line, r.WindowStart, r.ToyID)
+		inWindow(record.Boxes, r.Line, r.WindowStart, r.BoxID)
 	case results.Unpacked:
-		inWindow(record.Toys, r.Size, r.WindowStart, r.ToyID)
+		inWindow(record.Toys, r.Line, r.WindowStart, r.ToyID)
 	case results.Spare:
-		inWindow(record.Boxes, r.Size, r.WindowStart, r.BoxID)
+		inWindow(record.Boxes, r.Line, r.WindowStart, r.BoxID)
 	case results.Late:
 		atPos(r.Stream, r.Partition, r.Offset)
 	case results.Dead:
@@ -281,7 +283,7 @@ func (ex *explainer) explain(row any) []RecordNote {
 }
 
 // sideIndex is one side's results, indexed to classify input records: dead
-// and late rows by their record's position, the others by (size, window,
+// and late rows by their record's position, the others by (line, window,
 // id).
 type sideIndex struct {
 	w                    int64             // W in µs
@@ -302,20 +304,20 @@ func indexSide(s results.Set, w int64) sideIndex {
 	}
 	for _, r := range s.Packed {
 		ws := windowOf(r.WindowStart)
-		x.packedToy[item{r.Size, ws, r.ToyID}] = r
-		x.packedBox[item{r.Size, ws, r.BoxID}] = r
+		x.packedToy[item{r.Line, ws, r.ToyID}] = r
+		x.packedBox[item{r.Line, ws, r.BoxID}] = r
 	}
 	for _, r := range s.Unpacked {
-		x.unpacked[item{r.Size, windowOf(r.WindowStart), r.ToyID}] = r.WindowStart
+		x.unpacked[item{r.Line, windowOf(r.WindowStart), r.ToyID}] = r.WindowStart
 	}
 	for _, r := range s.Spare {
-		x.spare[item{r.Size, windowOf(r.WindowStart), r.BoxID}] = r.WindowStart
+		x.spare[item{r.Line, windowOf(r.WindowStart), r.BoxID}] = r.WindowStart
 	}
 	return x
 }
 
 // classify says what this side reported for the record: a dead letter or a
-// late row at its position, or the row of its size and window that holds its
+// late row at its position, or the row of its line and window that holds its
 // id. (A duplicate's id is that of an earlier record of its window, so
 // only its dead row is its own.)
 func (x sideIndex) classify(in record.Input) string {

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,7 +24,7 @@ func TestBuildComparison(t *testing.T) {
 		{Stream: record.Boxes, Topic: "boxes", Partition: 1, Offset: 0, Key: []byte("M"), Value: []byte(`{"box_id":"b1","size":"M","made_at":"2026-12-24T10:00:02Z"}`)},
 		{Stream: record.Toys, Topic: "toys", Partition: 1, Offset: 1, Key: []byte("M"), Value: []byte(`[]`)},
 	}
-	packed := results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}
+	packed := results.Packed{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}
 	dead := results.Dead{Stream: "toys", Partition: 1, Offset: 1, Reason: "malformed json"}
 	cases := []struct {
 		name       string
@@ -93,18 +94,18 @@ func TestWriteText(t *testing.T) {
 	if !strings.Contains(b.String(), "equal: Goka and the SQL engine have the same rows in all five sets") {
 		t.Errorf("equal sides:\n%s", b.String())
 	}
-	late := []results.Late{{Stream: "toys", Partition: 2, Offset: 3, ID: "a", Size: "M", MadeAt: "2026-12-24T10:00:00Z"},
-		{Stream: "toys", Partition: 2, Offset: 4, ID: "b", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}}
+	late := []results.Late{{Stream: "toys", Partition: 2, Offset: 3, ID: "a", Line: "M", Size: "M", MadeAt: "2026-12-24T10:00:00Z"},
+		{Stream: "toys", Partition: 2, Offset: 4, ID: "b", Line: "M", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}}
 	b.Reset()
 	WriteText(&b, Build(results.Set{}, results.Set{Late: late, Dead: []results.Dead{dead}}, []record.Input{in}, p), 1, "see more")
 	out := b.String()
 	for _, want := range []string{
 		"DIFFERENT: 3 rows are on one side only",
-		`late, only in sql: toys/2@3, id "a", M, made_at 2026-12-24T10:00:00Z`,
+		`late, only in sql: toys/2@3, id "a", line M, made_at 2026-12-24T10:00:00Z`,
 		"late, only in sql: more rows not shown (see more)",
 		"dead, only in sql: toys/2@7 (malformed json)",
 		`toys/2@7 key M`, `value: "\xff not utf-8"`, "goka: no row", "sql: dead (malformed json)",
-		"no input record carries this row's ids in its size and window, or is at its position",
+		"no input record carries this row's ids in its line and window, or is at its position",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the text lacks %q:\n%s", want, out)
@@ -131,8 +132,8 @@ func TestBuildExplainsAnIDReusedInTwoWindows(t *testing.T) {
 		in(record.Toys, 1, `{"toy_id":"t1","size":"M","made_at":"2026-12-24T10:00:11Z"}`),
 		in(record.Boxes, 1, `{"box_id":"b2","size":"M","made_at":"2026-12-24T10:00:12Z"}`),
 	}
-	first := results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}
-	second := results.Packed{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}
+	first := results.Packed{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}
+	second := results.Packed{ToyID: "t1", BoxID: "b2", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}
 	if ref := contract.Compute(inputs, p, contract.ClosedOnly); len(results.Compare(ref, results.Set{Packed: []results.Packed{first, second}})) > 0 {
 		t.Fatalf("the reference packed %+v, want t1 in both windows", ref.Packed)
 	}
@@ -169,8 +170,8 @@ func TestBuildExplainsAnIDReusedInTwoWindows(t *testing.T) {
 	}
 
 	// An unpacked and a spare row are windowed the same way.
-	u := results.Unpacked{ToyID: "t1", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}
-	sp := results.Spare{BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:10Z"} // no b1 in that window
+	u := results.Unpacked{ToyID: "t1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}
+	sp := results.Spare{BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:10Z"} // no b1 in that window
 	c = Build(results.Set{Unpacked: []results.Unpacked{u}, Spare: []results.Spare{sp}}, results.Set{}, inputs, p)
 	if len(c.Differences) != 2 {
 		t.Fatalf("%d differences, want the unpacked and the spare row: %+v", len(c.Differences), c.Differences)
@@ -192,6 +193,48 @@ func TestBuildExplainsAnIDReusedInTwoWindows(t *testing.T) {
 // TestBuildExplainsTwoLateCopiesOfOneID: two late records with one id are two
 // late rows, told apart by position; the one only Goka has is explained by
 // its own record, which is late on Goka's side and no row on the SQL's, and
+// TestBuildExplainsAnIDReusedOnTwoLines: ids are unique within a line's
+// window only, so the same toy and box ids packed on two lines of one size
+// in one window are two rows, each explained by the records of its own line.
+func TestBuildExplainsAnIDReusedOnTwoLines(t *testing.T) {
+	p := contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second}
+	in := func(stream record.Stream, part int32, line string, value string) record.Input {
+		return record.Input{Stream: stream, Topic: string(stream), Partition: part, Offset: 0, Key: []byte(line), Value: []byte(value)}
+	}
+	inputs := []record.Input{
+		in(record.Toys, 0, "M/h1", `{"toy_id":"t1","size":"M","made_at":"2026-12-24T10:00:01Z"}`),
+		in(record.Boxes, 0, "M/h1", `{"box_id":"b1","size":"M","made_at":"2026-12-24T10:00:02Z"}`),
+		in(record.Toys, 1, "M/h2", `{"toy_id":"t1","size":"M","made_at":"2026-12-24T10:00:03Z"}`),
+		in(record.Boxes, 1, "M/h2", `{"box_id":"b1","size":"M","made_at":"2026-12-24T10:00:04Z"}`),
+	}
+	h1 := results.Packed{ToyID: "t1", BoxID: "b1", Line: "M/h1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}
+	h2 := results.Packed{ToyID: "t1", BoxID: "b1", Line: "M/h2", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}
+	both := results.Set{Packed: []results.Packed{h1, h2}}
+	if ref := contract.Compute(inputs, p, contract.ClosedOnly); len(results.Compare(ref, both)) > 0 {
+		t.Fatalf("the reference packed %+v, want t1 on both lines", ref.Packed)
+	}
+	c := Build(both, results.Set{Packed: []results.Packed{h1}}, inputs, p)
+	if len(c.Differences) != 1 || c.Differences[0].Row != any(h2) || c.Differences[0].Line != "M/h2" {
+		t.Fatalf("differences %+v, want the row of M/h2 only in goka", c.Differences)
+	}
+	var got []string
+	for _, n := range c.Differences[0].Records {
+		got = append(got, fmt.Sprintf("%s goka=%s sql=%s", posKey(n.Stream, n.Partition, n.Offset), n.Goka, n.SQL))
+	}
+	want := []string{
+		`toys/1@0 goka=packed with box "b1" in window 2026-12-24T10:00:00Z sql=no row`,
+		`boxes/1@0 goka=holds toy "t1" in window 2026-12-24T10:00:00Z sql=no row`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the row is explained by\n  %s\nwant the records of its line only:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	var b bytes.Buffer
+	WriteText(&b, c, 10, "")
+	if want := `packed, only in goka: toy "t1" in box "b1", line M/h2, window 2026-12-24T10:00:00Z`; !strings.Contains(b.String(), want) {
+		t.Errorf("the text lacks %q:\n%s", want, b.String())
+	}
+}
+
 // the text shows where it is.
 func TestBuildExplainsTwoLateCopiesOfOneID(t *testing.T) {
 	p := contract.Params{Window: 10 * time.Second, Lateness: 5 * time.Second}
@@ -203,8 +246,8 @@ func TestBuildExplainsTwoLateCopiesOfOneID(t *testing.T) {
 		in(1, `{"toy_id":"x","size":"M","made_at":"2026-12-24T10:00:01Z"}`), // late
 		in(2, `{"toy_id":"x","size":"M","made_at":"2026-12-24T10:00:02Z"}`), // late again: late comes before duplicate
 	}
-	late1 := results.Late{Stream: "toys", Partition: 3, Offset: 1, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}
-	late2 := results.Late{Stream: "toys", Partition: 3, Offset: 2, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"}
+	late1 := results.Late{Stream: "toys", Partition: 3, Offset: 1, ID: "x", Line: "M", Size: "M", MadeAt: "2026-12-24T10:00:01Z"}
+	late2 := results.Late{Stream: "toys", Partition: 3, Offset: 2, ID: "x", Line: "M", Size: "M", MadeAt: "2026-12-24T10:00:02Z"}
 	goka := results.Set{Late: []results.Late{late1, late2}}
 	if ref := contract.Compute(inputs, p, contract.ClosedOnly); len(results.Compare(ref, goka)) > 0 {
 		t.Fatalf("the reference: %+v, want both copies late", ref)
@@ -232,7 +275,7 @@ func TestBuildExplainsTwoLateCopiesOfOneID(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteText(&b, c, 10, "")
-	for _, want := range []string{`late, only in goka: toys/3@2, id "x", M, made_at 2026-12-24T10:00:02Z`, "toys/3@2 key M made_at 2026-12-24T10:00:02Z"} {
+	for _, want := range []string{`late, only in goka: toys/3@2, id "x", line M, made_at 2026-12-24T10:00:02Z`, "toys/3@2 key M made_at 2026-12-24T10:00:02Z"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, b.String())
 		}

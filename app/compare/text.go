@@ -87,7 +87,7 @@ func WriteText(w io.Writer, c Comparison, maxRows int, moreHint string) {
 func writeDifference(w io.Writer, d Difference) {
 	fmt.Fprintf(w, "\n%s, only in %s: %s\n", d.Set, d.OnlyIn, rowText(d.Row))
 	if len(d.Records) == 0 {
-		fmt.Fprintln(w, "  no input record carries this row's ids in its size and window, or is at its position")
+		fmt.Fprintln(w, "  no input record carries this row's ids in its line and window, or is at its position")
 	}
 	for _, n := range d.Records {
 		at := ""
@@ -102,13 +102,13 @@ func writeDifference(w io.Writer, d Difference) {
 func rowText(row any) string {
 	switch r := row.(type) {
 	case results.Packed:
-		return fmt.Sprintf("toy %q in box %q, %s, window %s", r.ToyID, r.BoxID, r.Size, r.WindowStart)
+		return fmt.Sprintf("toy %q in box %q, line %s, window %s", r.ToyID, r.BoxID, r.Line, r.WindowStart)
 	case results.Unpacked:
-		return fmt.Sprintf("toy %q, %s, window %s", r.ToyID, r.Size, r.WindowStart)
+		return fmt.Sprintf("toy %q, line %s, window %s", r.ToyID, r.Line, r.WindowStart)
 	case results.Spare:
-		return fmt.Sprintf("box %q, %s, window %s", r.BoxID, r.Size, r.WindowStart)
+		return fmt.Sprintf("box %q, line %s, window %s", r.BoxID, r.Line, r.WindowStart)
 	case results.Late:
-		return fmt.Sprintf("%s/%d@%d, id %q, %s, made_at %s", r.Stream, r.Partition, r.Offset, r.ID, r.Size, r.MadeAt)
+		return fmt.Sprintf("%s/%d@%d, id %q, line %s, made_at %s", r.Stream, r.Partition, r.Offset, r.ID, r.Line, r.MadeAt)
 	case results.Dead:
 		return fmt.Sprintf("%s/%d@%d (%s)", r.Stream, r.Partition, r.Offset, r.Reason)
 	}

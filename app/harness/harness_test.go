@@ -64,14 +64,15 @@ func TestValidPrefix(t *testing.T) {
 }
 
 // TestNewTiesThePartsTogether: the elves write to the packer's input topics
-// with the packer's W and L, and both streams' final heartbeats reach the
-// horizon of the longer one.
+// with the packer's W and L and the pipeline's halls, and both streams'
+// final heartbeats reach the horizon of the longer one.
 func TestNewTiesThePartsTogether(t *testing.T) {
 	c := harness.Named("tie")
 	c.Kafka.Brokers = []string{"unused:9092"}
 	c.Packer.Window, c.Packer.Lateness = 2*time.Second, 500*time.Millisecond
 	c.Toys.Count, c.Boxes.Count = 100, 700
 	c.Toys.Topic, c.Boxes.Topic = "elsewhere", "elsewhere"
+	c.Halls, c.Boxes.Halls = 3, 5
 	p, err := harness.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +83,9 @@ func TestNewTiesThePartsTogether(t *testing.T) {
 	}
 	if got.Toys.Params != got.Packer.Params || got.Boxes.Params != got.Packer.Params {
 		t.Errorf("elves' params %+v and %+v, the packer's %+v", got.Toys.Params, got.Boxes.Params, got.Packer.Params)
+	}
+	if got.Toys.Halls != 3 || got.Boxes.Halls != 3 {
+		t.Errorf("elves in %d and %d halls, want both in the pipeline's 3", got.Toys.Halls, got.Boxes.Halls)
 	}
 	h := producers.Horizon(got.Boxes)
 	if !got.Toys.FinalHeartbeatAt.Equal(h) || !got.Boxes.FinalHeartbeatAt.Equal(h) {
@@ -101,8 +105,9 @@ func TestNewTiesThePartsTogether(t *testing.T) {
 	bad.Packer.Window = 0
 	bad.Boxes.Count = -1
 	bad.Kafka.Brokers = nil
+	bad.Halls = -1
 	_, err = harness.New(bad, nil)
-	for _, want := range []string{"window must be positive", "boxes elves: count must be >= 0", "brokers"} {
+	for _, want := range []string{"window must be positive", "boxes elves: count must be >= 0", "brokers", "toys elves: halls must be between 0", "boxes elves: halls must be between 0"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New of a bad config: %v, want it to say %q", err, want)
 		}

@@ -1,6 +1,7 @@
 // Package report makes report.html, the page a person opens after a demo or
 // a comparison: per size class the counts of the five result sets as a
-// chart, the windows along event time with the pairs each held, the service
+// chart (and, with halls, the busiest packing lines), the windows along
+// event time with the pairs each held, the service
 // map, and the verdict of Goka against the batch reference and a SQL engine
 // (and of the demo's service map against the records read back), with the
 // differing rows and the input records behind them
@@ -17,6 +18,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -76,6 +78,7 @@ type Page struct {
 	Window, Lateness string
 	Toys, Boxes      int // records read back from each input topic
 	Sizes            []SizeCounts
+	Lines            Lines
 	Total            results.Counts
 	Chart            barChart
 	Timeline         timeline
@@ -96,6 +99,65 @@ type SizeCounts struct {
 	results.Counts
 }
 
+// maxLines bounds the lines listed on the page: with many halls the busiest
+// ones, and how many there are.
+const maxLines = 12
+
+// Lines is the per-line view, only when some row's line has a hall (with
+// keys that are sizes alone, a line is its size and the size table says
+// it all).
+type Lines struct {
+	Count int          // lines that have a row of packed, unpacked, spare or late
+	Top   []LineCounts // the busiest, most packed first, at most maxLines
+}
+
+// LineCounts are the rows of each set of one line (dead letters have no
+// trusted line, so none are counted here).
+type LineCounts struct {
+	Line string
+	results.Counts
+}
+
+// lineCounts counts each set per line, when some line has a hall.
+func lineCounts(s results.Set) Lines {
+	by := map[string]results.Counts{}
+	halls := false
+	bump := func(line string, f func(*results.Counts)) {
+		c := by[line]
+		f(&c)
+		by[line] = c
+		if _, _, ok := record.SplitLine(line); ok {
+			halls = true
+		}
+	}
+	for _, r := range s.Packed {
+		bump(r.Line, func(c *results.Counts) { c.Packed++ })
+	}
+	for _, r := range s.Unpacked {
+		bump(r.Line, func(c *results.Counts) { c.Unpacked++ })
+	}
+	for _, r := range s.Spare {
+		bump(r.Line, func(c *results.Counts) { c.Spare++ })
+	}
+	for _, r := range s.Late {
+		bump(r.Line, func(c *results.Counts) { c.Late++ })
+	}
+	if !halls {
+		return Lines{}
+	}
+	out := Lines{Count: len(by)}
+	for line, c := range by {
+		out.Top = append(out.Top, LineCounts{Line: abridge(line), Counts: c})
+	}
+	slices.SortFunc(out.Top, func(a, b LineCounts) int {
+		return cmp.Or(cmp.Compare(b.Packed, a.Packed), cmp.Compare(a.Line, b.Line))
+	})
+	if len(out.Top) > maxLines {
+		out.Top = out.Top[:maxLines]
+	}
+	return out
+}
+
 // Verdict is one check: Goka against the reference, or against the SQL; or
 // the service map against the records read back.
 type Verdict struct {
@@ -105,9 +167,9 @@ type Verdict struct {
 }
 
 // DiffRow is a row one side only has, with its input records. Its Fields
-// are what identifies it: a packed, unpacked or spare row's ids and window
-// (an id can come back in another window, as another item), a late or dead
-// row's position.
+// are what identifies it: a packed, unpacked or spare row's ids, line and
+// window (an id can come back in another window or on another line, as
+// another item), a late or dead row's position.
 type DiffRow struct {
 	Set, OnlyIn, Size string
 	Fields            []Field
@@ -135,6 +197,7 @@ func Build(in Input) Page {
 		}
 	}
 	p.Sizes = sizeCounts(in.Set, in.Inputs)
+	p.Lines = lineCounts(in.Set)
 	p.Chart = newBarChart(p.Sizes)
 	p.Timeline = newTimeline(in.Set, in.Params)
 	if in.ServiceMap != nil {
@@ -237,18 +300,22 @@ func diffRow(d compare.Difference) DiffRow {
 	case results.Packed:
 		add("toy_id", row.ToyID)
 		add("box_id", row.BoxID)
+		add("line", row.Line)
 		add("window_start", row.WindowStart)
 	case results.Unpacked:
 		add("toy_id", row.ToyID)
+		add("line", row.Line)
 		add("window_start", row.WindowStart)
 	case results.Spare:
 		add("box_id", row.BoxID)
+		add("line", row.Line)
 		add("window_start", row.WindowStart)
 	case results.Late:
 		// A late row is its record's position: two late copies of one id
 		// are two rows.
 		add("position", fmt.Sprintf("%s/%d@%d", row.Stream, row.Partition, row.Offset))
 		add("id", row.ID)
+		add("line", row.Line)
 		add("made_at", row.MadeAt)
 	case results.Dead:
 		add("position", fmt.Sprintf("%s/%d@%d", row.Stream, row.Partition, row.Offset))

@@ -25,6 +25,49 @@ func toy(offset int64, id, size string, sec int) record.Input {
 		Value: []byte(fmt.Sprintf(`{"toy_id":%q,"size":%q,"made_at":%q}`, id, size, ws(sec)))}
 }
 
+// TestLineCounts: without halls no per-line view (the sizes say it all);
+// with halls every line is counted, the busiest listed first, at most
+// maxLines of them; dead letters, which have no trusted line, are not.
+func TestLineCounts(t *testing.T) {
+	bare := results.Set{
+		Packed: []results.Packed{{ToyID: "t", BoxID: "b", Line: "M", Size: "M", WindowStart: ws(0)}},
+		Dead:   []results.Dead{{Stream: "toys", Reason: "bad line"}},
+	}
+	if l := lineCounts(bare); l.Count != 0 || l.Top != nil {
+		t.Errorf("sizes alone: %+v, want no per-line view", l)
+	}
+	var s results.Set
+	for i := range maxLines + 3 {
+		line := fmt.Sprintf("S/h%02d", i)
+		for j := range i % 4 {
+			s.Packed = append(s.Packed, results.Packed{ToyID: fmt.Sprint(j), BoxID: "b", Line: line, Size: "S", WindowStart: ws(0)})
+		}
+		s.Unpacked = append(s.Unpacked, results.Unpacked{ToyID: "u", Line: line, Size: "S", WindowStart: ws(0)})
+	}
+	s.Late = append(s.Late, results.Late{Stream: "boxes", ID: "x", Line: "M", Size: "M", MadeAt: ws(1)})
+	l := lineCounts(s)
+	if l.Count != maxLines+4 || len(l.Top) != maxLines {
+		t.Fatalf("%d lines, %d listed; want %d and %d", l.Count, len(l.Top), maxLines+4, maxLines)
+	}
+	if first := l.Top[0]; first.Line != "S/h03" || first.Packed != 3 || first.Unpacked != 1 {
+		t.Errorf("the busiest line: %+v, want S/h03 with 3 packed and 1 unpacked", first)
+	}
+	for i := 1; i < len(l.Top); i++ {
+		if l.Top[i].Packed > l.Top[i-1].Packed {
+			t.Errorf("line %s (%d packed) after %s (%d)", l.Top[i].Line, l.Top[i].Packed, l.Top[i-1].Line, l.Top[i-1].Packed)
+		}
+	}
+	var b bytes.Buffer
+	if err := Write(&b, Input{Title: "t", Params: params, Set: s}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<tr data-line="S/h03"><td>S/h03</td><td class="n">3</td>`, "16 packing lines (a size alone, or size/hall) have rows; the 12 that packed most are listed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
 // TestSizeCounts: each set per size class; a dead letter under the size its
 // record claims (a duplicate, a record without an id), any other (a size
 // that is not its key) under NoSize.
@@ -165,14 +208,14 @@ func TestServiceMapNoteOnTopics(t *testing.T) {
 // position and explained by the record there.
 func TestReusedIDsAndLateCopies(t *testing.T) {
 	late := func(offset int64, sec int) results.Late {
-		return results.Late{Stream: "toys", Partition: 0, Offset: offset, ID: "x", Size: "M", MadeAt: ws(sec)}
+		return results.Late{Stream: "toys", Partition: 0, Offset: offset, ID: "x", Line: "M", Size: "M", MadeAt: ws(sec)}
 	}
 	inputs := []record.Input{
 		toy(0, "t1", "S", 1), toy(1, "t1", "S", 11), // one id, two windows
 		toy(2, "t9", "M", 40), toy(3, "x", "M", 1), toy(4, "x", "M", 2), // x late twice
 	}
 	goka := results.Set{
-		Packed: []results.Packed{{ToyID: "t1", BoxID: "b1", Size: "S", WindowStart: ws(0)}, {ToyID: "t1", BoxID: "b2", Size: "S", WindowStart: ws(10)}},
+		Packed: []results.Packed{{ToyID: "t1", BoxID: "b1", Line: "S", Size: "S", WindowStart: ws(0)}, {ToyID: "t1", BoxID: "b2", Line: "S", Size: "S", WindowStart: ws(10)}},
 		Late:   []results.Late{late(3, 1), late(4, 2)},
 	}
 	c := compare.Build(goka, results.Set{}, inputs, params)
@@ -193,10 +236,10 @@ func TestReusedIDsAndLateCopies(t *testing.T) {
 		got[d.Set+" "+strings.Join(fields, " ")] = recs
 	}
 	want := map[string][]string{
-		"packed toy_id=t1 box_id=b1 window_start=" + ws(0):  {"toys/0@0"},
-		"packed toy_id=t1 box_id=b2 window_start=" + ws(10): {"toys/0@1"},
-		"late position=toys/0@3 id=x made_at=" + ws(1):      {"toys/0@3"},
-		"late position=toys/0@4 id=x made_at=" + ws(2):      {"toys/0@4"},
+		"packed toy_id=t1 box_id=b1 line=S window_start=" + ws(0):  {"toys/0@0"},
+		"packed toy_id=t1 box_id=b2 line=S window_start=" + ws(10): {"toys/0@1"},
+		"late position=toys/0@3 id=x line=M made_at=" + ws(1):      {"toys/0@3"},
+		"late position=toys/0@4 id=x line=M made_at=" + ws(2):      {"toys/0@4"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("differing rows and their records:\n  %v\nwant\n  %v", got, want)

@@ -271,7 +271,8 @@ func deleteTopics(kc kafkaconf.Config, topics ...string) {
 }
 
 // writePairs writes n packed pairs as the packer would: 250 per size class
-// and window of 10 s, keyed size|<window µs>|toy_id.
+// and window of 10 s, on the size's bare line (no halls, so that the figures
+// stay those of earlier runs), keyed line|<window µs>|toy_id.
 func writePairs(ctx context.Context, kc kafkaconf.Config, topic string, n int) error {
 	cl, err := kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))...)
 	if err != nil {
@@ -284,12 +285,12 @@ func writePairs(ctx context.Context, kc kafkaconf.Config, topic string, n int) e
 	for i := range n {
 		size := record.Sizes[i%len(record.Sizes)]
 		window := first + int64(i/(250*len(record.Sizes)))*10_000_000
-		p := results.Packed{ToyID: fmt.Sprintf("toy-5eed0001-%07d", i), BoxID: fmt.Sprintf("box-5eed0002-%07d", i), Size: size, WindowStart: record.FormatMicros(window)}
+		p := results.Packed{ToyID: fmt.Sprintf("toy-5eed0001-%07d", i), BoxID: fmt.Sprintf("box-5eed0002-%07d", i), Line: size, Size: size, WindowStart: record.FormatMicros(window)}
 		v, err := json.Marshal(p)
 		if err != nil {
 			return err
 		}
-		key := size + "|" + strconv.FormatInt(window, 10) + "|" + p.ToyID
+		key := p.Line + "|" + strconv.FormatInt(window, 10) + "|" + p.ToyID
 		cl.Produce(ctx, &kgo.Record{Key: []byte(key), Value: v}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()

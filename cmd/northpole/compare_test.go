@@ -389,7 +389,7 @@ func TestCompareWarnsOfMisPartitionedInputs(t *testing.T) {
 		first, second = second, first
 	}
 	for _, s := range []string{"WARNING: the input topics are mis-partitioned",
-		"toys of size M: " + first + ", " + second, "-X topic.partitioner=fnv1a", "error: the results of Goka and",
+		"toys of line M: " + first + ", " + second, "-X topic.partitioner=fnv1a", "error: the results of Goka and",
 		"in more than one partition (partition_spread)"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("compare's output lacks %q:\n%s", s, out)
@@ -397,7 +397,7 @@ func TestCompareWarnsOfMisPartitionedInputs(t *testing.T) {
 	}
 	out, code = runCLI(t, ctx, r.args("--json")...)
 	c := decodeComparison(t, out)
-	if code != 3 || len(c.PartitionSpread) != 1 || c.PartitionSpread[0].Size != "M" || len(c.PartitionSpread[0].Partitions) != 2 {
+	if code != 3 || len(c.PartitionSpread) != 1 || c.PartitionSpread[0].Line != "M" || len(c.PartitionSpread[0].Partitions) != 2 {
 		t.Errorf("compare --json: exit %d, partition_spread %+v; want exit 3 and toys M over two partitions", code, c.PartitionSpread)
 	}
 }

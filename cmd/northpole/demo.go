@@ -23,6 +23,7 @@ import (
 
 type demoOptions struct {
 	toys, boxes int
+	halls       int
 	seed        int64
 	rate        float64
 	elves       int
@@ -50,6 +51,10 @@ Kafka wire protocol on loopback), creates the topics, runs the toy elves, the
 box elves and the Goka packer, waits until every record is consumed, and prints
 what was packed per size class. It then checks the Goka results against the
 batch reference implementation of the contract, row for row.
+
+` + producers.LinesHelp + `
+
+` + producers.WrongRecordsHelp + `
 
 With --brokers it uses an existing Kafka instead, on topics and groups of its
 own so that no earlier run's records count too: every topic and group is named
@@ -89,6 +94,7 @@ differ; 4 when only the map differs (spans lost, or records redelivered);
 	f := cmd.Flags()
 	f.IntVar(&o.toys, "toys", o.toys, "number of toys the toy elves make (duplicates and bad records included)")
 	f.IntVar(&o.boxes, "boxes", o.boxes, "number of boxes the box elves make")
+	f.IntVar(&o.halls, "halls", 0, producers.HallsHelp)
 	f.Int64Var(&o.seed, "seed", o.seed, "random seed: the same seed makes the same records")
 	f.Float64Var(&o.rate, "rate", o.rate, "records per second per stream; 0 = as fast as possible")
 	f.IntVar(&o.elves, "elves", o.elves, "concurrent elves per stream")
@@ -124,7 +130,7 @@ func (o demoOptions) pipelineConfig(kc kafkaconf.Config) harness.Config {
 	if !o.groupSet {
 		c.Packer.Group = named.Group
 	}
-	c.Toys.Count, c.Boxes.Count = o.toys, o.boxes
+	c.Toys.Count, c.Boxes.Count, c.Halls = o.toys, o.boxes, o.halls
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		e.Rate, e.Elves, e.Seed = o.rate, o.elves, o.seed
 		e.Disorder, e.LateRate, e.DupRate, e.BadRate = o.disorder, o.lateRate, o.dupRate, o.badRate
@@ -186,8 +192,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	r.Summary.WriteText(stdout, d.Where())
 	m, c, sleighErr := d.FinishSleigh(ctx, len(r.Run.Goka.Packed))
 	if sleighErr == nil {
-		fmt.Fprintf(stdout, "sleigh manifest: %s in %s, one per packed key (%s skipped, %s)\n",
-			english.Count(m.Pairs, "pair"), english.Count(len(m.Sizes), "size class"), english.Count(c.Repeats, "re-sent record"), english.Count(c.Conflicts, "conflict"))
+		fmt.Fprintf(stdout, "sleigh manifest: %s in %s and %s, one per packed key (%s skipped, %s)\n", english.Count(m.Pairs, "pair"), english.Count(len(m.Sizes), "size class"),
+			english.Count(m.Lines(), "line"), english.Count(c.Repeats, "re-sent record"), english.Count(c.Conflicts, "conflict"))
 	}
 	traces := dt.Finish()
 	if err := traces.WriteText(stdout); err != nil {

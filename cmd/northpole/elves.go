@@ -41,17 +41,8 @@ packing contract describes:
   box:       {"box_id":"box-…","size":"M","elf":"box-elf-0","made_at":"<RFC 3339>"}
   heartbeat: {"heartbeat":true,"size":"M","elf":"toy-elf-1","made_at":"<RFC 3339>"}
 
-A record's key is its packing line: its size alone (S, M, L, XL), or with
---halls N its size and hall (M/hall-7), the halls hall-1 … hall-N taken in turn
-by each size's records. The packer decides everything (lateness, duplicates,
-ranks, windows) per line, and a line's records are all in one partition, so
-lines are what partitions and packer instances share: with sizes alone at most
-4 partitions carry work, with N halls up to 4N. Use halls when more than four
-packer instances should work: give the topics more --partitions and enough
-halls to fill them, at least 4*halls >= partitions, better about as many halls
-as partitions, since lines hash to partitions unevenly (the summary says how
-many partitions carry work). Toys and boxes need the same --halls: a toy is
-packed only into a box of its own line.
+` + producers.LinesHelp + ` The summary says how many partitions
+carry work.
 
 Event time (made_at) is synthetic: the n-th record is made at --start + n*--spacing,
 minus a random --disorder; the same flags and --seed always give the same
@@ -61,20 +52,7 @@ follows every other record, at the end of the last window written plus
 --lateness (or at --final-heartbeat-at if that is later), so that every
 line's windows close.
 
-Some records are made wrong on purpose. Each record is drawn late with
-probability --late-rate: made --lateness + 2*--window or more before what the
-same elf last wrote for that size (record or heartbeat), and on that line. A
-late draw for a size the elf has not written anything for yet makes an
-ordinary record instead, so on average fewer than --late-rate of the records
-are late, most visibly in short runs with many elves; the summary counts the
-late records actually made.
-Likewise --dup-rate draws repeat an earlier toy or box of the same elf and size
-byte for byte (an ordinary record when there is none yet): a duplicate, its id
-again in the same window, unless that window has closed by then, which makes
-it late instead. --bad-rate draws are dead letters, cycling through truncated
-JSON, a JSON array, invalid UTF-8, a bad made_at, a bad size, a size that
-differs from the key, a missing id and an empty id, and with --halls a key that
-is no well-formed line (M/Hall-1, M/, M/hall-1/b, a hall of 33 characters, …).
+` + producers.WrongRecordsHelp + `
 
 A missing topic is created with --partitions partitions; toys and boxes must
 have the same count (the packer refuses to start otherwise).
@@ -113,7 +91,7 @@ Examples:
 	f.Float64Var(&cfg.Rate, "rate", 0, "records per second, all elves together, heartbeats not counted; 0 = as fast as possible")
 	f.IntVar(&cfg.Elves, "elves", cfg.Elves, "number of concurrent elves (named toy-elf-0, toy-elf-1, …)")
 	f.StringVar(&o.sizes, "sizes", o.sizes, "relative weights of the size classes, SIZE=WEIGHT,… (a size left out is never made)")
-	f.IntVar(&cfg.Halls, "halls", cfg.Halls, fmt.Sprintf("spread the records over this many halls: keys SIZE/hall-K, 4*halls packing lines, so that up to 4*halls partitions carry work; 0 = keys are sizes alone (at most %d; toys and boxes need the same)", producers.MaxHalls))
+	f.IntVar(&cfg.Halls, "halls", cfg.Halls, producers.HallsHelp)
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: the same seed and flags make the same records; ids differ between seeds")
 	f.StringVar(&o.start, "start", o.start, "event time (made_at, RFC 3339) of the first record")
 	f.DurationVar(&cfg.Spacing, "spacing", cfg.Spacing, "event time between consecutive records")

@@ -21,29 +21,13 @@ func newSleighCmd() *cobra.Command {
 		Use:   "sleigh",
 		Short: "Load packed pairs onto the sleigh and serve the manifest, a page at a time (GET /manifest)",
 		Long: `Consumes the packer's packed topic (goka group --group), keeps each pair once
-per key (size|window|toy_id: a toy id is unique within its window only, so one
-packed in two windows is two pairs) however often a replay re-sent it, and
-serves the sleigh manifest over HTTP as JSON:
+per key (line|window|toy_id: a toy id is unique within its line's window only,
+so one packed in two windows, or on two lines, is two pairs) however often a
+replay re-sent it, and serves the sleigh manifest over HTTP as JSON:
 
-  curl -s localhost:8089/manifest
-      the first page: up to 1000 pairs by size class (S, M, L, XL), window
-      start and toy id; "total" counts the pairs of the query, "next" (absent
-      on the last page) is the URL of the next page
-  curl -s 'localhost:8089/manifest?size=M&window=2026-12-24T10:00:00Z&limit=5000'
-      one size class, one window, up to 5000 pairs a page
-  curl -s 'localhost:8089/manifest?limit=5000&cursor=AQAGXm...'
-      the page after the one whose "next" gave this cursor; pass it back as
-      it came, with the same size and window
-  curl -s localhost:8089/manifest/summary[?size=M]
-      the number of pairs per size class and window, without the pairs
-  curl -s localhost:8089/healthz
-      whether the sleigh is ready (200; 503 until it has joined its group and
-      its view runs), and its counts since start
-
-Parameters: size (S, M, L or XL), window (an RFC 3339 window start), limit
-(1 to 10000, default 1000), cursor; any other parameter, or a wrong value, is
-a 400 that says what is allowed. At most --max-readers manifest requests run at
-once; one more waits up to --reader-wait and then gets 503 with Retry-After: 1.
+` + sleigh.HTTPHelp + ` At most --max-readers manifest
+requests run at once; one more waits up to --reader-wait and then gets 503
+with Retry-After: 1.
 
 Its tables are LevelDB, in memory by default (the process grows by 150 to 230
 bytes a pair; rebuilt from Kafka at every start); --storage-dir keeps them on

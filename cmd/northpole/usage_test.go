@@ -12,6 +12,7 @@ import (
 	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
+	"github.com/northpole-workshop/northpole/producers"
 )
 
 // TestUsageErrors: bad flags, arguments and values exit 2 with a message
@@ -45,6 +46,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"demo", "--boxes", "-1"}, "demo: boxes must be at least 1, got -1"},
 		{[]string{"demo", "--window", "0"}, "contract: window must be positive"},
 		{[]string{"demo", "--late-rate", "2"}, "toys elves: late rate must be between 0 and 1, got 2"},
+		{[]string{"demo", "--halls", "-1"}, "boxes elves: halls must be between 0 (keys are sizes alone) and 10000, got -1"},
 		{[]string{"demo", "--timeout", "0"}, "--timeout must be positive"},
 		{[]string{"demo", "--timeout", "-1s"}, "--timeout must be positive"},
 		{[]string{"demo", "--topic-prefix", "a b"}, `--topic-prefix "a b": ' ' is not allowed in a Kafka topic name`},
@@ -200,5 +202,25 @@ func TestPackerPartitionsFlag(t *testing.T) {
 		"--toys-topic", topics.Toys, "--boxes-topic", topics.Boxes, "--partitions", "4")
 	if want := "configured for 4"; code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "(--partitions 2)") {
 		t.Errorf("exit %d, want 1 and %q and (--partitions 2) in the output:\n%s", code, want, out)
+	}
+}
+
+// TestHallsHelp: elves and demo explain lines and their --halls in the same
+// words, and the sleigh's help says how to ask for a line.
+func TestHallsHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"elves", "--help"}, []string{producers.LinesHelp, producers.WrongRecordsHelp, "--halls int"}},
+		{[]string{"demo", "--help"}, []string{producers.LinesHelp, producers.WrongRecordsHelp, "--halls int"}},
+		{[]string{"process", "sleigh", "--help"}, []string{"manifest?line=M/hall-7", "per size class, line and window"}},
+	} {
+		out, code := runCLI(t, context.Background(), tc.args...)
+		for _, want := range tc.want {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("%v: exit %d, want 0 and %q in:\n%s", tc.args, code, want, out)
+			}
+		}
 	}
 }

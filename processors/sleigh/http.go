@@ -52,6 +52,30 @@ func (c HTTPConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// HTTPHelp says what Handler serves, for the sleigh command's help.
+const HTTPHelp = `  curl -s localhost:8089/manifest
+      the first page: up to 1000 pairs by size class (S, M, L, XL), line (the
+      size alone, then size/hall), window start and toy id, as sizes -> lines
+      -> windows -> pairs; "total" counts the pairs of the query, "next"
+      (absent on the last page) is the URL of the next page
+  curl -s 'localhost:8089/manifest?size=M&window=2026-12-24T10:00:00Z&limit=5000'
+      one size class (every line of it), one window, up to 5000 pairs a page
+  curl -s 'localhost:8089/manifest?line=M/hall-7&limit=5000'
+      one line
+  curl -s 'localhost:8089/manifest?limit=5000&cursor=AQAGXm...'
+      the page after the one whose "next" gave this cursor; pass it back as
+      it came, with the same size, line and window
+  curl -s localhost:8089/manifest/summary[?size=M|?line=M/hall-7]
+      the number of pairs per size class, line and window, without the pairs
+  curl -s localhost:8089/healthz
+      whether the sleigh is ready (200; 503 until it has joined its group and
+      its view runs), and its counts since start
+
+Parameters: size (S, M, L or XL), line (M or M/hall-7: a size, or a size, a
+slash and a hall), window (an RFC 3339 window start), limit (1 to 10000,
+default 1000), cursor; any other parameter, or a wrong value, is a 400 that
+says what is allowed.`
+
 // retryAfter is what a 503 tells the client to wait, in seconds.
 const retryAfter = 1
 
@@ -95,8 +119,8 @@ func (s *Sleigh) ListenAndRun(ctx context.Context, addr string, ready func(net.A
 
 // Handler serves
 //
-//	GET /manifest           a page of the manifest (size, window, limit, cursor; see writePage)
-//	GET /manifest/summary   the number of pairs per size class and window (size)
+//	GET /manifest           a page of the manifest (size, line, window, limit, cursor; see writePage)
+//	GET /manifest/summary   the number of pairs per size class, line and window (size, line)
 //	GET /healthz            whether the sleigh runs and is ready (200; 503 until Ready), and its counts since start
 //
 // A parameter that is not one of these, or a value that is wrong, is a 400
@@ -131,7 +155,7 @@ func (s *Sleigh) servePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if err := writePage(w, tabs.tables(), q, tabs.complete(), q.total(tabs.counts()), r.URL.Path); err != nil {
+	if err := writePage(w, tabs.tables(), q, tabs.complete(), tabs.counts(), r.URL.Path); err != nil {
 		// The status and part of the page are out: the client sees JSON
 		// cut short.
 		s.log.Warn("manifest page cut short", "query", r.URL.RawQuery, "err", err)
@@ -140,19 +164,13 @@ func (s *Sleigh) servePage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Sleigh) serveSummary(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	errs := checkParams(v, []string{"size"})
-	var size string
-	if v.Has("size") {
-		var err error
-		if size, err = parseSize(v.Get("size")); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	errs := checkParams(v, []string{"size", "line"})
+	f, err := parseLineFilter(v)
+	if err := errors.Join(append(errs, err)...); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	sum, err := s.summary(size)
+	sum, err := s.summary(f)
 	if err != nil {
 		unavailable(w, err)
 		return

@@ -29,11 +29,11 @@ const (
 )
 
 // pageParams are the query parameters of GET /manifest.
-var pageParams = []string{"size", "window", "limit", "cursor"}
+var pageParams = []string{"size", "line", "window", "limit", "cursor"}
 
 // query is one page of the manifest that a client asks for.
 type query struct {
-	size      string // "": every size class
+	lineFilter
 	window    int64
 	hasWindow bool
 	limit     int
@@ -45,11 +45,9 @@ type query struct {
 func parseQuery(v url.Values) (query, error) {
 	errs := checkParams(v, pageParams)
 	q := query{limit: DefaultLimit}
-	if v.Has("size") {
-		var err error
-		if q.size, err = parseSize(v.Get("size")); err != nil {
-			errs = append(errs, err)
-		}
+	var err error
+	if q.lineFilter, err = parseLineFilter(v); err != nil {
+		errs = append(errs, err)
 	}
 	if v.Has("window") {
 		w := v.Get("window")
@@ -75,7 +73,7 @@ func parseQuery(v url.Values) (query, error) {
 		if err != nil {
 			errs = append(errs, err)
 		} else if !q.holds(c) && len(errs) == 0 {
-			errs = append(errs, errors.New("cursor is not in this size class and window: pass it back with the size and window of the page that gave it"))
+			errs = append(errs, errors.New("cursor is not in this size class, line and window: pass it back with the size, line and window of the page that gave it"))
 		}
 		q.cursor = c
 	}
@@ -96,46 +94,93 @@ func checkParams(v url.Values, allowed []string) []error {
 	return errs
 }
 
-func parseSize(s string) (string, error) {
-	if !record.ValidSize(s) {
-		return "", fmt.Errorf("size %q is not a size class: want one of %s", s, strings.Join(record.Sizes, ", "))
+// lineFilter is the pairs a page or a summary is of: a size class and a
+// line, or all of one size class (every line of it), or all.
+type lineFilter struct {
+	size    string // "": every size class
+	line    line
+	hasLine bool
+}
+
+// parseLineFilter reads the size and line parameters. A line with a size
+// must be of that size.
+func parseLineFilter(v url.Values) (lineFilter, error) {
+	var f lineFilter
+	var errs []error
+	if v.Has("size") {
+		if f.size = v.Get("size"); !record.ValidSize(f.size) {
+			errs = append(errs, fmt.Errorf("size %q is not a size class: want one of %s", f.size, strings.Join(record.Sizes, ", ")))
+		}
 	}
-	return s, nil
+	if v.Has("line") {
+		l := v.Get("line")
+		if f.line, f.hasLine = parseLine(l); !f.hasLine {
+			errs = append(errs, fmt.Errorf("line %q is not a packing line: want a size class alone (M) or a size class, a slash and a hall of 1 to %d characters a-z, 0-9 and '-' (M/hall-7)", l, record.MaxHallLen))
+		} else if f.size != "" && f.size != f.line.size() {
+			errs = append(errs, fmt.Errorf("line %q is not of size %s", l, f.size))
+		}
+	}
+	return f, errors.Join(errs...)
+}
+
+// keeps says whether the filter takes l's pairs.
+func (f lineFilter) keeps(l line) bool {
+	if f.hasLine {
+		return l == f.line
+	}
+	return f.size == "" || f.size == l.size()
 }
 
 // ranges are the ordered keys the query covers, in order: every pair of its
-// size classes (one or all) and, with a window, of that window only.
-func (q query) ranges() []keyRange {
+// lines (one, those of one size class, or all) and, with a window, of that
+// window only. A window's pairs of several lines are not one range of keys
+// (each line's windows lie between them), so such a query takes a range
+// for each line that counts pairs in the window: as many as the lines of
+// the window, whatever the manifest holds.
+func (q query) ranges(counts map[windowID]int64) []keyRange {
 	var out []keyRange
-	for rank, size := range record.Sizes {
-		if q.size != "" && q.size != size {
-			continue
+	switch {
+	case q.hasLine && q.hasWindow:
+		out = append(out, prefixRange(windowPrefix(nil, q.line, q.window)))
+	case q.hasLine:
+		out = append(out, prefixRange(q.line.prefix(nil)))
+	case q.hasWindow:
+		var lines []line
+		for id := range counts {
+			if id.window == q.window && q.keeps(id.line) {
+				lines = append(lines, id.line)
+			}
 		}
-		if !q.hasWindow {
-			out = append(out, keyRange{start: []byte{byte(rank)}, limit: []byte{byte(rank + 1)}})
-			continue
+		slices.SortFunc(lines, line.compare)
+		for _, l := range lines {
+			out = append(out, prefixRange(windowPrefix(nil, l, q.window)))
 		}
-		r := util.BytesPrefix(windowPrefix(nil, rank, q.window))
-		out = append(out, keyRange{start: r.Start, limit: r.Limit})
+	default:
+		for rank, size := range record.Sizes {
+			if q.size == "" || q.size == size {
+				out = append(out, keyRange{start: []byte{byte(rank)}, limit: []byte{byte(rank + 1)}})
+			}
+		}
 	}
 	return out
 }
 
-// holds says whether the ordered key k is in one of the query's ranges.
+func prefixRange(prefix []byte) keyRange {
+	r := util.BytesPrefix(prefix)
+	return keyRange{start: r.Start, limit: r.Limit}
+}
+
+// holds says whether the ordered key k is a pair's the query covers.
 func (q query) holds(k []byte) bool {
-	for _, r := range q.ranges() {
-		if string(k) >= string(r.start) && string(k) < string(r.limit) {
-			return true
-		}
-	}
-	return false
+	pk, ok := decodeOrdered(k)
+	return ok && q.keeps(pk.line) && (!q.hasWindow || pk.window == q.window)
 }
 
 // total is the number of pairs the query covers, over every page.
 func (q query) total(counts map[windowID]int64) int64 {
 	var n int64
 	for id, c := range counts {
-		if (q.size == "" || record.Sizes[id.rank] == q.size) && (!q.hasWindow || id.window == q.window) {
+		if q.keeps(id.line) && (!q.hasWindow || id.window == q.window) {
 			n += c
 		}
 	}
@@ -147,6 +192,9 @@ func (q query) nextURL(path string, last []byte) string {
 	v := url.Values{"limit": {strconv.Itoa(q.limit)}, "cursor": {encodeCursor(last)}}
 	if q.size != "" {
 		v.Set("size", q.size)
+	}
+	if q.hasLine {
+		v.Set("line", q.line.String())
 	}
 	if q.hasWindow {
 		v.Set("window", record.FormatMicros(q.window))
@@ -164,30 +212,32 @@ type Pair struct {
 }
 
 // page writes one page of the manifest as JSON while it reads it, in the
-// shape of the whole manifest (sizes, their windows, their pairs) and with
-// the URL of the next page if there is one:
+// shape of the whole manifest (sizes, their lines, their windows, their
+// pairs) and with the URL of the next page if there is one:
 //
-//	{"complete":true,"total":N,"sizes":[{"size":"S","windows":[{"window_start":"...","pairs":[{"toy_id":"...","box_id":"..."}]}],"pairs":n}],"pairs":n,"next":"/manifest?..."}
+//	{"complete":true,"total":N,"sizes":[{"size":"S","lines":[{"line":"S/hall-1","windows":[{"window_start":"...","pairs":[{"toy_id":"...","box_id":"..."}]}],"pairs":n}],"pairs":n}],"pairs":n,"next":"/manifest?..."}
 //
 // It holds one pair at a time and a buffer of the output, so its memory does
 // not grow with the page, nor with the manifest.
 type page struct {
-	bw       *bufio.Writer
-	m        *merged
-	q        query
-	path     string // of the next URL
-	rank     int    // of the size class being written, -1 before the first
-	window   int64
-	n, sizeN int
-	buf      []byte // a pair's JSON
+	bw            *bufio.Writer
+	m             *merged
+	q             query
+	path          string // of the next URL
+	started       bool   // a pair was written
+	line          line   // of the pair written last
+	window        int64
+	n, sizeN, lnN int
+	buf           []byte // a pair's JSON
 }
 
-// writePage writes the page of q from parts to w; path is the URL path of
-// the next page's link.
-func writePage(w io.Writer, parts []*orderedTable, q query, complete bool, total int64, path string) error {
-	p := &page{bw: bufio.NewWriterSize(w, 32<<10), m: newMerged(parts, q.ranges(), q.cursor), q: q, path: path, rank: -1}
+// writePage writes the page of q from parts to w; counts are the pairs per
+// line and window (for the ranges of a window's lines), total the pairs of
+// q and path the URL path of the next page's link.
+func writePage(w io.Writer, parts []*orderedTable, q query, complete bool, counts map[windowID]int64, path string) error {
+	p := &page{bw: bufio.NewWriterSize(w, 32<<10), m: newMerged(parts, q.ranges(counts), q.cursor), q: q, path: path}
 	defer p.m.release()
-	fmt.Fprintf(p.bw, `{"complete":%t,"total":%d,"sizes":[`, complete, total)
+	fmt.Fprintf(p.bw, `{"complete":%t,"total":%d,"sizes":[`, complete, q.total(counts))
 	var last []byte
 	for p.n < q.limit && p.m.next() {
 		if err := p.pair(); err != nil {
@@ -199,8 +249,8 @@ func writePage(w io.Writer, parts []*orderedTable, q query, complete bool, total
 	if err := p.m.failed(); err != nil {
 		return err
 	}
-	if p.rank >= 0 {
-		fmt.Fprintf(p.bw, `]}],"pairs":%d}`, p.sizeN)
+	if p.started {
+		fmt.Fprintf(p.bw, `]}],"pairs":%d}],"pairs":%d}`, p.lnN, p.sizeN)
 	}
 	fmt.Fprintf(p.bw, `],"pairs":%d`, p.n)
 	if more {
@@ -214,7 +264,7 @@ func writePage(w io.Writer, parts []*orderedTable, q query, complete bool, total
 	return nil
 }
 
-// pair writes the merge's current pair, opening its size and window.
+// pair writes the merge's current pair, opening its size, line and window.
 func (p *page) pair() error {
 	k, ok := decodeOrdered(p.m.key())
 	if !ok {
@@ -226,20 +276,24 @@ func (p *page) pair() error {
 	if err := jsonv2.Unmarshal(p.m.value(), &v); err != nil {
 		return fmt.Errorf("sleigh: manifest entry %s: %w", k, err)
 	}
-	// Sizes and RFC 3339 times are plain ASCII, which %q quotes as JSON does.
+	// Sizes, lines and RFC 3339 times are plain ASCII, which %q quotes as
+	// JSON does.
 	switch {
-	case k.rank != p.rank:
-		if p.rank >= 0 {
-			fmt.Fprintf(p.bw, `]}],"pairs":%d},`, p.sizeN)
+	case !p.started || k.rank != p.line.rank:
+		if p.started {
+			fmt.Fprintf(p.bw, `]}],"pairs":%d}],"pairs":%d},`, p.lnN, p.sizeN)
 		}
-		fmt.Fprintf(p.bw, `{"size":%q,"windows":[{"window_start":%q,"pairs":[`, record.Sizes[k.rank], record.FormatMicros(k.window))
-		p.rank, p.window, p.sizeN = k.rank, k.window, 0
+		fmt.Fprintf(p.bw, `{"size":%q,"lines":[{"line":%q,"windows":[{"window_start":%q,"pairs":[`, k.size(), k.line.String(), record.FormatMicros(k.window))
+		p.sizeN, p.lnN = 0, 0
+	case k.line != p.line:
+		fmt.Fprintf(p.bw, `]}],"pairs":%d},{"line":%q,"windows":[{"window_start":%q,"pairs":[`, p.lnN, k.line.String(), record.FormatMicros(k.window))
+		p.lnN = 0
 	case k.window != p.window:
 		fmt.Fprintf(p.bw, `]},{"window_start":%q,"pairs":[`, record.FormatMicros(k.window))
-		p.window = k.window
 	default:
 		_ = p.bw.WriteByte(',')
 	}
+	p.started, p.line, p.window = true, k.line, k.window
 	// Pair's JSON, as encoding/json writes it, without its reflection.
 	b := append(p.buf[:0], `{"toy_id":`...)
 	b, _ = jsontext.AppendQuote(b, v.ToyID) // invalid UTF-8 becomes U+FFFD, as in encoding/json
@@ -256,6 +310,7 @@ func (p *page) pair() error {
 	_, _ = p.bw.Write(p.buf)
 	p.n++
 	p.sizeN++
+	p.lnN++
 	return nil
 }
 
@@ -267,8 +322,8 @@ func appendCut(b []byte, name string, c results.Cut) ([]byte, error) {
 	return append(append(b, `,"`+name+`":`...), j...), err
 }
 
-// Summary counts what is on the sleigh, by size class and window, without
-// reading the pairs.
+// Summary counts what is on the sleigh, by size class, line and window,
+// without reading the pairs.
 type Summary struct {
 	Pairs int           `json:"pairs"`
 	Sizes []SizeSummary `json:"sizes"`
@@ -276,41 +331,59 @@ type Summary struct {
 	Complete bool `json:"complete"`
 }
 
-// SizeSummary counts the pairs of one size class, in all and per window
-// (windows in time order).
+// SizeSummary counts the pairs of one size class, in all and per line
+// (the size alone first, then its halls in byte order).
 type SizeSummary struct {
-	Size    string          `json:"size"`
+	Size  string        `json:"size"`
+	Pairs int           `json:"pairs"`
+	Lines []LineSummary `json:"lines"`
+}
+
+// LineSummary counts the pairs of one line, in all and per window (windows
+// in time order).
+type LineSummary struct {
+	Line    string          `json:"line"`
 	Pairs   int             `json:"pairs"`
 	Windows []WindowSummary `json:"windows"`
 }
 
-// WindowSummary counts the pairs of one window of a size class.
+// WindowSummary counts the pairs of one window of a line.
 type WindowSummary struct {
 	WindowStart string `json:"window_start"`
 	Pairs       int    `json:"pairs"`
 }
 
-// summarize orders counts into a summary of the size classes that have
-// pairs ("" for all of them, or one).
-func summarize(counts map[windowID]int64, size string) Summary {
+// Lines is the number of lines that have pairs.
+func (s Summary) Lines() int {
+	n := 0
+	for _, sz := range s.Sizes {
+		n += len(sz.Lines)
+	}
+	return n
+}
+
+// summarize orders counts into a summary of the lines f keeps that have
+// pairs.
+func summarize(counts map[windowID]int64, f lineFilter) Summary {
 	ids := slices.SortedFunc(maps.Keys(counts), func(a, b windowID) int {
-		if a.rank != b.rank {
-			return a.rank - b.rank
-		}
-		return cmp.Compare(a.window, b.window)
+		return cmp.Or(a.line.compare(b.line), cmp.Compare(a.window, b.window))
 	})
 	s := Summary{Sizes: []SizeSummary{}}
 	for _, id := range ids {
-		name := record.Sizes[id.rank]
-		if size != "" && name != size {
+		if !f.keeps(id.line) {
 			continue
 		}
-		if len(s.Sizes) == 0 || s.Sizes[len(s.Sizes)-1].Size != name {
-			s.Sizes = append(s.Sizes, SizeSummary{Size: name})
+		if len(s.Sizes) == 0 || s.Sizes[len(s.Sizes)-1].Size != id.size() {
+			s.Sizes = append(s.Sizes, SizeSummary{Size: id.size()})
 		}
 		sz := &s.Sizes[len(s.Sizes)-1]
+		if name := id.line.String(); len(sz.Lines) == 0 || sz.Lines[len(sz.Lines)-1].Line != name {
+			sz.Lines = append(sz.Lines, LineSummary{Line: name})
+		}
+		ln := &sz.Lines[len(sz.Lines)-1]
 		n := int(counts[id])
-		sz.Windows = append(sz.Windows, WindowSummary{WindowStart: record.FormatMicros(id.window), Pairs: n})
+		ln.Windows = append(ln.Windows, WindowSummary{WindowStart: record.FormatMicros(id.window), Pairs: n})
+		ln.Pairs += n
 		sz.Pairs += n
 		s.Pairs += n
 	}

@@ -22,7 +22,8 @@ import (
 // testPair is a pair as the packer keys and writes it.
 type testPair struct {
 	size   string
-	window int64 // µs since the epoch
+	hall   string // "": the size's bare line
+	window int64  // µs since the epoch
 	toy    string
 	digest bool // keyed by a digest: the id was too long for a key
 	box    string
@@ -33,20 +34,22 @@ func (p testPair) key() string {
 	if p.digest {
 		sep = "#"
 	}
-	return p.size + "|" + strconv.FormatInt(p.window, 10) + sep + p.toy
+	return p.line() + "|" + strconv.FormatInt(p.window, 10) + sep + p.toy
 }
 
+func (p testPair) line() string { return record.JoinLine(p.size, p.hall) }
+
 func (p testPair) value() []byte {
-	b, _ := json.Marshal(results.Packed{ToyID: p.toy, BoxID: p.box, Size: p.size, WindowStart: record.FormatMicros(p.window)})
+	b, _ := json.Marshal(results.Packed{ToyID: p.toy, BoxID: p.box, Line: p.line(), Size: p.size, WindowStart: record.FormatMicros(p.window)})
 	return b
 }
 
 // manifestOrder is the order the manifest promises, written out on the
-// pairs themselves: size class, window start in time, whole ids before
-// digests, id.
+// pairs themselves: size class, line (the bare size first, then halls as
+// bytes), window start in time, whole ids before digests, id.
 func manifestOrder(a, b testPair) int {
 	return cmp.Or(cmp.Compare(slices.Index(record.Sizes, a.size), slices.Index(record.Sizes, b.size)),
-		cmp.Compare(a.window, b.window), compareBool(a.digest, b.digest), strings.Compare(a.toy, b.toy))
+		strings.Compare(a.hall, b.hall), cmp.Compare(a.window, b.window), compareBool(a.digest, b.digest), strings.Compare(a.toy, b.toy))
 }
 
 func compareBool(a, b bool) int {
@@ -105,13 +108,30 @@ type pageDoc struct {
 	Pairs    int    `json:"pairs"`
 	Next     string `json:"next"`
 	Sizes    []struct {
-		Size    string `json:"size"`
-		Pairs   int    `json:"pairs"`
-		Windows []struct {
-			WindowStart string `json:"window_start"`
-			Pairs       []Pair `json:"pairs"`
-		} `json:"windows"`
+		Size  string `json:"size"`
+		Pairs int    `json:"pairs"`
+		Lines []struct {
+			Line    string `json:"line"`
+			Pairs   int    `json:"pairs"`
+			Windows []struct {
+				WindowStart string `json:"window_start"`
+				Pairs       []Pair `json:"pairs"`
+			} `json:"windows"`
+		} `json:"lines"`
 	} `json:"sizes"`
+}
+
+// each calls f with every pair of the page and its line and window.
+func (d pageDoc) each(f func(line, window string, p Pair)) {
+	for _, sz := range d.Sizes {
+		for _, ln := range sz.Lines {
+			for _, w := range ln.Windows {
+				for _, p := range w.Pairs {
+					f(ln.Line, w.WindowStart, p)
+				}
+			}
+		}
+	}
 }
 
 func get(t *testing.T, h http.Handler, target string) (*http.Response, string) {
@@ -123,10 +143,10 @@ func get(t *testing.T, h http.Handler, target string) (*http.Response, string) {
 }
 
 // listed is one pair as a page listed it.
-type listed struct{ size, window, toy, box string }
+type listed struct{ line, window, toy, box string }
 
 func (p testPair) listed() listed {
-	return listed{p.size, record.FormatMicros(p.window), p.toy, p.box}
+	return listed{p.line(), record.FormatMicros(p.window), p.toy, p.box}
 }
 
 // pageThrough follows the next links from first to the last page and returns
@@ -149,11 +169,21 @@ func pageThrough(t *testing.T, h http.Handler, first string, limit int) []listed
 		n := 0
 		for _, sz := range d.Sizes {
 			m := 0
-			for _, w := range sz.Windows {
-				for _, p := range w.Pairs {
-					all = append(all, listed{sz.Size, w.WindowStart, p.ToyID, p.BoxID})
-					m++
+			for _, ln := range sz.Lines {
+				if size, _, _ := record.SplitLine(ln.Line); size != sz.Size {
+					t.Errorf("GET %s: line %s listed in size %s", target, ln.Line, sz.Size)
 				}
+				l := 0
+				for _, w := range ln.Windows {
+					for _, p := range w.Pairs {
+						all = append(all, listed{ln.Line, w.WindowStart, p.ToyID, p.BoxID})
+						l++
+					}
+				}
+				if l != ln.Pairs {
+					t.Errorf("GET %s: line %s says %d pairs, lists %d", target, ln.Line, ln.Pairs, l)
+				}
+				m += l
 			}
 			if m != sz.Pairs {
 				t.Errorf("GET %s: size %s says %d pairs, lists %d", target, sz.Size, sz.Pairs, m)
@@ -194,6 +224,13 @@ func TestOrderedKeysSortInManifestOrder(t *testing.T) {
 		{size: "L", window: micros("2026-12-24T10:00:00Z"), toy: "t"},
 		{size: "S", window: -1 << 63, toy: "min"},
 		{size: "S", window: 1<<63 - 1, toy: "max"},
+		{size: "M", hall: "hall-2", window: -5, toy: "a"},
+		{size: "M", hall: "hall-10", window: 7, toy: "a"},
+		{size: "M", hall: "hall-1", window: 7, toy: "a"},
+		{size: "M", hall: "hall-1", window: -7, toy: "b", digest: true},
+		{size: "S", hall: "0", window: 0, toy: "a"},
+		{size: "S", hall: strings.Repeat("z", record.MaxHallLen), window: 0, toy: "a"},
+		{size: "XL", hall: "a", window: 0, toy: "a|b"},
 	}
 	var keys [][]byte
 	for _, p := range pairs {
@@ -211,7 +248,8 @@ func TestOrderedKeysSortInManifestOrder(t *testing.T) {
 			t.Errorf("position %d: %s, want %s", i, back, want[i].key())
 		}
 	}
-	for _, other := range []string{"XXL|1|t", "M|+1|t", "M|01|t", "M|-0|t", "M|1|", "M|1", "M", "", "m|1|t"} {
+	for _, other := range []string{"XXL|1|t", "M|+1|t", "M|01|t", "M|-0|t", "M|1|", "M|1", "M", "", "m|1|t",
+		"M/|1|t", "M/a/b|1|t", "M/Hall|1|t", "M/-a|1|t", "M/" + strings.Repeat("a", record.MaxHallLen+1) + "|1|t", "m/h|1|t", "XXL/h|1|t", "M/h"} {
 		k := orderedKey(other)
 		if k[0] != otherKeys {
 			t.Errorf("%q is taken for a packer's key", other)
@@ -230,6 +268,11 @@ func TestPagesListEveryPairOnce(t *testing.T) {
 	for i := range 600 {
 		many = append(many, testPair{size: record.Sizes[i%4], window: int64(i%7-3) * 9_999_999, toy: fmt.Sprintf("toy-%d", i), box: fmt.Sprintf("box-%d", i)})
 	}
+	var halls []testPair
+	for i := range 600 {
+		h := []string{"", "hall-1", "hall-2", "hall-10", "a"}[i%5]
+		halls = append(halls, testPair{size: record.Sizes[i%3], hall: h, window: int64(i%4) * 10_000_000, toy: fmt.Sprintf("toy-%d", i/15), box: fmt.Sprintf("box-%d", i)})
+	}
 	shapes := map[string][]testPair{
 		"empty": nil,
 		"one toy in two windows": {
@@ -246,7 +289,8 @@ func TestPagesListEveryPairOnce(t *testing.T) {
 			{size: "L", window: 0, toy: "g", box: "7"},
 			{size: "L", window: 0, toy: "long", digest: true, box: "8"},
 		},
-		"600 pairs in 4 sizes and 7 windows": many,
+		"600 pairs in 4 sizes and 7 windows":              many,
+		"600 pairs on 15 lines, ids again on other lines": halls,
 	}
 	for name, pairs := range shapes {
 		for _, parts := range []int{1, 3} {
@@ -260,6 +304,12 @@ func TestPagesListEveryPairOnce(t *testing.T) {
 				{"size=S", func(p testPair) bool { return p.size == "S" }},
 				{"window=1970-01-01T00:00:00Z", func(p testPair) bool { return p.window == 0 }},
 				{"size=M&window=2026-12-24T10:00:00Z", func(p testPair) bool { return p.size == "M" && p.window == micros("2026-12-24T10:00:00Z") }},
+				{"line=M", func(p testPair) bool { return p.size == "M" && p.hall == "" }},
+				{"line=M/hall-1", func(p testPair) bool { return p.line() == "M/hall-1" }},
+				{"size=S&line=S/hall-10", func(p testPair) bool { return p.line() == "S/hall-10" }},
+				{"line=L/a&window=1970-01-01T00:00:10Z", func(p testPair) bool { return p.line() == "L/a" && p.window == 10_000_000 }},
+				{"window=1970-01-01T00:00:10Z", func(p testPair) bool { return p.window == 10_000_000 }},
+				{"size=S&window=1970-01-01T00:00:30Z", func(p testPair) bool { return p.size == "S" && p.window == 30_000_000 }},
 			} {
 				var want []listed
 				sorted := slices.Clone(pairs)
@@ -303,7 +353,7 @@ func TestPageCounts(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Pairs != 1 || d.Next != "" || d.Sizes[0].Windows[0].Pairs[0].ToyID != pairs[DefaultLimit].toy {
+	if d.Pairs != 1 || d.Next != "" || d.Sizes[0].Lines[0].Windows[0].Pairs[0].ToyID != pairs[DefaultLimit].toy {
 		t.Errorf("last page: %s", body)
 	}
 }
@@ -312,8 +362,8 @@ func TestPageCounts(t *testing.T) {
 // non-ASCII characters come back as they were, and cut ids with their cuts.
 func TestPageWritesIDsAsJSON(t *testing.T) {
 	s, tables := testSleigh(t, DefaultHTTPConfig(), 1, "")
-	odd := results.Packed{ToyID: "t\"q\\\u0001é<&>", BoxID: "b\u2028", Size: "S", WindowStart: record.FormatMicros(0)}
-	cut := results.Packed{ToyID: "tttt", BoxID: "bbbb", Size: "S", WindowStart: record.FormatMicros(0),
+	odd := results.Packed{ToyID: "t\"q\\\u0001é<&>", BoxID: "b\u2028", Line: "S", Size: "S", WindowStart: record.FormatMicros(0)}
+	cut := results.Packed{ToyID: "tttt", BoxID: "bbbb", Line: "S", Size: "S", WindowStart: record.FormatMicros(0),
 		ToyIDCut: results.Cut{Bytes: 300, SHA256: "ab"}, BoxIDCut: results.Cut{Bytes: 400, SHA256: "cd"}}
 	for key, p := range map[string]results.Packed{"S|0|" + odd.ToyID: odd, "S|0#digest": cut} {
 		v, _ := json.Marshal(p)
@@ -327,7 +377,7 @@ func TestPageWritesIDsAsJSON(t *testing.T) {
 		t.Fatalf("%v: %s", err, body)
 	}
 	want := []Pair{{ToyID: odd.ToyID, BoxID: odd.BoxID}, {ToyID: "tttt", BoxID: "bbbb", ToyIDCut: cut.ToyIDCut, BoxIDCut: cut.BoxIDCut}}
-	if len(d.Sizes) != 1 || !slices.Equal(d.Sizes[0].Windows[0].Pairs, want) {
+	if len(d.Sizes) != 1 || !slices.Equal(d.Sizes[0].Lines[0].Windows[0].Pairs, want) {
 		t.Errorf("page %s, want pairs %+v", body, want)
 	}
 }
@@ -351,31 +401,29 @@ func TestCursorAcrossInserts(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &d); err != nil {
 			t.Fatal(err)
 		}
-		for _, sz := range d.Sizes {
-			for _, w := range sz.Windows {
-				for _, p := range w.Pairs {
-					seen[sz.Size+w.WindowStart+p.ToyID]++
-				}
-			}
-		}
+		d.each(func(line, window string, p Pair) { seen[line+window+p.ToyID]++ })
 		if d.Next == "" {
 			break
 		}
 		// Behind the cursor (never listed now) and ahead of it (listed later).
 		behind := testPair{size: "M", window: int64(page), toy: fmt.Sprintf("t%03d-late", page*10), box: "late"}
 		ahead := testPair{size: "XL", window: int64(page), toy: fmt.Sprintf("late-%d", page), box: "late"}
-		late = append(late, behind, ahead)
-		load(t, tables, []testPair{behind, ahead})
+		add := []testPair{behind, ahead}
+		if page == 0 { // a line of M, after the M pairs: ahead while the cursor is in them
+			add = append(add, testPair{size: "M", hall: "h", window: 0, toy: "late", box: "late"})
+		}
+		late = append(late, add...)
+		load(t, tables, add)
 		target = d.Next
 	}
 	for _, p := range pairs {
-		if n := seen[p.size+record.FormatMicros(p.window)+p.toy]; n != 1 {
+		if n := seen[p.line()+record.FormatMicros(p.window)+p.toy]; n != 1 {
 			t.Errorf("%s listed %d times", p.key(), n)
 		}
 	}
 	for _, p := range late {
-		n := seen[p.size+record.FormatMicros(p.window)+p.toy]
-		if want := map[string]int{"M": 0, "XL": 1}[p.size]; n != want {
+		n := seen[p.line()+record.FormatMicros(p.window)+p.toy]
+		if want := map[string]int{"M": 0, "M/h": 1, "XL": 1}[p.line()]; n != want {
 			t.Errorf("%s, put in between pages: listed %d times, want %d", p.key(), n, want)
 		}
 	}
@@ -410,14 +458,26 @@ func TestBadParameters(t *testing.T) {
 		{"/manifest?window=2026-12-24T10:00:00.0000001Z", `a window starts on a whole microsecond`},
 		{"/manifest?cursor=%25%25", "cursor is not one this sleigh gave out"},
 		{"/manifest?cursor=AAAA", "cursor is not one this sleigh gave out"},
-		{"/manifest?size=M&cursor=" + cursorS, "cursor is not in this size class and window"},
-		{"/manifest?page=2", `parameter "page" is not one this URL takes: want size, window, limit, cursor`},
+		{"/manifest?size=M&cursor=" + cursorS, "cursor is not in this size class, line and window"},
+		{"/manifest?line=S/h&cursor=" + cursorS, "cursor is not in this size class, line and window"},
+		{"/manifest?window=1970-01-01T00:00:10Z&cursor=" + cursorS, "cursor is not in this size class, line and window"},
+		{"/manifest?page=2", `parameter "page" is not one this URL takes: want size, line, window, limit, cursor`},
+		{"/manifest?line=M/", `line "M/" is not a packing line`},
+		{"/manifest?line=M/a/b", `line "M/a/b" is not a packing line`},
+		{"/manifest?line=M/Hall", `line "M/Hall" is not a packing line`},
+		{"/manifest?line=M/" + strings.Repeat("a", 33), `is not a packing line: want a size class alone (M) or a size class, a slash and a hall of 1 to 32 characters`},
+		{"/manifest?line=XXL/h", `line "XXL/h" is not a packing line`},
+		{"/manifest?line=", `line "" is not a packing line`},
+		{"/manifest?size=S&line=M/h", `line "M/h" is not of size S`},
+		{"/manifest?line=M&line=S", `parameter "line" is given 2 times`},
 		{"/manifest?size=S&size=M", `parameter "size" is given 2 times`},
 		{"/manifest?size=XXL&limit=0&sort=asc", `size "XXL"`},
 		{"/manifest?size=XXL&limit=0&sort=asc", `limit "0"`},
 		{"/manifest?size=XXL&limit=0&sort=asc", `parameter "sort"`},
 		{"/manifest/summary?size=XXL", `size "XXL" is not a size class`},
-		{"/manifest/summary?limit=5", `parameter "limit" is not one this URL takes: want size`},
+		{"/manifest/summary?limit=5", `parameter "limit" is not one this URL takes: want size, line`},
+		{"/manifest/summary?line=M/", `line "M/" is not a packing line`},
+		{"/manifest/summary?size=L&line=M", `line "M" is not of size L`},
 	} {
 		for name, s := range map[string]*Sleigh{"running": running, "not running": notRunning} {
 			if res, body := get(t, s.Handler(), tc.target); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, tc.want) {
@@ -432,8 +492,8 @@ func TestBadParameters(t *testing.T) {
 	}
 }
 
-// TestSummary counts pairs per size class and window, windows in time
-// order, and follows deletes.
+// TestSummary counts pairs per size class, line and window, lines in
+// manifest order and windows in time order, and follows deletes.
 func TestSummary(t *testing.T) {
 	s, tables := testSleigh(t, DefaultHTTPConfig(), 2, "")
 	pairs := []testPair{
@@ -442,24 +502,65 @@ func TestSummary(t *testing.T) {
 		{size: "S", window: -1, toy: "a", box: "1"},
 		{size: "S", window: -1, toy: "b", box: "1"},
 		{size: "S", window: -1, toy: "c", box: "1"},
+		{size: "S", hall: "hall-2", window: -1, toy: "a", box: "2"},
+		{size: "S", hall: "hall-10", window: 5, toy: "a", box: "3"},
+		{size: "S", hall: "hall-10", window: -1, toy: "a", box: "4"},
 	}
 	load(t, tables, pairs)
 	load(t, tables, pairs[:2]) // again, on the same partitions: no new pairs
 	if err := tables[0].Delete(pairs[4].key()); err != nil {
 		t.Fatal(err)
 	}
-	want := Summary{Pairs: 4, Complete: true, Sizes: []SizeSummary{
-		{Size: "S", Pairs: 3, Windows: []WindowSummary{{"1969-12-31T23:59:59.999999Z", 2}, {"1970-01-01T00:00:01Z", 1}}},
-		{Size: "XL", Pairs: 1, Windows: []WindowSummary{{"1970-01-01T00:00:00.000005Z", 1}}},
+	hall10 := LineSummary{Line: "S/hall-10", Pairs: 2, Windows: []WindowSummary{{"1969-12-31T23:59:59.999999Z", 1}, {"1970-01-01T00:00:00.000005Z", 1}}}
+	want := Summary{Pairs: 7, Complete: true, Sizes: []SizeSummary{
+		{Size: "S", Pairs: 6, Lines: []LineSummary{
+			{Line: "S", Pairs: 3, Windows: []WindowSummary{{"1969-12-31T23:59:59.999999Z", 2}, {"1970-01-01T00:00:01Z", 1}}},
+			hall10,
+			{Line: "S/hall-2", Pairs: 1, Windows: []WindowSummary{{"1969-12-31T23:59:59.999999Z", 1}}},
+		}},
+		{Size: "XL", Pairs: 1, Lines: []LineSummary{{Line: "XL", Pairs: 1, Windows: []WindowSummary{{"1970-01-01T00:00:00.000005Z", 1}}}}},
 	}}
 	got, err := s.Summary()
 	if err != nil || !equalJSON(got, want) {
 		t.Errorf("summary %+v, %v; want %+v", got, err, want)
 	}
-	res, body := get(t, s.Handler(), "/manifest/summary?size=XL")
-	var one Summary
-	if err := json.Unmarshal([]byte(body), &one); err != nil || res.StatusCode != http.StatusOK || !equalJSON(one, Summary{Pairs: 1, Complete: true, Sizes: want.Sizes[1:]}) {
-		t.Errorf("GET /manifest/summary?size=XL: %d %s", res.StatusCode, body)
+	for query, want := range map[string]Summary{
+		"size=XL":               {Pairs: 1, Complete: true, Sizes: want.Sizes[1:]},
+		"line=S/hall-10":        {Pairs: 2, Complete: true, Sizes: []SizeSummary{{Size: "S", Pairs: 2, Lines: []LineSummary{hall10}}}},
+		"size=S&line=S/hall-10": {Pairs: 2, Complete: true, Sizes: []SizeSummary{{Size: "S", Pairs: 2, Lines: []LineSummary{hall10}}}},
+		"line=M/hall-10":        {Pairs: 0, Complete: true, Sizes: []SizeSummary{}},
+	} {
+		res, body := get(t, s.Handler(), "/manifest/summary?"+query)
+		var one Summary
+		if err := json.Unmarshal([]byte(body), &one); err != nil || res.StatusCode != http.StatusOK || !equalJSON(one, want) {
+			t.Errorf("GET /manifest/summary?%s: %d %s", query, res.StatusCode, body)
+		}
+	}
+}
+
+// TestKeyFits: the processor loads a pair only under the packer's key for
+// it: its line, size and window.
+func TestKeyFits(t *testing.T) {
+	p := results.Packed{ToyID: "t", BoxID: "b", Line: "M/h1", Size: "M", WindowStart: "1970-01-01T00:00:10Z"}
+	for _, tc := range []struct {
+		key  string
+		line string
+		ok   bool
+	}{
+		{"M/h1|10000000|t", "M/h1", true},
+		{"M/h1|10000000#digest", "M/h1", true},
+		{"M|10000000|t", "M/h1", false},
+		{"M/h2|10000000|t", "M/h1", false},
+		{"M/h1|10000000|t", "M", false},
+		{"M/h1|10000000|t", "", false},
+		{"M/h1|0|t", "M/h1", false},
+		{"M/|10000000|t", "M/h1", false},
+	} {
+		q := p
+		q.Line = tc.line
+		if err := keyFits(tc.key, &q); (err == nil) != tc.ok {
+			t.Errorf("key %q, line %q: %v, want ok %v", tc.key, tc.line, err, tc.ok)
+		}
 	}
 }
 
@@ -586,7 +687,7 @@ func BenchmarkPage(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		q := query{limit: DefaultLimit, cursor: orderedKey(pairs[(i*7919)%(len(pairs)-DefaultLimit)].key())}
-		if err := writePage(io.Discard, tables, q, true, 0, "/manifest"); err != nil {
+		if err := writePage(io.Discard, tables, q, true, nil, "/manifest"); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -1,15 +1,18 @@
 // Package sleigh is the consumer of the packer's results: it loads every
 // packed pair onto Santa's sleigh, keeps the sleigh manifest (the pairs per
-// size and window, one entry per output key however often a replay re-sent
-// it) and serves it over HTTP.
+// size class, packing line and window, one entry per output key however
+// often a replay re-sent it) and serves it over HTTP.
 //
 // It is a goka group ("sleigh" by default) whose table, keyed like the packed
-// topic (size|<window start, µs since the epoch>|toy_id, as the packer writes
-// it), holds each pair once; a goka view of that table, stored in manifest
-// order (order.go, store.go), answers GET /manifest a page at a time
-// (manifest.go, http.go). A pair is identified by its size, window and toy
-// id together: ids are unique within a window only, so the same toy id
-// packed in two windows is two pairs at two keys, both on the sleigh. With
+// topic (line|<window start, µs since the epoch>|toy_id, as the packer writes
+// it; the line is the size alone, M, or size/hall, M/hall-7), holds each
+// pair once; a goka view of that table, stored in manifest order (order.go,
+// store.go), answers GET /manifest a page at a time (manifest.go, http.go):
+// sizes, in each its lines, in each line its windows and their pairs. A page
+// is asked for by size (every line of it), by line, by window, or by both. A
+// pair is identified by its line, window and toy id together: ids are
+// unique within a window only, so the same toy id packed in two windows (or
+// on two lines) is two pairs at two keys, both on the sleigh. With
 // tracing on, each record gets a CONSUMER span "process packed" in service
 // sleigh, child of the packer's "send packed" span: the packer -> sleigh edge
 // of the service map.
@@ -163,7 +166,7 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 	ctx.SetValue(p)
 	s.loaded.Add(1)
 	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
-		span.SetAttributes(attribute.String("northpole.size", p.Size), attribute.String("northpole.window_start", p.WindowStart),
+		span.SetAttributes(attribute.String("northpole.line", p.Line), attribute.String("northpole.size", p.Size), attribute.String("northpole.window_start", p.WindowStart),
 			attribute.String("northpole.toy_id", p.ToyID), attribute.String("northpole.box_id", p.BoxID))
 	}
 }
@@ -184,11 +187,11 @@ func (s *Sleigh) notAPair(ctx goka.Context, err error) {
 func keyFits(key string, p *results.Packed) error {
 	k, ok := parseKey(key)
 	if !ok {
-		return fmt.Errorf("key %q is not size|<window µs>|toy_id", key)
+		return fmt.Errorf("key %q is not line|<window µs>|toy_id", key)
 	}
 	at, err := record.ParseMadeAt(p.WindowStart)
-	if err != nil || p.Size != record.Sizes[k.rank] || at.UnixMicro() != k.window || at.Nanosecond()%1000 != 0 {
-		return fmt.Errorf("key %q is not the key of a pair of size %q and window %q", key, p.Size, p.WindowStart)
+	if err != nil || p.Line != k.line.String() || p.Size != k.size() || at.UnixMicro() != k.window || at.Nanosecond()%1000 != 0 {
+		return fmt.Errorf("key %q is not the key of a pair of line %q, size %q and window %q", key, p.Line, p.Size, p.WindowStart)
 	}
 	return nil
 }
@@ -333,16 +336,16 @@ func unlessStopped(ctx context.Context, err error) error {
 // ErrNotRunning: the manifest is asked before Run started the view.
 var ErrNotRunning = errors.New("sleigh: not running")
 
-// Summary counts the pairs on the sleigh by size class and window.
-func (s *Sleigh) Summary() (Summary, error) { return s.summary("") }
+// Summary counts the pairs on the sleigh by size class, line and window.
+func (s *Sleigh) Summary() (Summary, error) { return s.summary(lineFilter{}) }
 
-// summary is Summary of one size class, or of all ("").
-func (s *Sleigh) summary(size string) (Summary, error) {
+// summary is Summary of the lines f keeps.
+func (s *Sleigh) summary(f lineFilter) (Summary, error) {
 	tabs := s.tables.Load()
 	if tabs == nil {
 		return Summary{}, ErrNotRunning
 	}
-	sum := summarize(tabs.counts(), size)
+	sum := summarize(tabs.counts(), f)
 	sum.Complete = tabs.complete()
 	return sum, nil
 }

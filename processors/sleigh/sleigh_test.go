@@ -83,10 +83,11 @@ func TestNotReadyWhenKafkaIsUnreachable(t *testing.T) {
 	}
 }
 
-// TestOneToyInTwoWindows: the packer may pack one toy id in two windows (ids
-// are unique within a window only), at two keys size|<window µs>|toy_id. Both
-// pairs are on the sleigh, each under its window; a replay of one (the same
-// key and pair again) is a repeat, not a conflict or a third pair.
+// TestOneToyInTwoWindows: the packer may pack one toy id in two windows, or
+// on two lines (ids are unique within a line's window only), at keys
+// line|<window µs>|toy_id. Every pair is on the sleigh, under its line and
+// window; a replay of one (the same key and pair again) is a repeat, not a
+// conflict or another pair.
 func TestOneToyInTwoWindows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -105,15 +106,16 @@ func TestOneToyInTwoWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := []results.Packed{
-		{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
-		{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
-		{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}, // a replay
+		{ToyID: "t1", BoxID: "b2", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
+		{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+		{ToyID: "t1", BoxID: "b3", Line: "M/h1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+		{ToyID: "t1", BoxID: "b2", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:10Z"}, // a replay
 	}
 	produce(ctx, t, cfg, pairs...)
 
 	defer runInBackground(t, ctx, s)()
 	for deadline := time.Now().Add(time.Minute); ; {
-		if sum, err := s.Summary(); err == nil && sum.Pairs >= 2 && s.Counts().Loaded+s.Counts().Repeats >= 3 {
+		if sum, err := s.Summary(); err == nil && sum.Pairs >= 3 && s.Counts().Loaded+s.Counts().Repeats >= 4 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -121,14 +123,15 @@ func TestOneToyInTwoWindows(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if c := s.Counts(); c != (sleigh.Counts{Loaded: 2, Repeats: 1}) {
-		t.Errorf("counts %+v, want 2 loaded and 1 repeat, no conflict", c)
+	if c := s.Counts(); c != (sleigh.Counts{Loaded: 3, Repeats: 1}) {
+		t.Errorf("counts %+v, want 3 loaded and 1 repeat, no conflict", c)
 	}
 	code, body := get(t, s.Handler(), "/manifest?size=M")
-	want := `"sizes":[{"size":"M","windows":[{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"t1","box_id":"b1"}]},` +
-		`{"window_start":"2026-12-24T10:00:10Z","pairs":[{"toy_id":"t1","box_id":"b2"}]}],"pairs":2}],"pairs":2}`
+	want := `"sizes":[{"size":"M","lines":[{"line":"M","windows":[{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"t1","box_id":"b1"}]},` +
+		`{"window_start":"2026-12-24T10:00:10Z","pairs":[{"toy_id":"t1","box_id":"b2"}]}],"pairs":2},` +
+		`{"line":"M/h1","windows":[{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"t1","box_id":"b3"}]}],"pairs":1}],"pairs":3}],"pairs":3}`
 	if code != http.StatusOK || !strings.Contains(body, want) {
-		t.Errorf("GET /manifest?size=M: %d %s; want t1 in both windows: %s", code, body, want)
+		t.Errorf("GET /manifest?size=M: %d %s; want t1 in both windows of M and on M/h1: %s", code, body, want)
 	}
 }
 
@@ -149,7 +152,7 @@ func produce(ctx context.Context, t *testing.T, cfg sleigh.Config, pairs ...resu
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := p.Size + "|" + strconv.FormatInt(at.UnixMicro(), 10) + "|" + p.ToyID // the packer's key
+		key := p.Line + "|" + strconv.FormatInt(at.UnixMicro(), 10) + "|" + p.ToyID // the packer's key
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: cfg.Topic, Key: []byte(key), Value: v}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
@@ -200,12 +203,12 @@ func TestStorageDirAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(ctx, t, cfg,
-		results.Packed{ToyID: "b", BoxID: "2", Size: "M", WindowStart: "1969-12-31T23:59:50Z"},
-		results.Packed{ToyID: "a", BoxID: "1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"})
+		results.Packed{ToyID: "b", BoxID: "2", Line: "M", Size: "M", WindowStart: "1969-12-31T23:59:50Z"},
+		results.Packed{ToyID: "a", BoxID: "1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"})
 	runUntil(ctx, t, cfg, 2, `"total":2,`)
-	produce(ctx, t, cfg, results.Packed{ToyID: "c", BoxID: "3", Size: "M", WindowStart: "1969-12-31T23:59:50Z"})
-	runUntil(ctx, t, cfg, 3, `"total":3,"sizes":[{"size":"M","windows":[{"window_start":"1969-12-31T23:59:50Z","pairs":[{"toy_id":"b","box_id":"2"},{"toy_id":"c","box_id":"3"}]},`+
-		`{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"a","box_id":"1"}]}],"pairs":3}],"pairs":3}`)
+	produce(ctx, t, cfg, results.Packed{ToyID: "c", BoxID: "3", Line: "M", Size: "M", WindowStart: "1969-12-31T23:59:50Z"})
+	runUntil(ctx, t, cfg, 3, `"total":3,"sizes":[{"size":"M","lines":[{"line":"M","windows":[{"window_start":"1969-12-31T23:59:50Z","pairs":[{"toy_id":"b","box_id":"2"},{"toy_id":"c","box_id":"3"}]},`+
+		`{"window_start":"2026-12-24T10:00:00Z","pairs":[{"toy_id":"a","box_id":"1"}]}],"pairs":3}],"pairs":3}],"pairs":3}`)
 	if entries, err := os.ReadDir(filepath.Join(cfg.StorageDir, "manifest")); err != nil || len(entries) != 2 {
 		t.Errorf("the view's files under the storage dir: %v, %v; want one directory per partition", entries, err)
 	}

@@ -66,9 +66,9 @@ func memoryLevelDB() storage.Builder {
 	}
 }
 
-// windowID is one size class's window.
+// windowID is one line's window.
 type windowID struct {
-	rank   int
+	line
 	window int64
 }
 
@@ -187,7 +187,7 @@ func (o *orderedTable) count(ordered []byte, n int64) {
 	if !ok {
 		return // not a packer's key: never listed, so not counted
 	}
-	id := windowID{k.rank, k.window}
+	id := windowID{k.line, k.window}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.counts[id] += n; o.counts[id] == 0 {
