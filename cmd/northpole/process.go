@@ -26,11 +26,11 @@ func newProcessCmd() *cobra.Command {
 // packerFlags binds the packer's configuration to flags, with its defaults.
 func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	t := &cfg.Topics
-	fs.StringVar(&t.Toys, "toys-topic", t.Toys, "input topic of toys (keyed by size)")
-	fs.StringVar(&t.Boxes, "boxes-topic", t.Boxes, "input topic of boxes (keyed by size, co-partitioned with toys)")
-	fs.StringVar(&t.Packed, "packed-topic", t.Packed, "output: packed pairs, keyed by size|<window start, µs>|toy_id (a toy id is unique within its window only)")
-	fs.StringVar(&t.Unpacked, "unpacked-topic", t.Unpacked, "output: toys left without a box when their window closed, keyed by size|<window start, µs>|toy_id")
-	fs.StringVar(&t.Spare, "spare-topic", t.Spare, "output: boxes left without a toy when their window closed, keyed by size|<window start, µs>|box_id")
+	fs.StringVar(&t.Toys, "toys-topic", t.Toys, "input topic of toys (keyed by packing line: a size, or size/hall)")
+	fs.StringVar(&t.Boxes, "boxes-topic", t.Boxes, "input topic of boxes (keyed by packing line, co-partitioned with toys)")
+	fs.StringVar(&t.Packed, "packed-topic", t.Packed, "output: packed pairs, keyed by line|<window start, µs>|toy_id (a toy id is unique within its line and window only)")
+	fs.StringVar(&t.Unpacked, "unpacked-topic", t.Unpacked, "output: toys left without a box when their window closed, keyed by line|<window start, µs>|toy_id")
+	fs.StringVar(&t.Spare, "spare-topic", t.Spare, "output: boxes left without a toy when their window closed, keyed by line|<window start, µs>|box_id")
 	fs.StringVar(&t.Late, "late-topic", t.Late, "output: late toys and boxes, one per late record, keyed by its topic/partition/offset")
 	fs.StringVar(&t.Dead, "dead-topic", t.Dead, "output: dead letters and duplicates (an id again in the same window), with the raw record and the reason, keyed by topic/partition/offset")
 	fs.StringVar(&cfg.Group, "group", cfg.Group, "prefix of the goka groups (<group>-clock, -slots) and their topics")
@@ -56,6 +56,11 @@ count differs from --partitions is refused. Several instances with the same
 --group share the partitions. It prints "` + packer.ReadyPrefix + `: ..." on stderr
 once both groups have joined, recovered their tables and consume. See
 docs/ARCHITECTURE.md.
+
+Keys are packing lines (M, or M/hall-7 with elves --halls): lines are what
+partitions and instances share, so with sizes alone at most 4 instances work.
+To pack faster, write more lines into more partitions and run up to one
+instance per partition (docs/PERFORMANCE.md, "Scale-out").
 
 With --listen it serves GET /healthz there: its state as JSON (each goka
 group's state, partitions and records consumed and written since start),
