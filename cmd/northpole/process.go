@@ -90,7 +90,11 @@ recover, for a container's or an orchestrator's probe.`,
 				return err
 			}
 			defer stopTelemetry()
-			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ServicePacker))
+			service := telemetry.ServiceName(telemetry.ServicePacker)
+			cfg.Tracer = tel.TracerProvider(service)
+			// The first meter provider reports the Go runtime's metrics; the
+			// packer's own instruments are still to come (issue 36).
+			tel.MeterProvider(service)
 			cfg.Ready = func() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "packer ready: consuming %s, %s on %s (groups %s)\n", cfg.Topics.Toys, cfg.Topics.Boxes,
 					strings.Join(cfg.Kafka.Brokers, ","), strings.Join(cfg.Groups(), ", "))
