@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -13,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/northpole-workshop/northpole/otel/metricsink"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
@@ -151,4 +153,57 @@ func sumOf(rm metricdata.ResourceMetrics, name string) int64 {
 		}
 	}
 	return n
+}
+
+// TestOTLPMetricsToLoopback exports real OTLP metrics, over gRPC and over
+// http/protobuf, to a receiver on loopback, configured only through the
+// standard environment: nothing is exported before Shutdown (the interval
+// is an hour), and Shutdown flushes every service's counts, under its
+// service.name, with the Go runtime's metrics.
+func TestOTLPMetricsToLoopback(t *testing.T) {
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTPProtobuf} {
+		t.Run(proto, func(t *testing.T) {
+			grpcAddr, httpAddr := "127.0.0.1:0", ""
+			if proto == telemetry.ProtocolHTTPProtobuf {
+				grpcAddr, httpAddr = "", "127.0.0.1:0"
+			}
+			rcv, err := metricsink.Listen(grpcAddr, httpAddr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rcv.Close()
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+rcv.GRPCAddr()+rcv.HTTPAddr())
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
+			t.Setenv("OTEL_TRACES_EXPORTER", "none")
+			t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "3600000")
+			tel, err := telemetry.New(context.Background(), telemetry.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i, svc := range []string{"toy-elves", "sleigh"} {
+				c, err := tel.MeterProvider(svc).Meter("test").Int64Counter("northpole.test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Add(ctx, int64(10*(i+1)), metric.WithAttributes(attribute.String("k", "v")))
+			}
+			if n := rcv.Requests(); n != 0 {
+				t.Fatalf("%d exports before Shutdown with an hour's interval", n)
+			}
+			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			if err := tel.Shutdown(sctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, svc := range []string{"toy-elves", "sleigh"} {
+				if got := rcv.Sum("northpole.test", map[string]string{"service.name": svc, "k": "v"}); got != float64(10*(i+1)) {
+					t.Errorf("%s: northpole.test %v, want %d (received %v)", svc, got, 10*(i+1), rcv.Names())
+				}
+			}
+			if len(rcv.Find("go.goroutine.count", map[string]string{"service.name": "toy-elves"})) != 1 {
+				t.Errorf("no runtime metrics from the first service: %v", rcv.Names())
+			}
+		})
+	}
 }
