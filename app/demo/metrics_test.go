@@ -9,8 +9,8 @@ import (
 	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/otel/metricsink"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
-	"github.com/northpole-workshop/northpole/producers"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
+	"github.com/northpole-workshop/northpole/producers"
 )
 
 // TestMetricsReachOTLP runs the demo's pipeline on kfake with its metrics
