@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
@@ -168,6 +169,9 @@ type Config struct {
 	// "send <topic>" whose context travels in the record's headers (W3C
 	// traceparent). Nil: no tracing work at all.
 	Tracer trace.TracerProvider
+	// Meter, when set, counts what Kafka answered: messaging.client.sent.messages
+	// and northpole.elves.records (metrics.go). Nil: no metrics.
+	Meter metric.MeterProvider
 	// Progress, when set, gets what the run has sent so far every
 	// ProgressEvery (0: DefaultProgressEvery).
 	Progress      func(Stats)

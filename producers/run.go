@@ -116,6 +116,7 @@ type runner struct {
 	failed   chan struct{} // closed on the first producer error
 	failOnce sync.Once
 	tracer   *kafkatrace.Producer // nil: tracing off
+	metrics  *metrics
 }
 
 func (r *runner) snapshot() Stats {
@@ -153,6 +154,7 @@ func (r *runner) poke() {
 // goroutine, for every record handed to Produce.
 func (r *runner) answer(kind string, span trace.Span, rec *kgo.Record, err error) {
 	kafkatrace.End(span, rec, err)
+	r.metrics.answered(kind, rec, err)
 	if err != nil {
 		r.failedOne(kind, rec, err)
 		r.failOnce.Do(func() { close(r.failed) })
@@ -222,8 +224,9 @@ func (r *runner) waitAnswered(ctx context.Context) error {
 
 // Elves are one run of elves: New validates a Config, Run runs it.
 type Elves struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
 }
 
 // New validates cfg; it does not touch Kafka. log gets the elves' log (nil:
@@ -238,7 +241,11 @@ func New(cfg Config, log *slog.Logger) (*Elves, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Elves{cfg: cfg, log: log.With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic)}, nil
+	m, err := newMetrics(cfg.Meter, cfg.Topic, metricKinds(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("elves: metrics: %w", err)
+	}
+	return &Elves{cfg: cfg, log: log.With("component", "elves", "stream", string(cfg.Stream), "topic", cfg.Topic), metrics: m}, nil
 }
 
 // Run produces the records of the configuration to Kafka and returns what
@@ -293,6 +300,7 @@ func (e *Elves) Run(ctx context.Context) (Stats, error) {
 		room:     make(chan struct{}, maxBuffered),
 		failed:   make(chan struct{}),
 		tracer:   kafkatrace.NewProducer(cfg.Tracer, producer.OptValue(kgo.ClientID).(string), kc.Brokers...),
+		metrics:  e.metrics,
 	}
 
 	stopProgress := make(chan struct{})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/otel/servicemap"
@@ -44,6 +45,10 @@ func NewTracing(ctx context.Context, serviceMap bool, log *slog.Logger, start St
 		return nil, err
 	}
 	t.tel, t.stop = tel, stop
+	// The first meter provider reports the process's Go runtime metrics:
+	// under the packer's name, the component whose memory an operator
+	// watches.
+	tel.MeterProvider(telemetry.ServicePacker)
 	return t, nil
 }
 
@@ -51,6 +56,12 @@ func NewTracing(ctx context.Context, serviceMap bool, log *slog.Logger, start St
 // is off).
 func (t *Tracing) Provider(service string) trace.TracerProvider {
 	return t.tel.TracerProvider(service)
+}
+
+// Meters is the meter provider of one component, for
+// harness.Config.Metrics (a no-op when metrics are off).
+func (t *Tracing) Meters(service string) metric.MeterProvider {
+	return t.tel.MeterProvider(service)
 }
 
 // Traces are what became of the demo's spans once every component stopped.

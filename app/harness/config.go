@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -48,6 +49,9 @@ type Config struct {
 	// telemetry.ServiceBoxElves, telemetry.ServicePacker,
 	// telemetry.ServiceSleigh). Nil: nothing is traced.
 	Tracing func(service string) trace.TracerProvider
+	// Metrics, when set, gives the elves and the sleigh the meter provider
+	// of their service name, as Tracing does. Nil: no metrics.
+	Metrics func(service string) metric.MeterProvider
 	// Progress, when set, is called every ProgressEvery while Run produces
 	// and packs, and once more when it is done (Phase PhaseDone).
 	Progress      func(Progress)
@@ -97,6 +101,9 @@ func (c Config) complete() Config {
 		c.Packer.Tracer = c.Tracing(telemetry.ServicePacker)
 		c.Toys.Tracer, c.Boxes.Tracer = c.Tracing(telemetry.ServiceToyElves), c.Tracing(telemetry.ServiceBoxElves)
 	}
+	if c.Metrics != nil {
+		c.Toys.Meter, c.Boxes.Meter = c.Metrics(telemetry.ServiceToyElves), c.Metrics(telemetry.ServiceBoxElves)
+	}
 	c.Toys.Topic, c.Boxes.Topic = c.Packer.Topics.Toys, c.Packer.Topics.Boxes
 	c.Toys.Params, c.Boxes.Params = c.Packer.Params, c.Packer.Params
 	c.Toys.Halls, c.Boxes.Halls = c.Halls, c.Halls
@@ -115,6 +122,9 @@ func (c Config) sleighConfig() sleigh.Config {
 	s.Partitions, s.Replication = c.Packer.Partitions, c.Packer.Replication
 	if c.Tracing != nil {
 		s.Tracer = c.Tracing(telemetry.ServiceSleigh)
+	}
+	if c.Metrics != nil {
+		s.Meter = c.Metrics(telemetry.ServiceSleigh)
 	}
 	return s
 }

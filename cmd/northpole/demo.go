@@ -163,7 +163,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	defer dt.Close()
 	line := statusline.New(stderr, 500*time.Millisecond)
 	pc := o.pipelineConfig(kc)
-	pc.Tracing, pc.ProgressEvery = dt.Provider, line.Every()
+	pc.Tracing, pc.Metrics, pc.ProgressEvery = dt.Provider, dt.Meters, line.Every()
 	pc.Progress = func(pr harness.Progress) {
 		if pr.Phase == harness.PhaseDone {
 			line.Clear()

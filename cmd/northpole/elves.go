@@ -78,7 +78,8 @@ Examples:
 				return err
 			}
 			defer stopTelemetry()
-			c.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ElvesService(string(c.Stream))))
+			service := telemetry.ServiceName(telemetry.ElvesService(string(c.Stream)))
+			c.Tracer, c.Meter = tel.TracerProvider(service), tel.MeterProvider(service)
 			return runElves(cmd.Context(), c, o.partitions, cmd.Flags().Changed("partitions"), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

@@ -95,7 +95,9 @@ func runPackerCommand(cmd *cobra.Command, cfg packer.Config, listen string) erro
 		return err
 	}
 	defer stopTelemetry()
-	cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ServicePacker))
+	service := telemetry.ServiceName(telemetry.ServicePacker)
+	cfg.Tracer = tel.TracerProvider(service)
+	tel.MeterProvider(service) // the first meter provider reports the Go runtime's metrics
 	cfg.Ready = func() { fmt.Fprintln(cmd.ErrOrStderr(), packer.ReadyLine(cfg)) }
 	pk, err := packer.New(cfg, slog.Default())
 	if err != nil {

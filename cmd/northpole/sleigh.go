@@ -56,7 +56,8 @@ in service sleigh, child of the packer's "send packed" span.`,
 				return err
 			}
 			defer stop()
-			cfg.Tracer = tel.TracerProvider(telemetry.ServiceName(telemetry.ServiceSleigh))
+			service := telemetry.ServiceName(telemetry.ServiceSleigh)
+			cfg.Tracer, cfg.Meter = tel.TracerProvider(service), tel.MeterProvider(service)
 			s, err := sleigh.New(cfg, slog.Default())
 			if err != nil {
 				return usageErr("%w", err)

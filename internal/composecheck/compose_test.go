@@ -387,7 +387,8 @@ func readCollectorConfig(t *testing.T, col types.ServiceConfig) collectorConfig 
 var otlpProtocol = map[string]string{"4318": "http", "4317": "grpc"}
 
 // checkReceives checks that OTLP arrives on port from other containers and
-// goes through the traces pipeline into ClickHouse.
+// goes through the traces pipeline into ClickHouse, and OTLP metrics (the
+// components' own, otel/README.md "Metrics") through the metrics pipeline.
 func (cfg collectorConfig) checkReceives(t *testing.T, port string) {
 	t.Helper()
 	protocol := otlpProtocol[port]
@@ -396,6 +397,9 @@ func (cfg collectorConfig) checkReceives(t *testing.T, port string) {
 	}
 	if tr := cfg.Service.Pipelines["traces"]; !slices.Contains(tr.Receivers, "otlp") || !slices.Contains(tr.Exporters, "clickhousetraces") {
 		t.Errorf("%s: the traces pipeline does not take OTLP into clickhousetraces: %+v", cfg.file, tr)
+	}
+	if m := cfg.Service.Pipelines["metrics"]; !slices.Contains(m.Receivers, "otlp") || !slices.Contains(m.Exporters, "signozclickhousemetrics") {
+		t.Errorf("%s: the metrics pipeline does not take OTLP into signozclickhousemetrics: %+v", cfg.file, m)
 	}
 }
 

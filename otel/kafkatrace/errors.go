@@ -9,13 +9,14 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
-// errorType is the error.type of a failed Kafka operation. A Kafka error
+// ErrorType is the error.type of a failed Kafka operation (spans and
+// metrics name a failure alike). A Kafka error
 // (franz-go's *kerr.Error, wrapped or not) is named by its code as the Kafka
 // protocol names it, UNKNOWN_TOPIC_OR_PARTITION, which is what the messaging
 // conventions show (KAFKA_STORAGE_ERROR). A few client-side errors are named
 // below; anything else falls back to the conventions' Go rule: the type name
 // of the innermost error under fmt's wrappers ("*net.OpError").
-func errorType(err error) string {
+func ErrorType(err error) string {
 	var ke *kerr.Error
 	if errors.As(err, &ke) && ke != nil && ke.Message != "" {
 		return ke.Message

@@ -155,7 +155,7 @@ func (g *Goka) setConsumerAttrs(span trace.Span, gctx goka.Context, topic string
 // panics with the error it is given; any other value is "_OTHER".
 func panicType(r any) string {
 	if err, ok := r.(error); ok {
-		return errorType(err)
+		return ErrorType(err)
 	}
 	return semconv.ErrorTypeOther.Value.AsString()
 }
@@ -363,7 +363,7 @@ func (p *pendingSend) end(msg *sarama.ProducerMessage, err error) {
 	if err != nil {
 		p.span.RecordError(err)
 		p.span.SetStatus(codes.Error, err.Error())
-		a = append(a, semconv.ErrorTypeKey.String(errorType(err)))
+		a = append(a, semconv.ErrorTypeKey.String(ErrorType(err)))
 	}
 	p.span.SetAttributes(a...)
 	putAttrs(p.attrs, a)

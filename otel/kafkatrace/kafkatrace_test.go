@@ -150,8 +150,8 @@ func TestErrorType(t *testing.T) {
 		{"network", fmt.Errorf("dial: %w", &net.OpError{Op: "dial", Err: errors.New("refused")}), "*net.OpError"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := errorType(c.err); got != c.want {
-				t.Errorf("errorType(%v) = %q, want %q", c.err, got, c.want)
+			if got := ErrorType(c.err); got != c.want {
+				t.Errorf("ErrorType(%v) = %q, want %q", c.err, got, c.want)
 			}
 		})
 	}

@@ -84,7 +84,7 @@ func End(span trace.Span, r *kgo.Record, err error) {
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(err)))
 	}
 	span.End()
 }

@@ -14,14 +14,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/northpole-workshop/northpole/otel/metricsink"
 )
 
 // Receiver accepts OTLP traces over gRPC and HTTP (protobuf or JSON) and
 // feeds them to a Builder, one batch per request. It is meant for loopback:
-// point OTEL_EXPORTER_OTLP_ENDPOINT at it.
+// point OTEL_EXPORTER_OTLP_ENDPOINT at it. It takes OTLP metrics too (into
+// Metrics), so that a process exporting both is not refused half of them.
 type Receiver struct {
 	b        *Builder
 	grpcLis  net.Listener
@@ -32,6 +36,7 @@ type Receiver struct {
 	received atomic.Int64
 	wg       sync.WaitGroup
 	log      *slog.Logger
+	metrics  *metricsink.Store
 
 	mu        sync.Mutex
 	resources map[string]map[string]string // distinct resources, by their printed form
@@ -47,7 +52,7 @@ func Listen(b *Builder, grpcAddr, httpAddr string, log *slog.Logger) (*Receiver,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Receiver{b: b, log: log, resources: map[string]map[string]string{}}
+	r := &Receiver{b: b, log: log, resources: map[string]map[string]string{}, metrics: metricsink.NewStore()}
 	if grpcAddr != "" {
 		lis, err := net.Listen("tcp", grpcAddr)
 		if err != nil {
@@ -56,6 +61,7 @@ func Listen(b *Builder, grpcAddr, httpAddr string, log *slog.Logger) (*Receiver,
 		r.grpcLis = lis
 		r.grpcSrv = grpc.NewServer()
 		coltracepb.RegisterTraceServiceServer(r.grpcSrv, traceServer{r: r})
+		colmetricspb.RegisterMetricsServiceServer(r.grpcSrv, r.metrics.GRPC())
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
@@ -73,6 +79,7 @@ func Listen(b *Builder, grpcAddr, httpAddr string, log *slog.Logger) (*Receiver,
 		r.httpLis = lis
 		mux := http.NewServeMux()
 		mux.HandleFunc("POST /v1/traces", r.serveHTTP)
+		mux.Handle("POST /v1/metrics", r.metrics)
 		r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		r.wg.Add(1)
 		go func() {
@@ -97,6 +104,9 @@ func addrOf(l net.Listener) string {
 	}
 	return l.Addr().String()
 }
+
+// Metrics are the OTLP metrics received so far.
+func (r *Receiver) Metrics() *metricsink.Store { return r.metrics }
 
 // Received is the number of export requests and spans taken so far.
 func (r *Receiver) Received() (batches, spans int64) { return r.batches.Load(), r.received.Load() }

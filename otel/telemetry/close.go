@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// CloseTimeout bounds how long Close waits for the spans to reach their
-// exporters' backends.
+// CloseTimeout bounds how long Close waits for the spans and metrics to
+// reach their exporters' backends.
 const CloseTimeout = 10 * time.Second
 
 // Close is Shutdown for a process about to end: it waits at most
@@ -16,6 +16,6 @@ func (t *Telemetry) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 	defer cancel()
 	if err := t.Shutdown(ctx); err != nil {
-		t.log.Warn("telemetry: spans may be lost", "err", err)
+		t.log.Warn("telemetry: spans or metrics may be lost", "err", err)
 	}
 }

@@ -32,7 +32,7 @@ func TestCloseLogsWhatShutdownReports(t *testing.T) {
 	_, span := tel.TracerProvider("svc").Tracer("test").Start(context.Background(), "op")
 	span.End()
 	tel.Close()
-	if !strings.Contains(log.String(), "spans may be lost") || !strings.Contains(log.String(), "backend gone") {
+	if !strings.Contains(log.String(), "spans or metrics may be lost") || !strings.Contains(log.String(), "backend gone") {
 		t.Errorf("Close logged:\n%s", log.String())
 	}
 	log.Reset()

@@ -1,11 +1,16 @@
-// Package telemetry builds OpenTelemetry tracer providers from the standard
-// OTEL_* environment, one per service name, so that one process
+// Package telemetry builds OpenTelemetry tracer and meter providers from the
+// standard OTEL_* environment, one per service name, so that one process
 // (the embedded demo) can run elves, packer and sleigh each under its own
-// service.name while sharing exporters and batches.
+// service.name while sharing exporters and batches. A service's tracer and
+// meter providers share one resource (the same service.instance.id).
 //
-// Nothing configured means nothing on: Enabled is false, TracerProvider
-// returns a no-op provider, and the instrumented packages treat a no-op (or
-// nil) provider as "tracing off" and skip all their tracing work.
+// Nothing configured means nothing on: Enabled and MetricsEnabled are false,
+// TracerProvider and MeterProvider return no-op providers, and the
+// instrumented packages treat a no-op (or nil) tracer provider as "tracing
+// off" and skip all their tracing work. Metrics are on whenever an OTLP
+// endpoint is (or Options.MetricReaders is set), and exported every
+// OTEL_METRIC_EXPORT_INTERVAL to the same endpoint as the spans; the first
+// meter provider also reports the Go runtime's metrics (metrics.go).
 //
 // No span is lost silently. Each exporter sits behind the SDK's batch span
 // processor and an admission gate (delivery.go): while exports succeed, a
@@ -19,14 +24,19 @@
 //
 //	OTEL_SDK_DISABLED=true                     everything off
 //	OTEL_TRACES_EXPORTER=otlp|none             default otlp when an endpoint is set
+//	OTEL_METRICS_EXPORTER=otlp|none            default otlp when an endpoint is set
 //	OTEL_EXPORTER_OTLP_ENDPOINT                e.g. http://localhost:4317 (grpc) or http://localhost:4318
 //	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT         for traces only
+//	OTEL_EXPORTER_OTLP_METRICS_ENDPOINT        for metrics only
 //	OTEL_EXPORTER_OTLP_PROTOCOL                grpc | http/protobuf (default http/protobuf)
 //	OTEL_EXPORTER_OTLP_TRACES_PROTOCOL         for traces only
+//	OTEL_EXPORTER_OTLP_METRICS_PROTOCOL        for metrics only
+//	OTEL_METRIC_EXPORT_INTERVAL                ms between metric exports (default 60000)
 //	OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 //	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG (read here as the SDK reads them; the providers say which sampler they have, kafkatrace.SamplingPolicy)
 //	OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE (read here too: the gate holds the queue to its size)
 //	OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS, _INSECURE, _TIMEOUT ... (read by the SDK and exporters)
+//	OTEL_METRIC_EXPORT_TIMEOUT, OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (read by the SDK and exporters)
 package telemetry
 
 import (
@@ -45,6 +55,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -87,6 +98,11 @@ type Options struct {
 	// does not know before it starts one: with OTEL_TRACES_SAMPLER's
 	// samplers a record nobody samples costs kafkatrace no span at all.
 	Sampler sdktrace.Sampler
+	// MetricReaders, when set, gives each service's meter provider these
+	// readers beside the OTLP one (if any); a reader serves one provider,
+	// so it is called once per service. It turns metrics on even without
+	// an OTLP endpoint: tests read with a ManualReader.
+	MetricReaders func(service string) []sdkmetric.Reader
 	// Getenv reads the environment; nil means os.Getenv. Only the variables
 	// this package interprets go through it: the SDK and the exporters read
 	// theirs (endpoint details, headers, batch sizes) from the process
@@ -111,9 +127,15 @@ type Telemetry struct {
 	stopLog   chan struct{}
 	logDone   chan struct{}
 
-	mu      sync.Mutex
-	closed  bool
-	tracers map[string]tracerProvider
+	metricsOn      bool
+	metricExporter sdkmetric.Exporter // nil: no OTLP metrics
+	metricInterval time.Duration
+
+	mu        sync.Mutex
+	closed    bool
+	tracers   map[string]tracerProvider
+	meters    map[string]*sdkmetric.MeterProvider
+	resources map[string]*resource.Resource
 	// sampling is OTEL_TRACES_SAMPLER's, unless Options.Sampler replaces it.
 	sampling samplerChoice
 }
@@ -126,9 +148,17 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	t := &Telemetry{opts: o, getenv: getenv, tracers: map[string]tracerProvider{}}
+	t := &Telemetry{opts: o, getenv: getenv, tracers: map[string]tracerProvider{},
+		meters: map[string]*sdkmetric.MeterProvider{}, resources: map[string]*resource.Resource{}}
+	t.log = o.Log
+	if t.log == nil {
+		t.log = slog.New(errorHandlerLog{})
+	}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return t, nil
+	}
+	if err := t.startMetrics(ctx); err != nil {
+		return nil, err
 	}
 	tracesExp, err := t.exporterChoice("TRACES")
 	if err != nil {
@@ -173,10 +203,6 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	t.tracesOn = len(t.processors) > 0
 	if t.tracesOn && o.Sampler == nil {
 		t.sampling = samplerFromEnv(getenv)
-	}
-	t.log = o.Log
-	if t.log == nil {
-		t.log = slog.New(errorHandlerLog{})
 	}
 	if len(t.exporters) > 0 {
 		every := o.ReportEvery
@@ -244,7 +270,7 @@ func (t *Telemetry) TracerProvider(service string) trace.TracerProvider {
 	if tp, ok := t.tracers[service]; ok {
 		return tp.tp
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(t.resource(service))}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(t.resourceLocked(service))}
 	sampler := t.opts.Sampler
 	if sampler == nil {
 		sampler = t.sampling.sampler
@@ -269,10 +295,14 @@ type tracerProvider struct {
 	tp  trace.TracerProvider
 }
 
-// resource is the environment's resource (OTEL_RESOURCE_ATTRIBUTES) with this
-// service's name and a fresh instance id: SigNoz's Kafka pages group
-// consumers by service.instance.id.
-func (t *Telemetry) resource(service string) *resource.Resource {
+// resourceLocked is the environment's resource (OTEL_RESOURCE_ATTRIBUTES)
+// with this service's name and an instance id fresh for this Telemetry,
+// made once per service (t.mu held): SigNoz's Kafka pages group consumers by
+// service.instance.id, and a service's spans and metrics name the same one.
+func (t *Telemetry) resourceLocked(service string) *resource.Resource {
+	if r, ok := t.resources[service]; ok {
+		return r
+	}
 	r, err := resource.New(context.Background(),
 		resource.WithFromEnv(),
 		resource.WithTelemetrySDK(),
@@ -285,6 +315,7 @@ func (t *Telemetry) resource(service string) *resource.Resource {
 		// still usable; say what was wrong once per service.
 		otel.Handle(fmt.Errorf("telemetry: resource of %s: %w", service, err))
 	}
+	t.resources[service] = r
 	return r
 }
 
@@ -294,8 +325,8 @@ func instanceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Shutdown flushes every provider and exporter and stops them. Spans started
-// afterwards are dropped.
+// Shutdown flushes every provider and exporter (spans and metrics) and stops
+// them. Spans started and measurements made afterwards are dropped.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
@@ -306,7 +337,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	t.closed = true
-	tracers := t.tracers
+	tracers, meters := t.tracers, t.meters
 	t.mu.Unlock()
 	if t.stopLog != nil {
 		close(t.stopLog)
@@ -323,6 +354,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("telemetry: stop span processor: %w", err))
 		}
 	}
+	errs = append(errs, t.shutdownMetrics(ctx, meters)...)
 	for _, p := range t.exporters {
 		s := p.Stats()
 		if s.Lost() > 0 {

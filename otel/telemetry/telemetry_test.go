@@ -81,7 +81,8 @@ func TestSeveralServicesShareOneProcessor(t *testing.T) {
 
 // TestOTLPExportToLoopback exports real OTLP, over gRPC and over
 // http/protobuf, to a receiver on loopback, configured only through the
-// standard environment; the spans arrive with their services' resources.
+// standard environment; the spans arrive with their services' resources,
+// and the metrics, on by default with them, are taken too.
 func TestOTLPExportToLoopback(t *testing.T) {
 	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTPProtobuf} {
 		t.Run(proto, func(t *testing.T) {
@@ -100,11 +101,15 @@ func TestOTLPExportToLoopback(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
 			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=test,service.name=overridden")
 			t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-			t.Setenv("OTEL_METRICS_EXPORTER", "none")
 			tel, err := telemetry.New(context.Background(), telemetry.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			c, err := tel.MeterProvider("packer").Meter("t").Int64Counter("northpole.test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Add(context.Background(), 3)
 			ctx, send := tel.TracerProvider("toy-elves").Tracer("t").Start(context.Background(), "send toys", trace.WithSpanKind(trace.SpanKindProducer))
 			_, proc := tel.TracerProvider("packer").Tracer("t").Start(ctx, "process toys", trace.WithSpanKind(trace.SpanKindConsumer))
 			proc.End()
@@ -116,6 +121,9 @@ func TestOTLPExportToLoopback(t *testing.T) {
 			}
 			if _, spans := rcv.Received(); spans != 2 {
 				t.Fatalf("receiver got %d spans, want 2", spans)
+			}
+			if got := rcv.Metrics().Sum("northpole.test", map[string]string{"service.name": "packer", "deployment.environment.name": "test"}); got != 3 {
+				t.Errorf("northpole.test of packer: %v (received %v)", got, rcv.Metrics().Names())
 			}
 			if e, ok := b.Graph().Edge("toy-elves", "packer"); !ok || e.Calls != 1 {
 				t.Errorf("edge toy-elves -> packer: %+v %v; graph %+v", e, ok, b.Graph())

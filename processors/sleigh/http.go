@@ -126,12 +126,13 @@ func (s *Sleigh) ListenAndRun(ctx context.Context, addr string, ready func(net.A
 // A parameter that is not one of these, or a value that is wrong, is a 400
 // that says what is allowed. At most HTTPConfig.MaxReaders manifest
 // requests run at once; one more waits up to ReaderWait, then gets a 503
-// with Retry-After.
+// with Retry-After. With a meter provider, each request of these routes is
+// timed in http.server.request.duration (metrics.go).
 func (s *Sleigh) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /manifest", s.gate.limit(http.HandlerFunc(s.servePage)))
-	mux.Handle("GET /manifest/summary", s.gate.limit(http.HandlerFunc(s.serveSummary)))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /manifest", s.metrics.measure("/manifest", s.gate.limit(http.HandlerFunc(s.servePage))))
+	mux.Handle("GET /manifest/summary", s.metrics.measure("/manifest/summary", s.gate.limit(http.HandlerFunc(s.serveSummary))))
+	mux.Handle("GET /healthz", s.metrics.measure("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		status, ready := http.StatusServiceUnavailable, false
 		select {
 		case <-s.Ready():
@@ -139,7 +140,7 @@ func (s *Sleigh) Handler() http.Handler {
 		default:
 		}
 		httpserve.WriteJSON(w, status, map[string]any{"running": s.tables.Load() != nil, "ready": ready, "counts": s.Counts()})
-	})
+	})))
 	return mux
 }
 

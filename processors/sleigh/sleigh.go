@@ -33,6 +33,7 @@ import (
 	"github.com/lovoo/goka/storage"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
@@ -63,6 +64,9 @@ type Config struct {
 	// Tracer, when set and not a no-op, traces every record ("process
 	// packed", CONSUMER). Nil: no tracing work.
 	Tracer trace.TracerProvider
+	// Meter, when set, counts the records consumed and the pairs loaded,
+	// and times the HTTP requests (metrics.go). Nil: no metrics.
+	Meter metric.MeterProvider
 }
 
 // DefaultConfig reads the demo's packed topic.
@@ -100,6 +104,7 @@ type Sleigh struct {
 	tr        *kafkatrace.Goka
 	tables    atomic.Pointer[manifestTables] // the view's storage, once Run started it
 	gate      *gate
+	metrics   *metrics
 	loaded    atomic.Int64  // records applied (first sight of a key)
 	repeats   atomic.Int64  // records whose key was already on the sleigh
 	conflicts atomic.Int64  // keys re-sent with a different pair: a packer bug
@@ -117,7 +122,11 @@ func New(cfg Config, log *slog.Logger) (*Sleigh, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh"), ready: make(chan struct{}), gate: newGate(cfg.HTTP)}
+	m, err := newMetrics(cfg.Meter, cfg.Topic, cfg.Group)
+	if err != nil {
+		return nil, fmt.Errorf("sleigh: metrics: %w", err)
+	}
+	s := &Sleigh{cfg: cfg, log: log.With("component", "sleigh"), ready: make(chan struct{}), gate: newGate(cfg.HTTP), metrics: m}
 	s.tr = kafkatrace.NewGoka(cfg.Tracer, kafkatrace.GokaConfig{Group: cfg.Group, ClientID: gokakit.ClientID(cfg.Group), Brokers: cfg.Kafka.Brokers})
 	return s, nil
 }
@@ -154,9 +163,11 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 		prev := v.(*results.Packed)
 		if *prev == *p {
 			s.repeats.Add(1)
+			s.metrics.record(OutcomeRepeat, p.Size)
 			return
 		}
 		s.conflicts.Add(1)
+		s.metrics.record(OutcomeConflict, p.Size)
 		s.log.Error("packed key re-sent with a different pair", "key", ctx.Key(), "first", *prev, "now", *p)
 		if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
 			span.SetStatus(codes.Error, "key re-sent with a different pair")
@@ -165,6 +176,7 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 	}
 	ctx.SetValue(p)
 	s.loaded.Add(1)
+	s.metrics.record(OutcomeLoaded, p.Size)
 	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
 		span.SetAttributes(attribute.String("northpole.line", p.Line), attribute.String("northpole.size", p.Size), attribute.String("northpole.window_start", p.WindowStart),
 			attribute.String("northpole.toy_id", p.ToyID), attribute.String("northpole.box_id", p.BoxID))
@@ -175,6 +187,7 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 // not a pair; the sleigh goes on with the next.
 func (s *Sleigh) notAPair(ctx goka.Context, err error) {
 	s.malformed.Add(1)
+	s.metrics.record(OutcomeMalformed, "")
 	s.log.Error("packed record is not a pair", "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
 	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
 		span.RecordError(err)

@@ -1,0 +1,148 @@
+package sleigh_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
+	"github.com/northpole-workshop/northpole/processors/sleigh"
+)
+
+// collect reads rd's metrics by name: counters as sums by the attributes
+// named, histograms as counts by them.
+func collect(t *testing.T, rd *sdkmetric.ManualReader, name string, keys ...string) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := rd.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	label := func(s attribute.Set) string {
+		var parts []string
+		for _, k := range keys {
+			v, _ := s.Value(attribute.Key(k))
+			parts = append(parts, v.Emit())
+		}
+		return strings.Join(parts, "|")
+	}
+	out := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					out[label(dp.Attributes)] += dp.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					out[label(dp.Attributes)] += int64(dp.Count)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestRequestMetrics: every request of the manifest's routes is timed
+// under its route and status (the 503s of a sleigh not running among them,
+// with error.type), and nothing else is.
+func TestRequestMetrics(t *testing.T) {
+	rd := sdkmetric.NewManualReader()
+	cfg := sleigh.DefaultConfig()
+	cfg.Kafka = kafkaconf.Config{Brokers: []string{"127.0.0.1:1"}}
+	cfg.Meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	for _, u := range []string{"/manifest", "/manifest", "/manifest?size=XXL", "/manifest/summary", "/healthz", "/nowhere"} {
+		get(t, h, u)
+	}
+	got := collect(t, rd, "http.server.request.duration", "http.request.method", "url.scheme", "http.route", "http.response.status_code", "error.type")
+	want := map[string]int64{
+		"GET|http|/manifest|503|503":         2,
+		"GET|http|/manifest|400|":            1,
+		"GET|http|/manifest/summary|503|503": 1,
+		"GET|http|/healthz|503|503":          1,
+	}
+	if len(got) != len(want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%s: %d requests, want %d (all %v)", k, got[k], n, got)
+		}
+	}
+}
+
+// TestPairMetrics: the sleigh counts each packed record it consumed (the
+// messaging conventions' counter, under its topic and group) and what
+// became of it, by size class.
+func TestPairMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rd := sdkmetric.NewManualReader()
+	cfg := sleigh.DefaultConfig()
+	cfg.Kafka = testkafka.Config(t)
+	cfg.Topic, cfg.Group = testkafka.Unique("sleigh-metrics")+"-packed", testkafka.Unique("sleigh-metrics")
+	cfg.Partitions = 2
+	cfg.Meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	produce(ctx, t, cfg,
+		results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+		results.Packed{ToyID: "t2", BoxID: "b2", Size: "S", WindowStart: "2026-12-24T10:00:00Z"},
+		results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}, // a replay
+		results.Packed{ToyID: "t1", BoxID: "b9", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}, // a conflict
+	)
+	defer runInBackground(t, ctx, s)()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if c := s.Counts(); c.Loaded+c.Repeats+c.Conflicts >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sleigh did not apply 4 records within a minute: counts %+v", s.Counts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pairs := collect(t, rd, sleigh.MetricPairs, "northpole.outcome", "northpole.size")
+	if want := map[string]int64{"loaded|M": 1, "loaded|S": 1, "repeat|M": 1, "conflict|M": 1}; len(pairs) != len(want) {
+		t.Errorf("pairs %v, want %v", pairs, want)
+	} else {
+		for k, n := range want {
+			if pairs[k] != n {
+				t.Errorf("%s: %d, want %d", k, pairs[k], n)
+			}
+		}
+	}
+	consumed := collect(t, rd, "messaging.client.consumed.messages", "messaging.system", "messaging.operation.name", "messaging.destination.name", "messaging.consumer.group.name")
+	if k := "kafka|process|" + cfg.Topic + "|" + cfg.Group; consumed[k] != 4 || len(consumed) != 1 {
+		t.Errorf("consumed %v, want 4 at %s", consumed, k)
+	}
+	if code, _ := get(t, s.Handler(), "/manifest?size=M"); code != http.StatusOK {
+		t.Fatalf("GET /manifest?size=M: %d", code)
+	}
+	if n := collect(t, rd, "http.server.request.duration", "http.route", "http.response.status_code")["/manifest|200"]; n != 1 {
+		t.Errorf("%d pages of 200 timed, want 1", n)
+	}
+}
