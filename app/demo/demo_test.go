@@ -154,12 +154,12 @@ func TestWriteFilesKeepsEveryRow(t *testing.T) {
 	for _, side := range []string{"goka", "sql"} {
 		for file, want := range map[string][]string{
 			"packed.jsonl": {
-				`{"toy_id":"t1","box_id":"b1","size":"M","window_start":"2026-12-24T10:00:00Z"}`,
-				`{"toy_id":"t1","box_id":"b2","size":"M","window_start":"2026-12-24T10:00:10Z"}`,
+				`{"toy_id":"t1","box_id":"b1","line":"M","size":"M","window_start":"2026-12-24T10:00:00Z"}`,
+				`{"toy_id":"t1","box_id":"b2","line":"M","size":"M","window_start":"2026-12-24T10:00:10Z"}`,
 			},
 			"late.jsonl": {
-				`{"stream":"toys","partition":1,"offset":7,"id":"x","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
-				`{"stream":"toys","partition":1,"offset":9,"id":"x","size":"M","made_at":"2026-12-24T10:00:02Z"}`,
+				`{"stream":"toys","partition":1,"offset":7,"id":"x","line":"M","size":"M","made_at":"2026-12-24T10:00:01Z"}`,
+				`{"stream":"toys","partition":1,"offset":9,"id":"x","line":"M","size":"M","made_at":"2026-12-24T10:00:02Z"}`,
 			},
 		} {
 			b, err := os.ReadFile(filepath.Join(dir, side, file))
@@ -247,12 +247,12 @@ func deadPositions(t *testing.T, jsonl []byte) []string {
 func reusedIDsAndLateCopies() results.Set {
 	return results.Set{
 		Packed: []results.Packed{
-			{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
-			{ToyID: "t1", BoxID: "b2", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
+			{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+			{ToyID: "t1", BoxID: "b2", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:10Z"},
 		},
 		Late: []results.Late{
-			{Stream: "toys", Partition: 1, Offset: 7, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:01Z"},
-			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
+			{Stream: "toys", Partition: 1, Offset: 7, ID: "x", Line: "M", Size: "M", MadeAt: "2026-12-24T10:00:01Z"},
+			{Stream: "toys", Partition: 1, Offset: 9, ID: "x", Line: "M", Size: "M", MadeAt: "2026-12-24T10:00:02Z"},
 		},
 	}
 }

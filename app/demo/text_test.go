@@ -11,7 +11,7 @@ import (
 // TestWriteDiffs: rows that differ from the reference are printed as their
 // JSON, not as Go values.
 func TestWriteDiffs(t *testing.T) {
-	goka := results.Set{Packed: []results.Packed{{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}}}
+	goka := results.Set{Packed: []results.Packed{{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}}}
 	ref := results.Set{Dead: []results.Dead{{Stream: "toys", Partition: 2, Offset: 9, Reason: "no id"}}}
 	r := demo.Result{Reference: results.Compare(goka, ref)}
 	var b strings.Builder
@@ -19,7 +19,7 @@ func TestWriteDiffs(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"packed: 1 row only in Goka, 0 only in the reference",
-		`only in goka:      {"toy_id":"t1","box_id":"b1","size":"M","window_start":"2026-12-24T10:00:00Z"}`,
+		`only in goka:      {"toy_id":"t1","box_id":"b1","line":"M","size":"M","window_start":"2026-12-24T10:00:00Z"}`,
 		`only in reference: {"stream":"toys","partition":2,"offset":9,"reason":"no id"}`,
 	} {
 		if !strings.Contains(out, want) {
@@ -42,9 +42,9 @@ func TestWriteDiffsOfReusedIDsAndLateCopies(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"packed: 1 row only in Goka, 0 only in the reference",
-		`only in goka:      {"toy_id":"t1","box_id":"b2","size":"M","window_start":"2026-12-24T10:00:10Z"}`,
+		`only in goka:      {"toy_id":"t1","box_id":"b2","line":"M","size":"M","window_start":"2026-12-24T10:00:10Z"}`,
 		"late: 1 row only in Goka, 0 only in the reference",
-		`only in goka:      {"stream":"toys","partition":1,"offset":9,"id":"x","size":"M","made_at":"2026-12-24T10:00:02Z"}`,
+		`only in goka:      {"stream":"toys","partition":1,"offset":9,"id":"x","line":"M","size":"M","made_at":"2026-12-24T10:00:02Z"}`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("WriteDiffs lacks %q:\n%s", want, out)
@@ -58,7 +58,7 @@ func TestWriteDiffsOfReusedIDsAndLateCopies(t *testing.T) {
 // TestWriteDiffsCuts: past maxRows a side's rows are counted, with the hint
 // that says how to see them.
 func TestWriteDiffsCuts(t *testing.T) {
-	goka := results.Set{Spare: []results.Spare{{BoxID: "b1", Size: "S"}, {BoxID: "b2", Size: "S"}, {BoxID: "b3", Size: "S"}}}
+	goka := results.Set{Spare: []results.Spare{{BoxID: "b1", Line: "S", Size: "S"}, {BoxID: "b2", Size: "S"}, {BoxID: "b3", Size: "S"}}}
 	var b strings.Builder
 	demo.Result{Reference: results.Compare(goka, results.Set{})}.WriteDiffs(&b, 2, "see all")
 	if out := b.String(); strings.Count(out, "only in goka:") != 2 || !strings.Contains(out, "  ... 1 more only in goka (see all)\n") {

@@ -145,7 +145,7 @@ func TestCompareReportsAnExtraRecord(t *testing.T) {
 	slices.Sort(got)
 	want := []string{
 		"dead only in sql: " + canonJSON(t, results.Dead{Stream: "toys", Partition: part, Offset: offsets[0], Reason: "malformed json"}),
-		"late only in sql: " + canonJSON(t, results.Late{Stream: "toys", Partition: part, Offset: offsets[1], ID: "extra-late", Size: "M", MadeAt: "2026-12-23T23:00:00Z"}),
+		"late only in sql: " + canonJSON(t, results.Late{Stream: "toys", Partition: part, Offset: offsets[1], ID: "extra-late", Line: "M", Size: "M", MadeAt: "2026-12-23T23:00:00Z"}),
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("differences:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))

@@ -110,10 +110,10 @@ func TestPairMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(ctx, t, cfg,
-		results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
-		results.Packed{ToyID: "t2", BoxID: "b2", Size: "S", WindowStart: "2026-12-24T10:00:00Z"},
-		results.Packed{ToyID: "t1", BoxID: "b1", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}, // a replay
-		results.Packed{ToyID: "t1", BoxID: "b9", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}, // a conflict
+		results.Packed{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"},
+		results.Packed{ToyID: "t2", BoxID: "b2", Line: "S", Size: "S", WindowStart: "2026-12-24T10:00:00Z"},
+		results.Packed{ToyID: "t1", BoxID: "b1", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}, // a replay
+		results.Packed{ToyID: "t1", BoxID: "b9", Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"}, // a conflict
 	)
 	defer runInBackground(t, ctx, s)()
 	for deadline := time.Now().Add(time.Minute); ; {
