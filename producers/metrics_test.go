@@ -36,7 +36,7 @@ func counted(t *testing.T, rd *sdkmetric.ManualReader, name string, keys ...stri
 					if i > 0 {
 						k += "|"
 					}
-					k += v.Emit()
+					k += v.String()
 				}
 				out[k] += dp.Value
 			}

@@ -366,7 +366,7 @@ func (s Summary) Lines() int {
 // pairs.
 func summarize(counts map[windowID]int64, f lineFilter) Summary {
 	ids := slices.SortedFunc(maps.Keys(counts), func(a, b windowID) int {
-		return cmp.Or(a.line.compare(b.line), cmp.Compare(a.window, b.window))
+		return cmp.Or(a.compare(b.line), cmp.Compare(a.window, b.window))
 	})
 	s := Summary{Sizes: []SizeSummary{}}
 	for _, id := range ids {
@@ -377,7 +377,7 @@ func summarize(counts map[windowID]int64, f lineFilter) Summary {
 			s.Sizes = append(s.Sizes, SizeSummary{Size: id.size()})
 		}
 		sz := &s.Sizes[len(s.Sizes)-1]
-		if name := id.line.String(); len(sz.Lines) == 0 || sz.Lines[len(sz.Lines)-1].Line != name {
+		if name := id.String(); len(sz.Lines) == 0 || sz.Lines[len(sz.Lines)-1].Line != name {
 			sz.Lines = append(sz.Lines, LineSummary{Line: name})
 		}
 		ln := &sz.Lines[len(sz.Lines)-1]

@@ -29,7 +29,7 @@ func collect(t *testing.T, rd *sdkmetric.ManualReader, name string, keys ...stri
 		var parts []string
 		for _, k := range keys {
 			v, _ := s.Value(attribute.Key(k))
-			parts = append(parts, v.Emit())
+			parts = append(parts, v.String())
 		}
 		return strings.Join(parts, "|")
 	}
