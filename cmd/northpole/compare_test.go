@@ -171,7 +171,7 @@ func TestCompareReportsAnExtraRecord(t *testing.T) {
 	// The text output names the same rows and the records' positions.
 	out, code = runCLI(t, ctx, r.args()...)
 	t.Logf("compare's text output:\n%s", out)
-	for _, s := range []string{"DIFFERENT: 2 rows", fmt.Sprintf("late, only in sql: toys/%d@%d, id \"extra-late\", M", part, offsets[1]), "goka: no row",
+	for _, s := range []string{"DIFFERENT: 2 rows", fmt.Sprintf("late, only in sql: toys/%d@%d, id \"extra-late\", line M", part, offsets[1]), "goka: no row",
 		fmt.Sprintf("toys/%d@%d key M made_at 2026-12-23T23:00:00Z", part, offsets[1])} {
 		if !strings.Contains(out, s) {
 			t.Errorf("text output lacks %q:\n%s", s, out)
