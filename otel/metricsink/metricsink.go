@@ -227,15 +227,16 @@ func (g grpcService) Export(_ context.Context, req *colmetricspb.ExportMetricsSe
 // maxBody bounds one OTLP/HTTP request.
 const maxBody = 64 << 20
 
-// ServeHTTP answers POST /v1/metrics with protobuf bodies (gzip or not),
-// as the OTLP/HTTP metric exporters send them.
-func (s *Store) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+// ReadBody reads an OTLP/HTTP request's body, gzip or not, of at most
+// 64 MiB; when it cannot, it has answered 400 and returns false. The
+// service-map receiver reads its requests with it too.
+func ReadBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
 	var body io.Reader = http.MaxBytesReader(w, req.Body, maxBody)
 	if req.Header.Get("Content-Encoding") == "gzip" {
 		gz, err := gzip.NewReader(body)
 		if err != nil {
 			http.Error(w, "bad gzip body: "+err.Error(), http.StatusBadRequest)
-			return
+			return nil, false
 		}
 		defer gz.Close()
 		body = io.LimitReader(gz, maxBody)
@@ -243,6 +244,16 @@ func (s *Store) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	data, err := io.ReadAll(body)
 	if err != nil {
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return data, true
+}
+
+// ServeHTTP answers POST /v1/metrics with protobuf bodies (gzip or not),
+// as the OTLP/HTTP metric exporters send them.
+func (s *Store) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	data, ok := ReadBody(w, req)
+	if !ok {
 		return
 	}
 	if ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); ct != "application/x-protobuf" {

@@ -1,7 +1,6 @@
 package servicemap
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -147,23 +146,9 @@ func (s traceServer) Export(_ context.Context, req *coltracepb.ExportTraceServic
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
-// maxBody bounds one OTLP/HTTP request.
-const maxBody = 64 << 20
-
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
-	var body io.Reader = http.MaxBytesReader(w, req.Body, maxBody)
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(body)
-		if err != nil {
-			http.Error(w, "bad gzip body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		defer gz.Close()
-		body = io.LimitReader(gz, maxBody)
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+	data, ok := metricsink.ReadBody(w, req)
+	if !ok {
 		return
 	}
 	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
