@@ -2,9 +2,12 @@ package packer_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,15 +28,15 @@ func manyLines(seed int64) scenario {
 		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
 }
 
-// TestCrashRebalanceManyLines runs three packer processes in one group on 16
-// partitions carrying 64 lines and kills them with SIGKILL, in turn, every
-// 0.05-2 s while the elves write. Two of every three come back at once under
-// their own instance id (a static member resumes its partitions without a
-// rebalance); the third comes back under a new id, so the group rebalances
-// twice: the new member takes a share at once, and the dead one's
-// partitions move when its session times out. The deduplicated results must
-// equal the reference, and the raw output must not put a toy in two boxes or
-// two toys in a box.
+// TestCrashRebalanceManyLines runs three packer processes, static members
+// of one group, on 16 partitions carrying 64 lines and kills them with
+// SIGKILL, in turn, every 0.05-2 s while the elves write. Most come back at
+// once under their own instance id, and resume their partitions without a
+// rebalance. One stays down until its session has timed out and the two
+// others hold all its partitions (their /healthz says so); then it comes
+// back and the test waits until it holds its share again. The deduplicated results must equal
+// the reference, and the raw output must not put a toy in two boxes or two
+// toys in a box.
 func TestCrashRebalanceManyLines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -53,11 +56,16 @@ func TestCrashRebalanceManyLines(t *testing.T) {
 	}
 	logPath := filepath.Join(t.TempDir(), "packers.log")
 	const instances = 3
+	addrs := make([]string, instances)
+	for i := range addrs {
+		addrs[i] = freeAddr(t)
+	}
+	args := func(i int) []string {
+		return append(pl.packerArgs(fmt.Sprintf("rb%d", i)), "--listen", addrs[i])
+	}
 	procs := make([]*packerProcess, instances)
-	ids := make([]string, instances)
 	for i := range procs {
-		ids[i] = fmt.Sprintf("rb%d", i)
-		procs[i] = startPackerProcess(t, bin, pl.packerArgs(ids[i]), logPath)
+		procs[i] = startPackerProcess(t, bin, args(i), logPath)
 	}
 	defer func() {
 		for _, p := range procs {
@@ -66,11 +74,11 @@ func TestCrashRebalanceManyLines(t *testing.T) {
 	}()
 
 	produced := make(chan error, 1)
-	go func() { produced <- pl.produceAt(ctx, s, 200) }()
+	go func() { produced <- pl.produceAt(ctx, s, 100) }()
 
 	rng := rand.New(rand.NewPCG(801, 7))
-	const minKills = 9
-	kills, renamed := 0, 0
+	const minKills, downKill = 9, 5
+	kills := 0
 	elvesDone := false
 	for kills < minKills || !elvesDone {
 		wait := time.Duration(800+rng.IntN(1200)) * time.Millisecond
@@ -92,13 +100,21 @@ func TestCrashRebalanceManyLines(t *testing.T) {
 		i := kills % instances
 		procs[i].kill()
 		kills++
-		if kills%instances == 0 {
-			ids[i] = fmt.Sprintf("rb%d-%d", i, kills)
-			renamed++
+		if kills != downKill {
+			procs[i] = startPackerProcess(t, bin, args(i), logPath)
+			continue
 		}
-		procs[i] = startPackerProcess(t, bin, pl.packerArgs(ids[i]), logPath)
+		// Down until its session has timed out and the two others hold
+		// every partition; then back until it holds its share again.
+		began := time.Now()
+		waitShares(t, ctx, slices.Delete(slices.Clone(addrs), i, i+1), int(s.partitions), int(s.partitions)/2)
+		t.Logf("instance %d killed; the two others held every partition %v later", i, time.Since(began).Round(100*time.Millisecond))
+		began = time.Now()
+		procs[i] = startPackerProcess(t, bin, args(i), logPath)
+		waitShares(t, ctx, addrs, int(s.partitions), int(s.partitions)/instances)
+		t.Logf("instance %d restarted; it held its share %v later", i, time.Since(began).Round(100*time.Millisecond))
 	}
-	t.Logf("%v: killed a packer %d times with SIGKILL; %d came back under a new instance id", s, kills, renamed)
+	t.Logf("%v: killed a packer %d times with SIGKILL", s, kills)
 	began := time.Now()
 	if err := outputs.WaitQuiet(ctx, pl.cfg, 250*time.Millisecond, nil, slog.Default()); err != nil {
 		b, _ := os.ReadFile(logPath)
@@ -218,4 +234,70 @@ func waitConsumed(t *testing.T, ctx context.Context, pk *packer.Packer, held [2]
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// freeAddr is a loopback address with a port free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	return lis.Addr().String()
+}
+
+// waitShares waits until the packers serving /healthz on addrs run and
+// between them hold each of the partitions of both groups once, each at
+// least share of them. It fails the test when that does not come within a minute.
+func waitShares(t *testing.T, ctx context.Context, addrs []string, partitions, share int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var last []string
+	for {
+		last = last[:0]
+		held := [2][]int32{}
+		ok := true
+		for _, addr := range addrs {
+			h, err := healthOf(ctx, addr)
+			ok = ok && err == nil && h.Running && len(h.Groups) == 2
+			if !ok {
+				last = append(last, fmt.Sprintf("%s: %+v %v", addr, h, err))
+				break
+			}
+			for g := range held {
+				ok = ok && len(h.Groups[g].Partitions) >= share
+				held[g] = append(held[g], h.Groups[g].Partitions...)
+			}
+			last = append(last, fmt.Sprintf("%s holds %v and %v", addr, h.Groups[0].Partitions, h.Groups[1].Partitions))
+		}
+		for g := range held {
+			all := slices.Sorted(slices.Values(held[g]))
+			ok = ok && len(slices.Compact(all)) == len(held[g]) && len(held[g]) == partitions
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the packers never shared the partitions, each at least %d: %v", share, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// healthOf is the packer's Health as it serves it on addr.
+func healthOf(ctx context.Context, addr string) (packer.Health, error) {
+	var h packer.Health
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		return h, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	return h, json.NewDecoder(resp.Body).Decode(&h)
 }
