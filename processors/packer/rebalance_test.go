@@ -161,8 +161,8 @@ func TestAddedInstanceTakesItsShare(t *testing.T) {
 	heldC := waitHeld(t, ctx, c, share)
 	tookShare := time.Since(began)
 	working := waitConsumed(t, ctx, c, heldC, func(p int32) bool { return spread.Lines[p] > 0 })
-	t.Logf("%v: the third instance held %v (clock group) and %v (slots group) %v after it started, and had consumed records on each of them that carries a line after %v",
-		s, heldC[0], heldC[1], tookShare.Round(10*time.Millisecond), working.Round(10*time.Millisecond)+tookShare.Round(10*time.Millisecond))
+	t.Logf("%v: the third instance held %v (clock group) and %v (slots group) %v after it started, and had consumed records on each of them that carries a line %v after it started",
+		s, heldC[0], heldC[1], tookShare.Round(10*time.Millisecond), (tookShare + working).Round(10*time.Millisecond))
 	heldA, heldB := waitHeld(t, ctx, a, share), waitHeld(t, ctx, b, share)
 	for g := range 2 {
 		all := slices.Concat(heldA[g], heldB[g], heldC[g])
