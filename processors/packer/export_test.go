@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"context"
 	"maps"
 	"slices"
 )
@@ -22,4 +23,27 @@ func (p *Packer) HeldPartitions() (clock, slots, cleaned []int32) {
 		return slices.Sorted(maps.Keys(s.m))
 	}
 	return held(p.clockStores), held(p.slotStores), slices.Sorted(maps.Keys(p.slotStores.horizons()))
+}
+
+// ConsumedByPartition is, per group (clock, slots), the input records each
+// partition this packer holds has consumed since it was assigned here; nil
+// before Run has built the groups.
+func (p *Packer) ConsumedByPartition(ctx context.Context) []map[int32]uint {
+	procs := p.procs.Load()
+	if procs == nil {
+		return nil
+	}
+	out := make([]map[int32]uint, len(*procs))
+	for i, proc := range *procs {
+		out[i] = map[int32]uint{}
+		sctx, cancel := context.WithTimeout(ctx, healthTimeout)
+		stats := proc.StatsWithContext(sctx)
+		cancel()
+		for part, ps := range stats.Group {
+			for _, in := range ps.Input {
+				out[i][part] += in.Count
+			}
+		}
+	}
+	return out
 }

@@ -460,21 +460,7 @@ func TestRevokedPartitionsLeaveMemory(t *testing.T) {
 		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
 		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
 	pl := newPipeline(t, kc, s)
-	start := func() (*packer.Packer, func()) {
-		pk, err := packer.New(pl.cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, stop := context.WithCancel(ctx)
-		ran := make(chan error, 1)
-		go func() { ran <- pk.Run(rctx) }()
-		return pk, func() {
-			stop()
-			if err := <-ran; err != nil {
-				t.Errorf("packer: %v", err)
-			}
-		}
-	}
+	start := func() (*packer.Packer, func()) { return startInstance(t, ctx, pl.cfg, "") }
 	all := []int32{0, 1, 2, 3}
 	a, stopA := start()
 	// Both of A's groups hold every partition, and its state all of them.
