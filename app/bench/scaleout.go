@@ -181,7 +181,7 @@ func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, pr
 	r.Seconds = time.Since(began).Seconds()
 	sc := &ScaleOut{Spread: spread.String(), Busiest: spread.Busiest(), Idle: spread.Idle()}
 	r.Scale = sc
-	sc.Instances = healths(ctx, ins, cfg)
+	sc.Instances = b.settledHealths(ctx, ins, cfg)
 	if err := stopInstances(ins, &r); err != nil {
 		return r, err
 	}
@@ -239,14 +239,14 @@ func (b *Bench) startInstances(ctx context.Context, n int, cfg packer.Config, en
 	return ins, nil
 }
 
-// waitJoined waits until every instance runs and the instances' groups
-// hold every partition among them, each instance some of both groups' when
-// there are enough (Config.JoinFirst).
+// waitJoined waits until the instances' groups hold every partition among
+// them, each instance some of both groups' when there are enough
+// (Config.JoinFirst).
 func (b *Bench) waitJoined(ctx context.Context, ins []instance, cfg packer.Config) error {
 	b.progress("  waiting until every packer holds partitions of both groups (join first)")
 	stopped := anyStopped(ins)
 	for {
-		if joined(healths(ctx, ins, cfg), int(cfg.Partitions)) {
+		if held(healths(ctx, ins, cfg), int(cfg.Partitions), true) {
 			return nil
 		}
 		select {
@@ -259,18 +259,52 @@ func (b *Bench) waitJoined(ctx context.Context, ins []instance, cfg packer.Confi
 	}
 }
 
-// joined says whether the instances' groups hold all of partitions among
-// them, each instance some of both groups' when there are at least as many
-// partitions as instances.
-func joined(hs []InstanceResult, partitions int) bool {
-	var clock, slots int
+// settleWait bounds how long the bench waits, at zero lag, for the
+// packers' groups to hold every partition again.
+const settleWait = 30 * time.Second
+
+// settledHealths reads the instances' Health once their groups hold every
+// partition among them: at zero lag a group may still be rebalancing (a
+// late joiner), and a packer in a rebalance holds nothing. After
+// settleWait it returns what it last read.
+func (b *Bench) settledHealths(ctx context.Context, ins []instance, cfg packer.Config) []InstanceResult {
+	deadline := time.Now().Add(settleWait)
+	for {
+		hs := healths(ctx, ins, cfg)
+		if held(hs, int(cfg.Partitions), false) {
+			return hs
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			b.progress("  the packers' groups did not hold every partition within %s of zero lag: their health as it was", settleWait)
+			return hs
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// held says whether the instances' groups hold all of partitions among
+// them, each exactly once; with each, also whether every instance holds
+// some of both groups' (when there are at least as many partitions as
+// instances).
+func held(hs []InstanceResult, partitions int, each bool) bool {
+	clock, slots := map[int32]int{}, map[int32]int{}
 	for _, h := range hs {
-		if h.HealthError != "" || partitions >= len(hs) && (len(h.Partitions) == 0 || len(h.SlotsPartitions) == 0) {
+		if h.HealthError != "" || each && partitions >= len(hs) && (len(h.Partitions) == 0 || len(h.SlotsPartitions) == 0) {
 			return false
 		}
-		clock, slots = clock+len(h.Partitions), slots+len(h.SlotsPartitions)
+		for _, p := range h.Partitions {
+			clock[p]++
+		}
+		for _, p := range h.SlotsPartitions {
+			slots[p]++
+		}
 	}
-	return clock == partitions && slots == partitions
+	for p := range int32(partitions) {
+		if clock[p] != 1 || slots[p] != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // freeLoopbackAddr is a port of 127.0.0.1 that was free a moment ago. The

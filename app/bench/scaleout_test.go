@@ -118,27 +118,33 @@ func TestShares(t *testing.T) {
 	}
 }
 
-// TestJoined: every partition of both groups held once among the
-// instances, each with some of both when there are enough partitions.
-func TestJoined(t *testing.T) {
+// TestHeld: every partition of both groups held once among the
+// instances; with each, every instance holds some of both when there are
+// enough partitions.
+func TestHeld(t *testing.T) {
 	in := func(clock, slots []int32) InstanceResult {
 		return InstanceResult{Partitions: clock, SlotsPartitions: slots}
 	}
 	for _, tc := range []struct {
-		name string
-		hs   []InstanceResult
-		p    int
-		want bool
+		name      string
+		hs        []InstanceResult
+		p         int
+		all, each bool
 	}{
-		{"shared", []InstanceResult{in([]int32{0, 1}, []int32{2, 3}), in([]int32{2, 3}, []int32{0, 1})}, 4, true},
-		{"one holds all", []InstanceResult{in([]int32{0, 1, 2, 3}, []int32{0, 1, 2, 3}), in(nil, nil)}, 4, false},
-		{"one has no slots", []InstanceResult{in([]int32{0, 1}, []int32{0, 1, 2, 3}), in([]int32{2, 3}, nil)}, 4, false},
-		{"a partition not yet assigned", []InstanceResult{in([]int32{0}, []int32{2, 3}), in([]int32{2, 3}, []int32{0, 1})}, 4, false},
-		{"health not read", []InstanceResult{in([]int32{0, 1}, []int32{0, 1}), {HealthError: "refused"}}, 2, false},
-		{"more instances than partitions", []InstanceResult{in([]int32{0}, []int32{0}), in(nil, nil)}, 1, true},
+		{"shared", []InstanceResult{in([]int32{0, 1}, []int32{2, 3}), in([]int32{2, 3}, []int32{0, 1})}, 4, true, true},
+		{"one holds all", []InstanceResult{in([]int32{0, 1, 2, 3}, []int32{0, 1, 2, 3}), in(nil, nil)}, 4, true, false},
+		{"one has no slots", []InstanceResult{in([]int32{0, 1}, []int32{0, 1, 2, 3}), in([]int32{2, 3}, nil)}, 4, true, false},
+		{"a partition not yet assigned", []InstanceResult{in([]int32{0}, []int32{2, 3}), in([]int32{2, 3}, []int32{0, 1})}, 4, false, false},
+		{"a partition held twice", []InstanceResult{in([]int32{0, 1}, []int32{2, 3}), in([]int32{1, 2, 3}, []int32{0, 1})}, 4, false, false},
+		{"rebalancing: nothing held", []InstanceResult{in(nil, []int32{0, 1}), in(nil, []int32{2, 3})}, 4, false, false},
+		{"health not read", []InstanceResult{in([]int32{0, 1}, []int32{0, 1}), {HealthError: "refused"}}, 2, false, false},
+		{"more instances than partitions", []InstanceResult{in([]int32{0}, []int32{0}), in(nil, nil)}, 1, true, true},
 	} {
-		if got := joined(tc.hs, tc.p); got != tc.want {
-			t.Errorf("%s: joined = %v, want %v", tc.name, got, tc.want)
+		if got := held(tc.hs, tc.p, false); got != tc.all {
+			t.Errorf("%s: held = %v, want %v", tc.name, got, tc.all)
+		}
+		if got := held(tc.hs, tc.p, true); got != tc.each {
+			t.Errorf("%s: held by each = %v, want %v", tc.name, got, tc.each)
 		}
 	}
 }
