@@ -100,6 +100,10 @@ instance's. Then a table per run:
   sum µs/ev         all instances' CPU over all input events: the cost of
                     the work, which should not grow with N
   broker µs/ev      as above (net of its idle rate when measured)
+  counted %         the input events the instances' clock groups say they
+                    consumed, over the events: below 100 when partitions
+                    changed hands after consuming began (then the shares
+                    below are the last assignment's)
   reference         "equal" when the five result sets equal the batch
                     reference and no key was written twice with two values
 And a line per instance (the packer is two goka groups, each assigning its
@@ -281,7 +285,7 @@ func writeScaleTable(w io.Writer, rs []Result) {
 	}
 	fmt.Fprintf(w, "\nscale-out: %s\n", runs[0].Scale.Spread)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\tinstances\tparts\tevents\tevents/s\trate ratio\tsum µs/ev\tbroker µs/ev\tmax RSS MiB\treference\t")
+	fmt.Fprintln(tw, "round\tinstances\tparts\tevents\tevents/s\trate ratio\tsum µs/ev\tbroker µs/ev\tmax RSS MiB\tcounted %\treference\t")
 	base := map[int]float64{} // the first run's events/s, by round
 	for _, r := range runs {
 		if _, ok := base[r.Round]; !ok {
@@ -298,8 +302,12 @@ func writeScaleTable(w io.Writer, rs []Result) {
 		if r.Scale.Rows == 0 && r.Scale.VerifyMS == 0 {
 			ref = "not checked"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%s\t%.0f\t%s\t\n", r.Round, r.Instances, r.Partitions, r.InputEvents, r.EventsPerSec,
-			r.EventsPerSec/base[r.Round], r.CPUPerEventUS, broker, r.MaxRSSMiB, ref)
+		counted := "-"
+		if r.InputEvents > 0 {
+			counted = fmt.Sprintf("%.0f", 100*float64(r.Scale.Consumed)/float64(r.InputEvents))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%s\t%.0f\t%s\t%s\t\n", r.Round, r.Instances, r.Partitions, r.InputEvents, r.EventsPerSec,
+			r.EventsPerSec/base[r.Round], r.CPUPerEventUS, broker, r.MaxRSSMiB, counted, ref)
 	}
 	tw.Flush()
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
