@@ -175,7 +175,7 @@ func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, pr
 		err = b.waitQuiet(ctx, countedLag, anyStopped(ins), packers(len(ins)))
 	}
 	if err != nil {
-		stopInstances(ins, &r)
+		_ = stopInstances(ins, &r)
 		return r, err
 	}
 	r.Seconds = time.Since(began).Seconds()
