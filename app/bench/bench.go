@@ -5,7 +5,10 @@
 // event (rusage) and peak RSS (VmHWM), output records/s and, live, the pack
 // latency; and, with Config.Restart, what the packer's internal topics keep
 // once its cleaner has run and how long a restarted packer takes to be
-// ready (state.go). `northpole bench` is its command line;
+// ready (state.go). The scale variant (scaleout.go) runs several packers
+// in one group on lines spread over many partitions, reports each one's
+// partitions, share of the work and CPU per event, and checks every run
+// against the batch reference. `northpole bench` is its command line;
 // docs/PERFORMANCE.md has the numbers.
 //
 // The bench does not know the command line of the processes it measures:

@@ -88,7 +88,8 @@ Scale-out (the scale variant; --instances 1,2,4 --partitions 16 --halls 16):
 for each count N the bench pre-loads the backlog, starts N packers at once
 (separate processes, one consumer group, same topics; each serves its
 health on the loopback), measures until the group's lag is zero, reads each
-instance's Health, stops them all, then reads the inputs and outputs back
+instance's Health once the groups hold every partition (a group may still
+be rebalancing at zero lag; at most 30 s), stops them all at once, then reads the inputs and outputs back
 and computes the batch reference (contract.Compute) on those inputs: every
 run must equal it. In the main table the row's packer µs/ev is the
 instances' CPU summed over all input events, max RSS MiB the largest
@@ -96,7 +97,8 @@ instance's. Then a table per run:
   events/s          as above: the backlog's input events over the wall time
                     from the packers' start to zero lag (joins and
                     rebalances included)
-  rate ratio        events/s over the first run's (1 instance)
+  rate ratio        events/s over its round's first run's (the first
+                    --instances count)
   sum µs/ev         all instances' CPU over all input events: the cost of
                     the work, which should not grow with N
   broker µs/ev      as above (net of its idle rate when measured)
