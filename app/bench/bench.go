@@ -5,7 +5,10 @@
 // event (rusage) and peak RSS (VmHWM), output records/s and, live, the pack
 // latency; and, with Config.Restart, what the packer's internal topics keep
 // once its cleaner has run and how long a restarted packer takes to be
-// ready (state.go). `northpole bench` is its command line;
+// ready (state.go). The scale variant (scaleout.go) runs several packers
+// in one group on lines spread over many partitions, reports each one's
+// partitions, share of the work and CPU per event, and checks every run
+// against the batch reference. `northpole bench` is its command line;
 // docs/PERFORMANCE.md has the numbers.
 //
 // The bench does not know the command line of the processes it measures:
@@ -66,6 +69,9 @@ type Variant struct {
 	// Hop: not the packer but one bare goka hop (RunHop), the floor.
 	Hop      bool    `json:"hop,omitempty"`
 	LiveRate float64 `json:"live_rate,omitempty"`
+	// Instances, for the scale variant: this many packers, each its own
+	// process, in one group (scaleout.go).
+	Instances int `json:"instances,omitempty"`
 }
 
 // Result is what one variant measured.
@@ -151,7 +157,11 @@ type Result struct {
 	Round     int     `json:"round"`
 	CPURatio  float64 `json:"cpu_per_event_ratio,omitempty"`
 	RateRatio float64 `json:"events_per_s_ratio,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	// Scale is the scale variant's per-instance figures and its check
+	// against the batch reference; CPUSeconds is then the instances'
+	// summed, MaxRSSMiB the largest instance's.
+	Scale *ScaleOut `json:"scale,omitempty"`
+	Error string    `json:"error,omitempty"`
 }
 
 // VariantsHelp says what each of VariantNames measures: the bench command's
@@ -173,10 +183,15 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
   live        fixed input rate, latency percentiles
   hop         not the packer: one goka group that consumes toys and boxes and
               writes each record into its group table (one consume and one
-              write per event, no packing logic), the floor of one stage`
+              write per event, no packing logic), the floor of one stage
+  scale       scale-out: one run per --instances count, that many packers
+              (each its own process, one consumer group) on the first
+              --partitions count, lines from --halls; on the real broker of
+              --brokers when given, else on kfake. Every run is checked
+              against the batch reference (see Scale-out below)`
 
 // VariantNames are the variants Config.Variants may name (VariantsHelp).
-var VariantNames = []string{"base", "trace100", "trace10", "trace0", "parts", "disk", "real", "live", "hop"}
+var VariantNames = []string{"base", "trace100", "trace10", "trace0", "parts", "disk", "real", "live", "hop", "scale"}
 
 // Worker is the process one variant measures: Config.Args names the command
 // it runs, and that command reads the whole of it from WorkerEnv and runs
@@ -190,6 +205,10 @@ type Worker struct {
 	// frequency), group, partitions, W and L, topics and, for the disk
 	// variant, StorageDir.
 	Packer packer.Config
+	// Listen, when set, is where the packer serves its health (GET
+	// /healthz): the scale variant reads each instance's partitions and
+	// consumed records there.
+	Listen string `json:",omitempty"`
 	// CPUProfile, when set, is where the worker writes its CPU profile
 	// (Profile).
 	CPUProfile string
@@ -216,6 +235,19 @@ type Config struct {
 	StorageDir string
 	// Elves per stream when producing.
 	Elves int
+	// Halls spreads the elves' records over packing lines (4 × Halls of
+	// them; 0: keys are the four sizes), in every variant.
+	Halls int
+	// Instances are the scale variant's packer counts, one run each.
+	Instances []int
+	// JoinFirst: the scale variant starts its packers and waits until
+	// every one holds partitions of both groups before the elves write,
+	// instead of starting them on the backlog. The rate then includes the
+	// elves' writing beside the packers: not a backlog's. For a broker
+	// that does not delay a group's first join (kfake; Kafka waits
+	// group.initial.rebalance.delay.ms, 3 s by default), where the first
+	// packer to join consumes a small backlog alone.
+	JoinFirst bool
 	// CPUProfile, when set, names the CPU profile of each variant's worker
 	// (ProfilePath): each variant has its own, as tracing's cost is seen
 	// only in the traced variants' profiles.
@@ -270,12 +302,35 @@ func FormatPartitions(ps []int32) string {
 	return strings.Join(parts, ",")
 }
 
+// ParseInstances reads Config.Instances from its text, counts apart by
+// commas: "1,2,4".
+func ParseInstances(s string) ([]int, error) {
+	ps, err := ParsePartitions(s)
+	if err != nil {
+		return nil, errors.New("want a list of counts such as 1,2,4")
+	}
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = int(p)
+	}
+	return out, nil
+}
+
+// FormatInstances is ns as ParseInstances reads it.
+func FormatInstances(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
 // DefaultConfig is `northpole bench` without flags.
 func DefaultConfig() Config {
 	return Config{
 		Records: 1_000_000, Partitions: []int32{4, 1, 8},
 		Variants: []string{"base", "trace100", "trace10", "parts", "disk", "real", "live"},
-		LiveRate: 2000, LiveDuration: 30 * time.Second, Elves: 2, Timeout: 30 * time.Minute,
+		LiveRate: 2000, LiveDuration: 30 * time.Second, Elves: 2, Instances: []int{1, 2, 4}, Timeout: 30 * time.Minute,
 		Params: contract.DefaultParams(), Restart: true, Rounds: 1, Progress: io.Discard,
 	}
 }
@@ -311,6 +366,17 @@ func (c Config) Validate() error {
 	}
 	if c.Elves < 1 || c.Elves > producers.MaxElves {
 		bad("elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
+	}
+	if c.Halls < 0 || c.Halls > producers.MaxHalls {
+		bad("halls must be between 0 (keys are sizes alone) and %d, got %d", producers.MaxHalls, c.Halls)
+	}
+	if slices.Contains(c.Variants, "scale") && len(c.Instances) == 0 {
+		bad("the scale variant needs at least one instance count")
+	}
+	for _, n := range c.Instances {
+		if n < 1 {
+			bad("instance counts must be at least 1, got %d", n)
+		}
 	}
 	if c.Timeout <= 0 {
 		bad("timeout must be positive, got %v", c.Timeout)
@@ -398,6 +464,19 @@ func (b *Bench) variants() []Variant {
 			v.Name, v.Hop = "one goka hop (floor)", true
 		case "live":
 			v.Name, v.Live, v.LiveRate = fmt.Sprintf("live %.0f/s", c.LiveRate), true, c.LiveRate
+		case "scale":
+			if len(c.Real.Brokers) > 0 {
+				v.Broker = "real"
+			}
+			for _, n := range c.Instances {
+				w := v
+				w.Name, w.ID, w.Instances = fmt.Sprintf("%d instances", n), fmt.Sprintf("scale%d", n), n
+				if n == 1 {
+					w.Name = "1 instance"
+				}
+				out = append(out, w)
+			}
+			continue
 		}
 		out = append(out, v)
 	}
@@ -487,6 +566,9 @@ func ProfilePath(path, id string, run int) string {
 // one measures variant v on kc, its worker's CPU profiled into profile
 // (none when empty).
 func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile string) (Result, error) {
+	if v.Instances > 0 {
+		return b.scaleOut(ctx, kc, v, profile)
+	}
 	r := Result{Variant: v}
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	p, err := b.pipeline(kc, name, v)
@@ -566,7 +648,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 		}
 	}
 	if err == nil {
-		err = b.waitQuiet(ctx, countedLag, proc, what)
+		err = b.waitQuiet(ctx, countedLag, proc.stopped(), what)
 	}
 	if err != nil {
 		_ = proc.stop(&r)
@@ -683,6 +765,7 @@ func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*harness.
 	c.Toys.Count, c.Toys.Elves, c.Toys.Seed, c.Toys.Rate = count, b.cfg.Elves, 1, rate
 	c.Boxes.Count, c.Boxes.Elves, c.Boxes.Seed, c.Boxes.Rate = count, b.cfg.Elves, 2, rate
 	c.Boxes.Start = c.Boxes.Start.Add(b.cfg.Skew)
+	c.Toys.Halls, c.Boxes.Halls = b.cfg.Halls, b.cfg.Halls
 	return harness.New(c, b.log)
 }
 
@@ -705,8 +788,9 @@ func (b *Bench) elvesProgress() func(producers.Stats) {
 }
 
 // waitQuiet waits until lag is zero on two polls in a row (kafkaadmin.WaitQuiet),
-// printing it every five seconds; what names the worker.
-func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64, error), proc *process, what string) error {
+// printing it every five seconds, or until stopped says a worker exited;
+// what names the workers.
+func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64, error), stopped <-chan error, what string) error {
 	last := time.Now()
 	lags := func(ctx context.Context) ([]int64, error) {
 		l, err := lag(ctx)
@@ -716,7 +800,7 @@ func (b *Bench) waitQuiet(ctx context.Context, lag func(context.Context) (int64,
 		}
 		return []int64{l}, err
 	}
-	err := kafkaadmin.WaitQuiet(ctx, 200*time.Millisecond, lags, proc.stopped())
+	err := kafkaadmin.WaitQuiet(ctx, 200*time.Millisecond, lags, stopped)
 	if errors.Is(err, kafkaadmin.ErrStopped) {
 		return fmt.Errorf("%s process ended early: %w", what, err)
 	}

@@ -31,6 +31,10 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.LiveRate = 0 }, "live rate must be a positive number"},
 		{func(c *Config) { c.LiveDuration = 0 }, "live duration must be positive"},
 		{func(c *Config) { c.Elves = 0 }, "elves must be between"},
+		{func(c *Config) { c.Halls = -1 }, "halls must be between 0"},
+		{func(c *Config) { c.Halls = 10_001 }, "halls must be between 0"},
+		{func(c *Config) { c.Instances = []int{1, 0} }, "instance counts must be at least 1"},
+		{func(c *Config) { c.Variants, c.Instances = []string{"scale"}, nil }, "the scale variant needs at least one instance count"},
 		{func(c *Config) { c.Timeout = -time.Second }, "timeout must be positive"},
 		{func(c *Config) { c.Window = 0 }, "window must be positive"},
 		{func(c *Config) { c.Real = kafkaconf.Config{Brokers: []string{"nohost"}} }, "nohost"},
@@ -99,6 +103,47 @@ func TestVariants(t *testing.T) {
 	b, _ = New(c, nil)
 	if vs := b.variants(); vs[3].Broker != "real" {
 		t.Errorf("with a real Kafka the fourth variant is %+v, want the real broker", vs[3])
+	}
+}
+
+// TestScaleVariants: scale is one run per instance count, on the first
+// partition count, on the real broker when one is given.
+func TestScaleVariants(t *testing.T) {
+	c := validConfig()
+	c.Variants, c.Partitions, c.Instances = []string{"scale"}, []int32{16, 4}, []int{1, 2, 4}
+	b, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range b.variants() {
+		names = append(names, v.Name+"/"+v.ID)
+		if v.Partitions != 16 || v.Broker != "kfake" || v.Instances == 0 {
+			t.Errorf("variant %+v", v)
+		}
+	}
+	if got, want := strings.Join(names, ","), "1 instance/scale1,2 instances/scale2,4 instances/scale4"; got != want {
+		t.Errorf("variants %s, want %s", got, want)
+	}
+	c.Real = kafkaconf.Config{Brokers: []string{"k:9092"}}
+	b, _ = New(c, nil)
+	for _, v := range b.variants() {
+		if v.Broker != "real" {
+			t.Errorf("with a real Kafka, variant %+v", v)
+		}
+	}
+}
+
+// TestParseInstances: counts apart by commas; FormatInstances is read back.
+func TestParseInstances(t *testing.T) {
+	got, err := ParseInstances("1, 2,4")
+	if err != nil || FormatInstances(got) != "1,2,4" {
+		t.Errorf("ParseInstances = %v, %v; want 1,2,4", got, err)
+	}
+	for _, bad := range []string{"", "0", "1,,2", "two"} {
+		if _, err := ParseInstances(bad); err == nil {
+			t.Errorf("ParseInstances(%q): no error", bad)
+		}
 	}
 }
 

@@ -48,6 +48,8 @@ func (b *Bench) brokerMeter(v Variant) (*brokerMeter, string) {
 			return nil, "not measured (the span receiver runs in the bench process, beside kfake)"
 		case v.Live:
 			return nil, "not measured (the elves write from the bench process, beside kfake, while the packer runs)"
+		case v.Instances > 0 && b.cfg.JoinFirst:
+			return nil, "not measured (with join-first the elves write from the bench process, beside kfake, while the packers run)"
 		}
 		return &brokerMeter{how: "kfake: the bench process's CPU (getrusage) while the packer ran, less its lag polls"}, ""
 	}

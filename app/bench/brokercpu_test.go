@@ -33,18 +33,21 @@ func TestBrokerMeter(t *testing.T) {
 		v       Variant
 		brokers []string
 		pids    []int
+		join    bool  // Config.JoinFirst
 		want    []int // nil: not measured
 		why     string
 	}{
-		{"kfake", kfake, nil, nil, []int{}, ""},
-		{"kfake traced", Variant{Broker: "kfake", Tracing: "10%"}, nil, nil, nil, "span receiver"},
-		{"kfake live", Variant{Broker: "kfake", Tracing: "off", Live: true}, nil, nil, nil, "elves"},
-		{"local broker, two addresses", real, addrs, nil, []int{os.Getpid()}, ""},
-		{"given pids", real, []string{"192.0.2.1:9092"}, []int{7, 3, 7}, []int{3, 7}, ""},
-		{"remote broker", real, []string{addrs[0], "192.0.2.1:9092"}, nil, nil, NotLocal},
+		{"kfake", kfake, nil, nil, false, []int{}, ""},
+		{"kfake traced", Variant{Broker: "kfake", Tracing: "10%"}, nil, nil, false, nil, "span receiver"},
+		{"kfake live", Variant{Broker: "kfake", Tracing: "off", Live: true}, nil, nil, false, nil, "elves"},
+		{"kfake scale-out", Variant{Broker: "kfake", Tracing: "off", Instances: 2}, nil, nil, false, []int{}, ""},
+		{"kfake scale-out, join first", Variant{Broker: "kfake", Tracing: "off", Instances: 2}, nil, nil, true, nil, "join-first"},
+		{"local broker, two addresses", real, addrs, nil, false, []int{os.Getpid()}, ""},
+		{"given pids", real, []string{"192.0.2.1:9092"}, []int{7, 3, 7}, false, []int{3, 7}, ""},
+		{"remote broker", real, []string{addrs[0], "192.0.2.1:9092"}, nil, false, nil, NotLocal},
 	} {
 		c := validConfig()
-		c.Real, c.BrokerPIDs = kafkaconf.Config{Brokers: tc.brokers}, tc.pids
+		c.Real, c.BrokerPIDs, c.JoinFirst = kafkaconf.Config{Brokers: tc.brokers}, tc.pids, tc.join
 		b := &Bench{cfg: c}
 		m, why := b.brokerMeter(tc.v)
 		switch {

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 
 // runTestWorker runs the packer of its Worker (from WorkerEnv) as `northpole
 // bench-worker` does, until SIGTERM, and prints packer.ReadyLine when it is
-// ready.
+// ready; with Worker.Listen it serves its health there.
 func runTestWorker() int {
 	w, ok, err := WorkerFromEnv()
 	if err == nil && !ok {
@@ -46,7 +46,9 @@ func runTestWorker() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Ready = func() { fmt.Fprintln(os.Stderr, packer.ReadyLine(cfg)) }
 	pk, err := packer.New(cfg, log)
-	if err == nil {
+	if err == nil && w.Listen != "" {
+		err = pk.ListenAndRun(ctx, w.Listen)
+	} else if err == nil {
 		err = pk.Run(ctx)
 	}
 	if err != nil {

@@ -82,7 +82,52 @@ tail included. A second table, per variant:
                     their tables and consume
   restart RSS MiB   the restarted packer's peak RSS (VmHWM) at that moment
 --restart=false stops the packer at zero lag and measures none of this
-(about 5 s and a restart less per variant).`
+(about 5 s and a restart less per variant).
+
+Scale-out (the scale variant; --instances 1,2,4 --partitions 16 --halls 16):
+for each count N the bench pre-loads the backlog, starts N packers at once
+(separate processes, one consumer group, same topics; each serves its
+health on the loopback), measures until the group's lag is zero, reads each
+instance's Health once the groups hold every partition (a group may still
+be rebalancing at zero lag; at most 30 s), stops them all at once, then reads the inputs and outputs back
+and computes the batch reference (contract.Compute) on those inputs: every
+run must equal it. In the main table the row's packer µs/ev is the
+instances' CPU summed over all input events, max RSS MiB the largest
+instance's. Then a table per run:
+  events/s          as above: the backlog's input events over the wall time
+                    from the packers' start to zero lag (joins and
+                    rebalances included)
+  rate ratio        events/s over its round's first run's (the first
+                    --instances count)
+  sum µs/ev         all instances' CPU over all input events: the cost of
+                    the work, which should not grow with N
+  broker µs/ev      as above (net of its idle rate when measured)
+  counted %         the input events the instances' clock groups say they
+                    consumed, over the events: below 100 when partitions
+                    changed hands after consuming began (then the shares
+                    below are the last assignment's)
+  reference         "equal" when the five result sets equal the batch
+                    reference and no key was written twice with two values
+And a line per instance (the packer is two goka groups, each assigning its
+partitions on its own: the clock group reads the inputs, the slots group
+the clock's decisions, one per input event):
+  clock, slots partitions   those each of its groups held at zero lag
+                    (its Health)
+  parts %           their number over twice the topic's partitions
+  inputs, decisions records its clock group and its slots group consumed
+                    (Health: since each last got its partitions; when the
+                    inputs of all instances sum below the events, partitions
+                    changed hands after consuming began, a line says so,
+                    and the counts are the last owners')
+  work %            its inputs and decisions over all instances'
+  lines %           the share of the work the lines on its partitions
+                    should carry (producers.Spread: FNV-1a puts lines on
+                    partitions unevenly, so an even split of partitions is
+                    not an even split of work)
+  µs/ev             its own CPU (rusage, whole life) over its share of the
+                    input events (work % × events): the figure that carries
+                    to a larger cluster, flat when adding instances costs
+                    nothing`
 
 // WriteText prints the results as a table (Legend), a line per variant on
 // how its broker's CPU was measured (or why the variant failed), and, for
@@ -95,6 +140,7 @@ func WriteText(w io.Writer, rs []Result) {
 	writeTable(w, rs)
 	writeBrokerNotes(w, rs)
 	writeStateTable(w, rs)
+	writeScaleTable(w, rs)
 	writeRoundsTable(w, Summarize(rs))
 }
 
@@ -223,6 +269,60 @@ func writeRoundsTable(w io.Writer, ss []RoundSummary) {
 	for _, s := range ss {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f [%.1f-%.1f]\t%.2f [%.2f-%.2f]\t\n", s.Name, s.Partitions, s.Rounds,
 			s.CPUPerEventUS.Median, s.CPUPerEventUS.Min, s.CPUPerEventUS.Max, s.CPURatio.Median, s.CPURatio.Min, s.CPURatio.Max)
+	}
+	tw.Flush()
+}
+
+// writeScaleTable prints the scale variant's runs, if any: a row per run,
+// then a row per instance.
+func writeScaleTable(w io.Writer, rs []Result) {
+	var runs []Result
+	for _, r := range rs {
+		if r.Scale != nil {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nscale-out: %s\n", runs[0].Scale.Spread)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tinstances\tparts\tevents\tevents/s\trate ratio\tsum µs/ev\tbroker µs/ev\tmax RSS MiB\tcounted %\treference\t")
+	base := map[int]float64{} // the first run's events/s, by round
+	for _, r := range runs {
+		if _, ok := base[r.Round]; !ok {
+			base[r.Round] = r.EventsPerSec
+		}
+		broker := "-"
+		if r.BrokerSeconds != 0 {
+			broker = fmt.Sprintf("%.1f (net %.1f)", r.BrokerCPUPerEventUS, r.BrokerNetCPUPerEventUS)
+		}
+		ref := "equal"
+		if !r.Scale.Equal {
+			ref = fmt.Sprintf("DIFFERS (%d rows, %d conflicts)", r.Scale.Differences, r.Scale.Conflicts)
+		}
+		if r.Scale.Rows == 0 && r.Scale.VerifyMS == 0 {
+			ref = "not checked"
+		}
+		counted := "-"
+		if r.InputEvents > 0 {
+			counted = fmt.Sprintf("%.0f", 100*float64(r.Scale.Consumed)/float64(r.InputEvents))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.1f\t%s\t%.0f\t%s\t%s\t\n", r.Round, r.Instances, r.Partitions, r.InputEvents, r.EventsPerSec,
+			r.EventsPerSec/base[r.Round], r.CPUPerEventUS, broker, r.MaxRSSMiB, counted, ref)
+	}
+	tw.Flush()
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tinstances\tinstance\tclock partitions\tslots partitions\tparts %\tinputs\tdecisions\twork %\tlines %\tµs/ev\tCPU s\tmax RSS MiB\t")
+	for _, r := range runs {
+		for _, in := range r.Scale.Instances {
+			if in.HealthError != "" {
+				fmt.Fprintf(tw, "%d\t%d\t%d\thealth not read: %s\t\t\t\t\t\t\t\t%.1f\t%.0f\t\n", r.Round, r.Instances, in.Instance, in.HealthError, in.CPUSeconds, in.MaxRSSMiB)
+				continue
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.0f\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t\n", r.Round, r.Instances, in.Instance, formatParts(in.Partitions),
+				formatParts(in.SlotsPartitions), 100*in.PartitionShare, in.Consumed, in.SlotsConsumed, 100*in.WorkShare, 100*in.ExpectedShare, in.CPUPerEventUS, in.CPUSeconds, in.MaxRSSMiB)
+		}
 	}
 	tw.Flush()
 }

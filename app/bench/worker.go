@@ -85,6 +85,13 @@ func (p *process) stop(r *Result) error {
 // its CPU time (user + system, rusage) and what it exited with.
 func (p *process) halt() (time.Duration, error) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	return p.wait()
+}
+
+// wait waits until the process has exited and returns its CPU time (user
+// + system, rusage) and what it exited with. A worker takes a second
+// SIGTERM as an order to die at once: signal it once, then wait.
+func (p *process) wait() (time.Duration, error) {
 	<-p.exited
 	var cpu time.Duration
 	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {

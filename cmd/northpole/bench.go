@@ -13,13 +13,13 @@ import (
 // benchOptions are the flags of northpole bench that are not a
 // bench.Config's own.
 type benchOptions struct {
-	partitions, variants string
-	json                 bool
+	partitions, variants, instances string
+	json                            bool
 }
 
 func newBenchCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
-	o := benchOptions{partitions: bench.FormatPartitions(cfg.Partitions), variants: strings.Join(cfg.Variants, ",")}
+	o := benchOptions{partitions: bench.FormatPartitions(cfg.Partitions), variants: strings.Join(cfg.Variants, ","), instances: bench.FormatInstances(cfg.Instances)}
 	var ko kafkaOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -41,6 +41,15 @@ later of its toy's and box's) at p50/p99/p999.
 
 Without --brokers the bench uses an in-process kfake broker (in this process,
 so its CPU is not the packer's). Quick run: --records 100000.
+
+Scale-out on a real Kafka, 1, 2 and 4 packers on 16 partitions and 64 lines
+(16 halls × 4 sizes) from a backlog of 2,000,000 records, each run checked
+against the batch reference:
+  northpole bench --brokers 127.0.0.1:19092 --variants scale --instances 1,2,4 \
+    --partitions 16 --halls 16 --records 2000000
+On a machine with fewer cores than packers the rate cannot grow; read each
+instance's µs/ev (flat: adding instances costs nothing) and its share of
+the work.
 
 On a shared machine one run of a variant moves by up to a third from the
 next. To compare variants, run them in rounds, in mirrored order so that each
@@ -84,6 +93,9 @@ is as often early as late, and read the summary's ratios, e.g.:
 	fs.StringVar(&cfg.StorageDir, "storage-dir", "", "directory for the disk variant's LevelDB (default: a temporary one, removed after)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
 	fs.IntVar(&cfg.Elves, "elves", cfg.Elves, "elves (goroutines) per stream when pre-loading")
+	fs.IntVar(&cfg.Halls, "halls", cfg.Halls, "spread the elves over this many halls: records keyed by 4 × halls packing lines (M/hall-7) instead of the four sizes, so that more than four partitions carry work (0: keys are sizes)")
+	fs.StringVar(&o.instances, "instances", o.instances, "scale variant: packer counts, one run each (separate processes, one consumer group)")
+	fs.BoolVar(&cfg.JoinFirst, "join-first", false, "scale variant: start the packers and wait until each holds partitions before the elves write (not a backlog then, and the broker's CPU includes taking the records in; kfake's is not measured): for kfake, which does not delay a group's first join, on small runs")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write each variant's CPU profile to this file name with the variant before its extension (p.pprof: p-base.pprof, p-trace10.pprof; a variant run again: p-base-2.pprof)")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer and the elves")
 	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L of the packer and the elves")
@@ -100,6 +112,9 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 	var err error
 	if c.Partitions, err = bench.ParsePartitions(o.partitions); err != nil {
 		return c, usageErr("--partitions %q: %w", o.partitions, err)
+	}
+	if c.Instances, err = bench.ParseInstances(o.instances); err != nil {
+		return c, usageErr("--instances %q: %w", o.instances, err)
 	}
 	c.Variants = nil
 	for _, v := range strings.Split(o.variants, ",") {

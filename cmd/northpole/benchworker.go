@@ -32,7 +32,7 @@ func newBenchWorkerCmd() *cobra.Command {
 			if w.Hop {
 				return bench.RunHop(cmd.Context(), w.HopConfig())
 			}
-			return runPackerCommand(cmd, w.Packer, "")
+			return runPackerCommand(cmd, w.Packer, w.Listen)
 		},
 	}
 }

@@ -41,6 +41,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"elves", "toys", "--brokers", "k:9092", "--count", "-1"}, "elves: count must be >= 0, got -1"},
 		{[]string{"elves", "toys", "--brokers", "k:9092", "--halls", "-1"}, "elves: halls must be between 0 (keys are sizes alone) and 10000, got -1"},
 		{[]string{"elves", "toys", "--brokers", "k:9092", "--halls", "10001"}, "elves: halls must be between 0 (keys are sizes alone) and 10000, got 10001"},
+		{[]string{"bench", "--instances", "1,0"}, `--instances "1,0": want a list of counts such as 1,2,4`},
+		{[]string{"bench", "--halls", "-1"}, "bench: halls must be between 0 (keys are sizes alone) and 10000, got -1"},
 		{[]string{"--log-level", "x", "demo"}, `--log-level "x"`},
 		{[]string{"demo", "--toys", "0"}, "demo: toys must be at least 1, got 0"},
 		{[]string{"demo", "--boxes", "-1"}, "demo: boxes must be at least 1, got -1"},
