@@ -24,39 +24,8 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the packer: throughput, CPU per input event, memory, pack latency",
-		Long: `bench pre-loads --records toys and boxes (half each, clean: no late, duplicate
-or bad records) into Kafka, then starts the packer as its own OS process (the
-hidden bench-worker, which runs what process packer runs) from the start of the
-topics and measures until its lag is zero: input events/s (toys, boxes and
-heartbeats), the packer process's user+system CPU per input event (rusage) and
-its peak RSS (VmHWM), the broker's CPU per input event over the packer
-process's life, the Kafka records written and read per input event by kind of
-topic, and output records/s. The live variant writes at a fixed --live-rate
-instead and reports pack latency (packed record's Kafka timestamp minus the
-later of its toy's and box's) at p50/p99/p999.
-
-` + bench.VariantsHelp + `
-
-` + bench.Legend + `
-
-Without --brokers the bench uses an in-process kfake broker (in this process,
-so its CPU is not the packer's). Quick run: --records 100000.
-
-Scale-out on a real Kafka, 1, 2 and 4 packers on 16 partitions and 64 lines
-(16 halls × 4 sizes) from a backlog of 2,000,000 records, each run checked
-against the batch reference:
-  northpole bench --brokers 127.0.0.1:19092 --variants scale --instances 1,2,4 \
-    --partitions 16 --halls 16 --records 2000000
-On a machine with fewer cores than packers the rate cannot grow; read each
-instance's µs/ev (flat: adding instances costs nothing) and its share of
-the work.
-
-On a shared machine one run of a variant moves by up to a third from the
-next. To compare variants, run them in rounds, in mirrored order so that each
-is as often early as late, and read the summary's ratios, e.g.:
-  northpole bench --records 200000 --rounds 5 \
-    --variants base,trace0,trace10,trace100,trace100,trace10,trace0,base`,
-		Args: cobra.NoArgs,
+		Long:  bench.Help,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.config(cfg, ko)
 			if err != nil {
