@@ -122,6 +122,12 @@ func (p *Packer) align(ctx context.Context) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	topics := [2]string{p.cfg.Topics.Toys, p.cfg.Topics.Boxes}
+	// The same request gives the metrics the end offsets of every topic
+	// the packer consumes, for its consumer lag.
+	listed := topics[:]
+	if p.metrics != nil {
+		listed = p.metrics.inTopics[:]
+	}
 	bound := p.params.WindowUS + p.params.LatenessUS
 	paused := make([][2]bool, len(a.next[0]))
 	t := time.NewTicker(alignEvery)
@@ -141,11 +147,14 @@ func (p *Packer) align(ctx context.Context) {
 		if g == nil {
 			continue
 		}
-		ends, err := adm.ListEndOffsets(ctx, topics[0], topics[1])
+		ends, err := adm.ListEndOffsets(ctx, listed...)
 		if err != nil {
 			(*g).ResumeAll()
 			clear(paused)
 			continue
+		}
+		if p.metrics != nil {
+			p.metrics.endOffsets(ends)
 		}
 		pause, resume := map[string][]int32{}, map[string][]int32{}
 		for part := range paused {

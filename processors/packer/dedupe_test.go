@@ -409,7 +409,7 @@ func TestDedupeWindowIDsAddForget(t *testing.T) {
 				w.add(a.start, a.key)
 			}
 			var deleted []string
-			if err := w.forget(c.wm, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
+			if _, err := w.forget(c.wm, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(deleted, c.deleted) {
@@ -425,7 +425,7 @@ func TestDedupeWindowIDsAddForget(t *testing.T) {
 			// What is kept is still listed whole: forgetting it later
 			// deletes every key once.
 			deleted = nil
-			if err := w.forget(1<<62, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
+			if _, err := w.forget(1<<62, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			var rest []string
@@ -451,11 +451,11 @@ func TestDedupeWindowIDsForgetError(t *testing.T) {
 	w.add(0, "a")
 	w.add(0, "b")
 	boom := errors.New("boom")
-	if err := w.forget(10, 10, func(k string) error { return boom }); !errors.Is(err, boom) {
+	if _, err := w.forget(10, 10, func(k string) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("forget = %v, want %v", err, boom)
 	}
 	var deleted []string
-	if err := w.forget(10, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil || !slices.Equal(deleted, []string{"a", "b"}) {
+	if _, err := w.forget(10, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil || !slices.Equal(deleted, []string{"a", "b"}) {
 		t.Fatalf("second forget deleted %q (%v), want a and b", deleted, err)
 	}
 }
