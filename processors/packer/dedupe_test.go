@@ -212,6 +212,9 @@ func (u *unitPipeline) take(topics ...string) []unitRow {
 	return got
 }
 
+// unitArrival is every input record's Kafka timestamp in the unit pipeline.
+var unitArrival = time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)
+
 // gokaCtx names the embedded goka.Context, whose Context method unitCtx
 // has its own of.
 type gokaCtx = goka.Context
@@ -230,6 +233,7 @@ func (c *unitCtx) Key() string              { return c.key }
 func (c *unitCtx) Partition() int32         { return 0 }
 func (c *unitCtx) Offset() int64            { return c.offset }
 func (c *unitCtx) Headers() goka.Headers    { return nil }
+func (c *unitCtx) Timestamp() time.Time     { return unitArrival }
 func (c *unitCtx) Context() context.Context { return context.Background() }
 func (c *unitCtx) Fail(err error) {
 	c.u.t.Fatalf("%s callback at %s offset %d failed: %v", c.group, c.topic, c.offset, err)
