@@ -145,7 +145,7 @@ type validRecord struct {
 	// ArrivedUS is the input record's Kafka timestamp in µs, for the pack
 	// duration (metrics.go); 0 with metrics off.
 	ArrivedUS int64 `json:"a,omitempty"`
-	Dup       bool          `json:"dup,omitempty"`
+	Dup       bool  `json:"dup,omitempty"`
 	// Raw value and key are kept only for a duplicate's dead letter: the
 	// decision of a duplicate holds them, every other decision neither. A raw
 	// value too long for the record that carries it is cut, and RawCut
@@ -161,7 +161,7 @@ type validRecord struct {
 // sizeHint: a stray's loop record holds the raw record, and a trace
 // reference when tracing is on.
 func (o *validRecord) sizeHint() int {
-	return 96 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
+	return 106 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
 }
 
 func (o *validRecord) appendBin(b []byte) []byte {

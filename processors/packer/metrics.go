@@ -2,6 +2,7 @@ package packer
 
 import (
 	"context"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -124,17 +125,19 @@ type metrics struct {
 	consumedSets [inTopics]metric.ObserveOption
 	// sent counts acknowledged writes per topic the packer writes; the map
 	// is made once and only read afterwards.
-	sent      map[string]*sentCount
-	failedMu  sync.Mutex
-	failed    map[[2]string]int64 // (topic, error.type): writes Kafka refused
-	lines     sync.Map            // line -> *lineRows
-	linesMu   sync.Mutex          // held to add a line
-	nLines    int                 // lines in the map, under linesMu
+	sent     map[string]*sentCount
+	failedMu sync.Mutex
+	failed   map[[2]string]int64 // (topic, error.type): writes Kafka refused
+	// lines are the counts of each line named; a new line replaces the
+	// map with a copy (under linesMu), so that finding a line takes no lock
+	// and allocates nothing.
+	lines     atomic.Pointer[map[string]*lineRows]
+	linesMu   sync.Mutex
 	other     [nSizes + 1]*lineRows
 	dead      [2][]atomic.Int64 // per stream (streamIndex) and reason (deadReasons)
 	deadSets  [2][]metric.ObserveOption
 	pack      metric.Float64Histogram
-	packSets  [nSizes + 1]metric.RecordOption
+	packSets  [nSizes + 1][]metric.RecordOption // a slice made once: Record's variadic argument then allocates nothing
 	sizeSets  [nSizes + 1]metric.ObserveOption
 	partSets  []metric.ObserveOption // messaging.destination.partition.id, per partition
 	lagSets   [inTopics][]metric.ObserveOption
@@ -182,6 +185,7 @@ func newMetrics(mp metric.MeterProvider, c Config) (*metrics, error) {
 		return nil, nil
 	}
 	m := &metrics{sent: map[string]*sentCount{}, failed: map[[2]string]int64{}}
+	m.lines.Store(&map[string]*lineRows{})
 	kafka := semconv.MessagingSystemKafka
 	m.inTopics = [inTopics]string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop(), c.clockTable()}
 	groups := [inTopics]string{c.clockGroup(), c.clockGroup(), c.clockGroup(), c.slotsGroup()}
@@ -202,7 +206,7 @@ func newMetrics(mp metric.MeterProvider, c Config) (*metrics, error) {
 		} else {
 			m.other[i] = newLineRows() // dead letters whose key names no line
 		}
-		m.packSets[i] = metric.WithAttributeSet(attribute.NewSet(attrs...))
+		m.packSets[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
 		m.sizeSets[i] = metric.WithAttributeSet(attribute.NewSet(attrs...))
 	}
 	for x, topic := range []string{t.Toys, t.Boxes} {
@@ -333,13 +337,13 @@ func (m *metrics) packed(line string, arrivedUS int64) {
 		return
 	}
 	d := float64(time.Now().UnixMicro()-arrivedUS) / 1e6
-	m.pack.Record(context.Background(), max(d, 0), m.packSets[lineSizeIndex(line)])
+	m.pack.Record(context.Background(), max(d, 0), m.packSets[lineSizeIndex(line)]...)
 }
 
 // lineRows are the counts of line, made at its first row.
 func (m *metrics) lineRows(line string) *lineRows {
-	if lr, ok := m.lines.Load(line); ok {
-		return lr.(*lineRows)
+	if lr, ok := (*m.lines.Load())[line]; ok {
+		return lr
 	}
 	if !record.ValidLine(line) {
 		// A dead letter whose key names no line: neither size nor line.
@@ -347,16 +351,19 @@ func (m *metrics) lineRows(line string) *lineRows {
 	}
 	m.linesMu.Lock()
 	defer m.linesMu.Unlock()
-	if lr, ok := m.lines.Load(line); ok {
-		return lr.(*lineRows)
+	lines := *m.lines.Load()
+	if lr, ok := lines[line]; ok {
+		return lr
 	}
 	size := lineSizeIndex(line)
-	if m.nLines >= MaxLineSeries {
+	if len(lines) >= MaxLineSeries {
 		return m.other[size]
 	}
 	lr := newLineRows(SizeKey.String(record.Sizes[size]), LineKey.String(line))
-	m.lines.Store(line, lr)
-	m.nLines++
+	next := make(map[string]*lineRows, len(lines)+1)
+	maps.Copy(next, lines)
+	next[line] = lr
+	m.lines.Store(&next)
 	return lr
 }
 
@@ -385,7 +392,9 @@ func (m *metrics) observe(_ context.Context, o metric.Observer) error {
 			}
 		}
 	}
-	m.lines.Range(func(_, v any) bool { rows(v.(*lineRows)); return true })
+	for _, lr := range *m.lines.Load() {
+		rows(lr)
+	}
 	for _, lr := range m.other {
 		rows(lr)
 	}

@@ -43,6 +43,7 @@ func BenchmarkRecordMetrics(b *testing.B) {
 				return newUnitPipeline(b, edit, func(c *Config) { c.Meter = mp })
 			}
 			u := start()
+			table := u.cfg.clockTable()
 			b.ReportAllocs()
 			b.ResetTimer()
 			c0 := cpuNanos()
@@ -56,7 +57,7 @@ func BenchmarkRecordMetrics(b *testing.B) {
 				u.send(r.stream, r.key, r.value)
 				if m := u.pk.metrics; m != nil {
 					for range u.table {
-						m.answered(u.cfg.clockTable(), nil)
+						m.answered(table, nil)
 					}
 					for j := range u.rows {
 						m.answered(u.rows[j].topic, nil)

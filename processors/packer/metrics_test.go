@@ -86,7 +86,7 @@ func TestMetricsCountRowsAndState(t *testing.T) {
 	u.box("b1", "M", at("00:00:02"))
 	u.toy("t2", "M", at("00:00:03"))
 	u.box("b2", "L", at("00:00:01"))
-	u.toy("t1", "M", at("00:00:04")) // a duplicate
+	u.toy("t1", "M", at("00:00:04"))  // a duplicate
 	u.send(record.Toys, "M", "{")     // malformed json
 	u.send(record.Boxes, "nope", "{") // no line in its key
 	// Window 0 of M: t1 and b1 share the first slot, t2 has the second;
