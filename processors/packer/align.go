@@ -122,12 +122,7 @@ func (p *Packer) align(ctx context.Context) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	topics := [2]string{p.cfg.Topics.Toys, p.cfg.Topics.Boxes}
-	// The same request gives the metrics the end offsets of every topic
-	// the packer consumes, for its consumer lag.
-	listed := topics[:]
-	if p.metrics != nil {
-		listed = p.metrics.inTopics[:]
-	}
+	listed := p.metrics.listed(topics[:])
 	bound := p.params.WindowUS + p.params.LatenessUS
 	paused := make([][2]bool, len(a.next[0]))
 	t := time.NewTicker(alignEvery)
@@ -153,9 +148,7 @@ func (p *Packer) align(ctx context.Context) {
 			clear(paused)
 			continue
 		}
-		if p.metrics != nil {
-			p.metrics.endOffsets(ends)
-		}
+		p.metrics.endOffsets(ends)
 		pause, resume := map[string][]int32{}, map[string][]int32{}
 		for part := range paused {
 			al := alignment{paused: paused[part]}

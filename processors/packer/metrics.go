@@ -289,8 +289,22 @@ func (m *metrics) consume(in int, partition int32, offset int64) {
 	}
 }
 
-// endOffsets keeps the end offsets the aligner listed.
+// listed are the topics whose end offsets the aligner lists, the inputs:
+// with metrics on, every topic the packer consumes, so that the same
+// request gives the consumer lag.
+func (m *metrics) listed(inputs []string) []string {
+	if m == nil {
+		return inputs
+	}
+	return m.inTopics[:]
+}
+
+// endOffsets keeps the end offsets the aligner listed (nothing when m is
+// nil).
 func (m *metrics) endOffsets(ends kadm.ListedOffsets) {
+	if m == nil {
+		return
+	}
 	ends.Each(func(o kadm.ListedOffset) {
 		for i, topic := range m.inTopics {
 			if o.Topic == topic && o.Err == nil && o.Partition >= 0 && int(o.Partition) < len(m.ends[i]) {

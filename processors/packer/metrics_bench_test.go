@@ -103,7 +103,7 @@ func benchRecords(n int) []benchRecord {
 func TestRecordMetricsBenchmarkPacks(t *testing.T) {
 	rd := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
-	defer mp.Shutdown(context.Background())
+	defer func() { _ = mp.Shutdown(context.Background()) }()
 	u := newUnitPipeline(t, func(c *Config) { c.Meter = mp })
 	recs := benchRecords(20000)
 	for _, r := range recs {

@@ -26,7 +26,7 @@ func collectMetrics(t testing.TB, rd *sdkmetric.ManualReader, name string, keys 
 		var parts []string
 		for _, k := range keys {
 			v, _ := s.Value(k)
-			parts = append(parts, v.Emit())
+			parts = append(parts, v.String())
 		}
 		return strings.Join(parts, "|")
 	}
