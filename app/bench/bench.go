@@ -72,6 +72,8 @@ type Variant struct {
 	// Instances, for the scale variant: this many packers, each its own
 	// process, in one group (scaleout.go).
 	Instances int `json:"instances,omitempty"`
+	// Metrics: the packer's OpenTelemetry metrics on (Config.Meter).
+	Metrics bool `json:"metrics,omitempty"`
 }
 
 // Result is what one variant measured.
@@ -177,6 +179,9 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
               (OTEL_BSP_* in the bench's environment reach the packer: the
               batch span processor drops spans when its queue, 2048 by
               default, is full; the receiver's count shows it)
+  metrics     the packer's OpenTelemetry metrics on (tracing off), exported
+              over OTLP/gRPC every second to a receiver in the bench process
+              that keeps them: what the metrics cost
   parts       one run per other --partitions value
   disk        --storage-dir (LevelDB) instead of memory
   real        the real broker of --brokers (skipped without --brokers)
@@ -191,7 +196,7 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
               against the batch reference (see Scale-out below)`
 
 // VariantNames are the variants Config.Variants may name (VariantsHelp).
-var VariantNames = []string{"base", "trace100", "trace10", "trace0", "parts", "disk", "real", "live", "hop", "scale"}
+var VariantNames = []string{"base", "trace100", "trace10", "trace0", "metrics", "parts", "disk", "real", "live", "hop", "scale"}
 
 // Worker is the process one variant measures: Config.Args names the command
 // it runs, and that command reads the whole of it from WorkerEnv and runs
@@ -442,6 +447,8 @@ func (b *Bench) variants() []Variant {
 			v.Name, v.Tracing = "tracing 10%", "10%"
 		case "trace0":
 			v.Name, v.Tracing = "tracing 0%", "0%"
+		case "metrics":
+			v.Name, v.Metrics = "metrics on", true
 		case "parts":
 			for _, p := range c.Partitions[1:] {
 				w := base
@@ -673,6 +680,9 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 		// The packer flushed its spans before it exited.
 		r.SpansReceived = received()
 		b.progress("  %s", r.spansLine())
+	}
+	if v.Metrics {
+		b.progress("  metrics: %d OTLP export requests received", received())
 	}
 	if b.measuresState(v) {
 		if err := b.state(ctx, kc, w, env, uses, &r); err != nil {

@@ -46,6 +46,8 @@ func (b *Bench) brokerMeter(v Variant) (*brokerMeter, string) {
 		switch {
 		case v.Tracing != "off":
 			return nil, "not measured (the span receiver runs in the bench process, beside kfake)"
+		case v.Metrics:
+			return nil, "not measured (the metrics receiver runs in the bench process, beside kfake)"
 		case v.Live:
 			return nil, "not measured (the elves write from the bench process, beside kfake, while the packer runs)"
 		case v.Instances > 0 && b.cfg.JoinFirst:

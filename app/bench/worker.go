@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/procfs"
+	"github.com/northpole-workshop/northpole/otel/metricsink"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -159,6 +160,15 @@ func (b *Bench) workerEnv(v Variant) (env []string, received func() int64, stop 
 		if !strings.HasPrefix(e, "OTEL_") || strings.HasPrefix(e, "OTEL_BSP_") {
 			env = append(env, e)
 		}
+	}
+	if v.Metrics {
+		rcv, err := metricsink.Listen("127.0.0.1:0", "", nil)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+rcv.GRPCAddr(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+			"OTEL_TRACES_EXPORTER=none", "OTEL_METRIC_EXPORT_INTERVAL=1000")
+		return env, rcv.Requests, rcv.Close, nil
 	}
 	if v.Tracing == "off" {
 		return env, func() int64 { return 0 }, func() {}, nil

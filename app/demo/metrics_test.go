@@ -2,13 +2,16 @@ package demo_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/northpole-workshop/northpole/app/demo"
 	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/otel/metricsink"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
+	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -88,7 +91,85 @@ func TestMetricsReachOTLP(t *testing.T) {
 	if want := counts.Loaded + counts.Repeats + counts.Conflicts + counts.Malformed; consumed != float64(want) {
 		t.Errorf("sleigh: %v messages consumed in the metrics, %d counted by the sleigh (%+v)", consumed, want, counts)
 	}
+	checkPackerMetrics(t, rcv, c.Packer, r.Run.ReadBack)
 	if len(rcv.Find("go.goroutine.count", map[string]string{"service.name": telemetry.ServicePacker})) != 1 {
 		t.Errorf("no Go runtime metrics under the packer's name: %v", rcv.Names())
+	}
+}
+
+// checkPackerMetrics finds in what the packer's metrics said the records
+// read back: what it consumed of toys and boxes equals what the topics
+// hold; its rows of each kind, and its dead letters of each reason, equal
+// the rows of the result topics. Those are deduplicated by key, and the
+// packer's counts count every write, so they are equal only when no row
+// was written twice: on kfake with no crash, none is (Raw.Duplicates).
+func checkPackerMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config, run harness.ReadBack) {
+	t.Helper()
+	svc := map[string]string{"service.name": telemetry.ServicePacker}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(svc)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	clockGroup, slotsGroup := pc.Groups()[0], pc.Groups()[1]
+	for topic, read := range map[string]int{pc.Topics.Toys: len(run.Toys), pc.Topics.Boxes: len(run.Boxes)} {
+		got := rcv.Sum("messaging.client.consumed.messages", with("messaging.destination.name", topic, "messaging.consumer.group.name", clockGroup))
+		if got != float64(read) {
+			t.Errorf("packer: %v records of %s consumed in the metrics, %d read back", got, topic, read)
+		}
+	}
+	table := pc.GroupInputs()[1].Topics[0]
+	wrote := rcv.Sum("messaging.client.sent.messages", with("messaging.destination.name", table))
+	took := rcv.Sum("messaging.client.consumed.messages", with("messaging.destination.name", table, "messaging.consumer.group.name", slotsGroup))
+	if wrote == 0 || wrote != took || wrote > float64(len(run.Toys)+len(run.Boxes)) {
+		t.Errorf("packer: %v decisions written to %s and %v consumed, for %d input records", wrote, table, took, len(run.Toys)+len(run.Boxes))
+	}
+	if run.Raw.Duplicates != 0 {
+		t.Fatalf("%d rows were written twice: the metrics count writes, the sets rows", run.Raw.Duplicates)
+	}
+	g := run.Goka
+	for kind, rows := range map[string]int{packer.RowPacked: len(g.Packed), packer.RowUnpacked: len(g.Unpacked),
+		packer.RowSpare: len(g.Spare), packer.RowLate: len(g.Late), packer.RowDead: len(g.Dead)} {
+		if got := rcv.Sum(packer.MetricRows, with("northpole.row.kind", kind)); got != float64(rows) || rows == 0 {
+			t.Errorf("packer: %v %s rows in the metrics, %d read back", got, kind, rows)
+		}
+	}
+	topics := map[string]string{packer.RowPacked: pc.Topics.Packed, packer.RowUnpacked: pc.Topics.Unpacked,
+		packer.RowSpare: pc.Topics.Spare, packer.RowLate: pc.Topics.Late, packer.RowDead: pc.Topics.Dead}
+	for kind, topic := range topics {
+		rows := rcv.Sum(packer.MetricRows, with("northpole.row.kind", kind))
+		if sent := rcv.Sum("messaging.client.sent.messages", with("messaging.destination.name", topic)); sent != rows {
+			t.Errorf("packer: %v records sent to %s, %v %s rows", sent, topic, rows, kind)
+		}
+	}
+	for _, size := range record.Sizes {
+		rows := rcv.Sum(packer.MetricRows, with("northpole.row.kind", packer.RowPacked, "northpole.size", size, "northpole.line", size))
+		if n := rcv.Count(packer.MetricPackDuration, with("northpole.size", size)); float64(n) != rows {
+			t.Errorf("packer: %d pack durations of size %s, %v packed rows", n, size, rows)
+		}
+	}
+	reasons := map[string]int{}
+	for _, dl := range run.DeadLetters {
+		reasons[string(dl.Reason)]++
+	}
+	for reason, n := range reasons {
+		if got := rcv.Sum(packer.MetricDeadLetters, with("northpole.dead.reason", reason)); got != float64(n) {
+			t.Errorf("packer: %v dead letters for %q in the metrics, %d read back", got, reason, n)
+		}
+	}
+	if got := rcv.Sum(packer.MetricDeadLetters, svc); got != float64(len(run.DeadLetters)) || len(reasons) < 2 {
+		t.Errorf("packer: %v dead letters in the metrics, %d read back (%v)", got, len(run.DeadLetters), reasons)
+	}
+	for _, name := range []string{packer.MetricWindowsOpen, packer.MetricDedupeEntries, packer.MetricSlots} {
+		if n := len(rcv.Find(name, svc)); n != len(record.Sizes) {
+			t.Errorf("packer: %d series of %s, want one per size", n, name)
+		}
+	}
+	for _, name := range []string{packer.MetricRecordsKept, packer.MetricAlignLag, packer.MetricConsumerLag} {
+		if len(rcv.Find(name, svc)) == 0 {
+			t.Errorf("packer: no %s", name)
+		}
 	}
 }

@@ -49,8 +49,8 @@ type Config struct {
 	// telemetry.ServiceBoxElves, telemetry.ServicePacker,
 	// telemetry.ServiceSleigh). Nil: nothing is traced.
 	Tracing func(service string) trace.TracerProvider
-	// Metrics, when set, gives the elves and the sleigh the meter provider
-	// of their service name, as Tracing does. Nil: no metrics.
+	// Metrics, when set, gives every component the meter provider of its
+	// service name, as Tracing does. Nil: no metrics.
 	Metrics func(service string) metric.MeterProvider
 	// Progress, when set, is called every ProgressEvery while Run produces
 	// and packs, and once more when it is done (Phase PhaseDone).
@@ -102,6 +102,7 @@ func (c Config) complete() Config {
 		c.Toys.Tracer, c.Boxes.Tracer = c.Tracing(telemetry.ServiceToyElves), c.Tracing(telemetry.ServiceBoxElves)
 	}
 	if c.Metrics != nil {
+		c.Packer.Meter = c.Metrics(telemetry.ServicePacker)
 		c.Toys.Meter, c.Boxes.Meter = c.Metrics(telemetry.ServiceToyElves), c.Metrics(telemetry.ServiceBoxElves)
 	}
 	c.Toys.Topic, c.Boxes.Topic = c.Packer.Topics.Toys, c.Packer.Topics.Boxes

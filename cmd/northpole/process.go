@@ -97,7 +97,7 @@ func runPackerCommand(cmd *cobra.Command, cfg packer.Config, listen string) erro
 	defer stopTelemetry()
 	service := telemetry.ServiceName(telemetry.ServicePacker)
 	cfg.Tracer = tel.TracerProvider(service)
-	tel.MeterProvider(service) // the first meter provider reports the Go runtime's metrics
+	cfg.Meter = tel.MeterProvider(service) // the first meter provider also reports the Go runtime's metrics
 	cfg.Ready = func() { fmt.Fprintln(cmd.ErrOrStderr(), packer.ReadyLine(cfg)) }
 	pk, err := packer.New(cfg, slog.Default())
 	if err != nil {

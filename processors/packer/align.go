@@ -122,6 +122,7 @@ func (p *Packer) align(ctx context.Context) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	topics := [2]string{p.cfg.Topics.Toys, p.cfg.Topics.Boxes}
+	listed := p.metrics.listed(topics[:])
 	bound := p.params.WindowUS + p.params.LatenessUS
 	paused := make([][2]bool, len(a.next[0]))
 	t := time.NewTicker(alignEvery)
@@ -141,12 +142,13 @@ func (p *Packer) align(ctx context.Context) {
 		if g == nil {
 			continue
 		}
-		ends, err := adm.ListEndOffsets(ctx, topics[0], topics[1])
+		ends, err := adm.ListEndOffsets(ctx, listed...)
 		if err != nil {
 			(*g).ResumeAll()
 			clear(paused)
 			continue
 		}
+		p.metrics.endOffsets(ends)
 		pause, resume := map[string][]int32{}, map[string][]int32{}
 		for part := range paused {
 			al := alignment{paused: paused[part]}

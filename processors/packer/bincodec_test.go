@@ -18,7 +18,7 @@ var someTrace = traceRef{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4
 
 func TestBinCodecRoundTrip(t *testing.T) {
 	obs := validRecord{Stream: record.Boxes, Partition: 3, Offset: 1 << 40, Line: "XL", ID: "box-ü-1", Heartbeat: true,
-		MadeUS: -5, MadeAt: "2026-12-24T00:00:00.000001Z", Dup: true, Raw: []byte{0, 0xff, '{'}, Key: []byte("XL"),
+		MadeUS: -5, MadeAt: "2026-12-24T00:00:00.000001Z", ArrivedUS: 1_798_070_400_000_001, Dup: true, Raw: []byte{0, 0xff, '{'}, Key: []byte("XL"),
 		RawCut: results.Cut{Bytes: 9, SHA256: "ab"}, Trace: someTrace}
 	ev := decision{Rec: obs, Class: classItem, Window: 10_000_000, Rank: 7, Max: 7_000_000, Closed: []closedWindow{{Start: 0, Toys: 2, Boxes: 3}, {Start: 10, Toys: 0, Boxes: 1}}}
 	cases := []struct {

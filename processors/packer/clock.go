@@ -34,8 +34,12 @@ import (
 // key is the record's dedupe entry, "" for a heartbeat or a late record
 // (admit).
 func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *validRecord, key string) {
+	open := len(kc.Open)
 	if !kc.apply(p.params, *obs) {
 		return
+	}
+	if part.state != nil {
+		part.state.windows[kc.size].Add(int64(len(kc.Open) - open))
 	}
 	kc.Ev.Snapshot = nil
 	if obs.Offset%snapshotEvery == 0 {
@@ -77,9 +81,13 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 		return recoverError(ctx, err)
 	}
 	kc := part.clockOf(key)
+	open := len(kc.Open)
 	restored, err := kc.restore(p.params, ev)
 	if err != nil {
 		return recoverError(ctx, err)
+	}
+	if part.state != nil {
+		part.state.windows[kc.size].Add(int64(len(kc.Open) - open))
 	}
 	if restored {
 		key := ""
@@ -125,7 +133,11 @@ func (t *tablePart) restoreSnapshot(p paramsUS, sn *snapshot) error {
 		kc.Toys.merge(ks.Toys)
 		kc.Boxes.merge(ks.Boxes)
 		for _, x := range []record.Stream{record.Toys, record.Boxes} {
-			if err := kc.ids[streamIndex(x)].forget(p.watermark(*kc.stream(x)), p.WindowUS, t.store.Delete); err != nil {
+			gone, err := kc.ids[streamIndex(x)].forget(p.watermark(*kc.stream(x)), p.WindowUS, t.store.Delete)
+			if t.state != nil {
+				t.state.entries[kc.size].Add(-int64(gone))
+			}
+			if err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/contract"
@@ -58,6 +59,10 @@ type Config struct {
 	// serialized: a process that gets its configuration as JSON (a bench
 	// worker) builds its own from its environment.
 	Tracer trace.TracerProvider `json:"-"`
+	// Meter, when set and not a no-op, gives the packer's metrics
+	// (metrics.go; otel/README.md lists them). Nil: nothing is counted.
+	// Not serialized, as Tracer.
+	Meter metric.MeterProvider `json:"-"`
 	// Ready, when set, is called once in each Run, when both groups have
 	// joined and recovered their tables and consume: not when Run fails or
 	// stops first. Not serialized, as a function cannot be.

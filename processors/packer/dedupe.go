@@ -30,6 +30,9 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 		key := ctx.Key()
 		r, err := record.Parse(stream, []byte(key), raw)
 		p.aligner.processed(stream, ctx.Partition(), ctx.Offset(), r.MadeAtMicros(), err == nil)
+		if p.metrics != nil {
+			p.metrics.consume(streamIndex(stream), ctx.Partition(), ctx.Offset())
+		}
 		if err != nil {
 			detail := err.Error()
 			if ie := (*record.InvalidError)(nil); errors.As(err, &ie) {
@@ -43,6 +46,9 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			Line: r.Line, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
 			Trace: p.traceOf(ctx),
+		}
+		if p.metrics != nil {
+			obs.ArrivedUS = ctx.Timestamp().UnixMicro()
 		}
 		if !r.Heartbeat {
 			// Kept only to report the record as a duplicate.
@@ -75,6 +81,9 @@ func (p *Packer) fitRaw(obs *validRecord, reserve int) {
 // stray is a valid record that arrived in a partition other than its
 // line's, now in its line's partition.
 func (p *Packer) stray(ctx goka.Context, msg any) {
+	if p.metrics != nil {
+		p.metrics.consume(inLoop, ctx.Partition(), ctx.Offset())
+	}
 	p.admit(ctx, msg.(*validRecord))
 }
 
@@ -106,6 +115,9 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 	key := deadKey(dl.Topic, dl.Partition, dl.Offset)
 	p.fitDead(dl, key)
 	markDead(ctx, reason)
+	if p.metrics != nil {
+		p.metrics.deadLetter(dl.Stream, reason, dl.Key)
+	}
 	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), key, dl)
 }
 
@@ -130,7 +142,10 @@ type validRecord struct {
 	Heartbeat bool          `json:"hb,omitempty"`
 	MadeUS    int64         `json:"t"`  // made_at in µs, floor
 	MadeAt    string        `json:"ts"` // made_at as record.FormatTime, for late rows
-	Dup       bool          `json:"dup,omitempty"`
+	// ArrivedUS is the input record's Kafka timestamp in µs, for the pack
+	// duration (metrics.go); 0 with metrics off.
+	ArrivedUS int64 `json:"a,omitempty"`
+	Dup       bool  `json:"dup,omitempty"`
 	// Raw value and key are kept only for a duplicate's dead letter: the
 	// decision of a duplicate holds them, every other decision neither. A raw
 	// value too long for the record that carries it is cut, and RawCut
@@ -146,7 +161,7 @@ type validRecord struct {
 // sizeHint: a stray's loop record holds the raw record, and a trace
 // reference when tracing is on.
 func (o *validRecord) sizeHint() int {
-	return 96 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
+	return 106 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
 }
 
 func (o *validRecord) appendBin(b []byte) []byte {
@@ -158,6 +173,7 @@ func (o *validRecord) appendBin(b []byte) []byte {
 	b = append(b, flag(o.Heartbeat, 1)|flag(o.Dup, 2))
 	b = binary.AppendVarint(b, o.MadeUS)
 	b = appendStr(b, o.MadeAt)
+	b = binary.AppendVarint(b, o.ArrivedUS)
 	b = appendBytes(b, o.Raw)
 	b = appendBytes(b, o.Key)
 	b = binary.AppendVarint(b, int64(o.RawCut.Bytes))
@@ -175,6 +191,7 @@ func (o *validRecord) readBin(r *binReader) {
 	o.Heartbeat, o.Dup = f&1 != 0, f&2 != 0
 	o.MadeUS = r.varint()
 	o.MadeAt = r.str()
+	o.ArrivedUS = r.varint()
 	o.Raw = r.bytes()
 	o.Key = r.bytes()
 	o.RawCut.Bytes = int(r.varint())
@@ -216,13 +233,19 @@ func (t *tablePart) seen(ctx goka.Context, key string) bool {
 func (t *tablePart) remember(kc *keyClock, p paramsUS, ev *decision, key string) error {
 	rec := &ev.Rec
 	ids := &kc.ids[streamIndex(rec.Stream)]
+	added := 0
 	if ev.Class == classItem {
 		if err := t.store.Set(key, entryValue); err != nil {
 			return err
 		}
 		ids.add(ev.Window, key)
+		added = 1
 	}
-	return ids.forget(p.watermark(*kc.stream(rec.Stream)), p.WindowUS, t.store.Delete)
+	gone, err := ids.forget(p.watermark(*kc.stream(rec.Stream)), p.WindowUS, t.store.Delete)
+	if t.state != nil {
+		t.state.entries[kc.size].Add(int64(added - gone))
+	}
+	return err
 }
 
 // entryValue: a dedupe entry says only that its key is set.
@@ -253,21 +276,23 @@ func (w *windowIDs) add(start int64, key string) {
 	e.keys = append(e.keys, key...)
 }
 
-// forget deletes the entries of every window whose end wm has reached.
-func (w *windowIDs) forget(wm, width int64, del func(string) error) error {
+// forget deletes the entries of every window whose end wm has reached, and
+// says how many it deleted.
+func (w *windowIDs) forget(wm, width int64, del func(string) error) (int, error) {
 	ws := *w
-	n := 0
+	n, deleted := 0, 0
 	for ; n < len(ws) && ws[n].start+width <= wm; n++ {
 		for b := ws[n].keys; len(b) > 0; {
 			l, k := binary.Uvarint(b)
 			if err := del(string(b[k : k+int(l)])); err != nil {
-				return err
+				return deleted, err
 			}
+			deleted++
 			b = b[k+int(l):]
 		}
 	}
 	if n > 0 {
 		*w = slices.Delete(ws, 0, n)
 	}
-	return nil
+	return deleted, nil
 }

@@ -212,6 +212,9 @@ func (u *unitPipeline) take(topics ...string) []unitRow {
 	return got
 }
 
+// unitArrival is every input record's Kafka timestamp in the unit pipeline.
+var unitArrival = time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)
+
 // gokaCtx names the embedded goka.Context, whose Context method unitCtx
 // has its own of.
 type gokaCtx = goka.Context
@@ -230,6 +233,7 @@ func (c *unitCtx) Key() string              { return c.key }
 func (c *unitCtx) Partition() int32         { return 0 }
 func (c *unitCtx) Offset() int64            { return c.offset }
 func (c *unitCtx) Headers() goka.Headers    { return nil }
+func (c *unitCtx) Timestamp() time.Time     { return unitArrival }
 func (c *unitCtx) Context() context.Context { return context.Background() }
 func (c *unitCtx) Fail(err error) {
 	c.u.t.Fatalf("%s callback at %s offset %d failed: %v", c.group, c.topic, c.offset, err)
@@ -409,7 +413,7 @@ func TestDedupeWindowIDsAddForget(t *testing.T) {
 				w.add(a.start, a.key)
 			}
 			var deleted []string
-			if err := w.forget(c.wm, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
+			if _, err := w.forget(c.wm, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(deleted, c.deleted) {
@@ -425,7 +429,7 @@ func TestDedupeWindowIDsAddForget(t *testing.T) {
 			// What is kept is still listed whole: forgetting it later
 			// deletes every key once.
 			deleted = nil
-			if err := w.forget(1<<62, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
+			if _, err := w.forget(1<<62, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			var rest []string
@@ -451,11 +455,11 @@ func TestDedupeWindowIDsForgetError(t *testing.T) {
 	w.add(0, "a")
 	w.add(0, "b")
 	boom := errors.New("boom")
-	if err := w.forget(10, 10, func(k string) error { return boom }); !errors.Is(err, boom) {
+	if _, err := w.forget(10, 10, func(k string) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("forget = %v, want %v", err, boom)
 	}
 	var deleted []string
-	if err := w.forget(10, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil || !slices.Equal(deleted, []string{"a", "b"}) {
+	if _, err := w.forget(10, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil || !slices.Equal(deleted, []string{"a", "b"}) {
 		t.Fatalf("second forget deleted %q (%v), want a and b", deleted, err)
 	}
 }

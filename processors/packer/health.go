@@ -17,7 +17,8 @@ import (
 // Health is what a running packer says of itself to an operator: whether it
 // does its work, and what each of its goka groups reports. Consumer lag is
 // the broker's to tell (the collector's kafkametrics receiver, or
-// kafka-consumer-groups.sh): goka refreshes its own view of it once a minute.
+// kafka-consumer-groups.sh), or the packer's metrics' (metrics.go): goka
+// refreshes its own view of it once a minute.
 type Health struct {
 	// Running: both groups have joined, recovered their tables and consume.
 	Running bool          `json:"running"`

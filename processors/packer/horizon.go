@@ -49,6 +49,7 @@ type horizon struct {
 	mu     sync.Mutex          // guards marks: the cleaner reads them
 	marks  []horizonMark       // oldest first
 	gone   int64               // the offset below which the cleaner deleted the records
+	marked int64               // the offset after the last mark's, under mu: for kept
 }
 
 type windowRef struct {
@@ -91,6 +92,13 @@ func (h *horizon) follow(offset int64, ev *decision) bool {
 	if offset < h.next {
 		return false
 	}
+	if h.count == 0 {
+		// The table's first record, as far as this horizon knows: the
+		// records below it are gone (an earlier run's cleaning).
+		h.mu.Lock()
+		h.gone = max(h.gone, offset)
+		h.mu.Unlock()
+	}
 	h.next = offset + 1
 	r := &ev.Rec
 	if ev.Class == classItem {
@@ -132,7 +140,17 @@ func (h *horizon) mark(offset int64) {
 	if n := len(h.marks); n == 0 || h.marks[n-1].at < offset {
 		h.marks = append(h.marks, horizonMark{at: offset, keep: keep})
 	}
+	h.marked = max(h.marked, offset+1)
 	h.mu.Unlock()
+}
+
+// kept is about how many records the table keeps in the partition: from
+// the lowest not deleted to the last one marked (a mark is taken at least
+// every horizonEvery decisions, and at every one that closes windows).
+func (h *horizon) kept() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return max(h.marked-h.gone, 0)
 }
 
 // firstOffsets is a min-heap of the open windows' first offsets.

@@ -107,13 +107,16 @@ func (s *sequencer) barrier(ctx goka.Context) goka.Context {
 }
 
 // producer wraps goka's producer so that promises finish in emit order.
-func (s *sequencer) producer(inner goka.Producer) goka.Producer {
-	return &orderedProducer{inner: inner, seq: s}
+// It sees Kafka's answer to every write of the group, which m (nil: none)
+// counts.
+func (s *sequencer) producer(inner goka.Producer, m *metrics) goka.Producer {
+	return &orderedProducer{inner: inner, seq: s, m: m}
 }
 
 type orderedProducer struct {
 	inner goka.Producer
 	seq   *sequencer
+	m     *metrics
 }
 
 func (p *orderedProducer) Emit(topic, key string, value []byte) *goka.Promise {
@@ -124,6 +127,9 @@ func (p *orderedProducer) EmitWithHeaders(topic, key string, value []byte, heade
 	out, finish := goka.NewPromiseWithFinisher()
 	seq := p.seq.add(seqItem{finish: finish})
 	p.inner.EmitWithHeaders(topic, key, value, headers).ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
+		if p.m != nil {
+			p.m.answered(topic, err)
+		}
 		p.seq.complete(seq, msg, err)
 	})
 	return out

@@ -136,6 +136,7 @@ type keyClock struct {
 	Open  []openWindow `json:"open,omitempty"`
 	Ev    decision     `json:"ev"`
 	ids   [2]windowIDs
+	size  int // sizeIndex of the key's size, for the metrics
 }
 
 // stream is the clock of stream x.

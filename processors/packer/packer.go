@@ -41,6 +41,7 @@ type Packer struct {
 	clockStores, slotStores *tableStores
 	log                     *slog.Logger
 	trace                   stageTracing // all nil: tracing off (tracing.go)
+	metrics                 *metrics     // nil: metrics off (metrics.go)
 	// aligner keeps the clock group's inputs together in event time (align.go).
 	aligner *aligner
 	procs   atomic.Pointer[[]*goka.Processor] // the groups' processors while they run (health.go)
@@ -55,8 +56,13 @@ func New(cfg Config, log *slog.Logger) (*Packer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, aligner: newAligner(cfg.Partitions)}
+	m, err := newMetrics(cfg.Meter, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("packer metrics: %w", err)
+	}
+	p := &Packer{cfg: cfg, params: cfg.params(), lim: defaultLimits(), log: log, metrics: m}
 	p.newStores()
+	p.newAligner()
 	p.trace = newStageTracing(cfg, cfg.Tracer)
 	return p, nil
 }
@@ -69,8 +75,20 @@ func New(cfg Config, log *slog.Logger) (*Packer, error) {
 // decision. Not following at all, rather than trimming the marks anyway,
 // also spares each decision the work whose only use is the cleaner's.
 func (p *Packer) newStores() {
-	p.clockStores = newTableStores(p.cfg.clockTable(), false)
-	p.slotStores = newTableStores(p.cfg.slotTable(), p.cfg.CleanEvery > 0)
+	counts := p.metrics != nil
+	p.clockStores = newTableStores(p.cfg.clockTable(), false, counts)
+	p.slotStores = newTableStores(p.cfg.slotTable(), p.cfg.CleanEvery > 0, counts)
+	if p.metrics != nil {
+		p.metrics.stores.Store(&[2]*tableStores{p.clockStores, p.slotStores})
+	}
+}
+
+// newAligner starts the aligner afresh, as each run does.
+func (p *Packer) newAligner() {
+	p.aligner = newAligner(p.cfg.Partitions)
+	if p.metrics != nil {
+		p.metrics.aligner.Store(p.aligner)
+	}
 }
 
 func (p *Packer) topicOf(x record.Stream) string {

@@ -122,7 +122,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 			if err != nil {
 				return nil, err
 			}
-			return seq.producer(p.tracingOf(group).Producer(inner)), nil
+			return seq.producer(p.tracingOf(group).Producer(inner), p.metrics), nil
 		}),
 		goka.WithContextWrapper(seq.barrier),
 	)
@@ -190,7 +190,7 @@ func (p *Packer) Run(ctx context.Context) error {
 func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
 	p.seqs = nil
 	p.newStores()
-	p.aligner = newAligner(p.cfg.Partitions)
+	p.newAligner()
 	p.slotStores.restore = func(partition int32, part *tablePart) error {
 		err := p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
 			return p.restoreSlots(part, offset, value)

@@ -25,6 +25,9 @@ import (
 // and window closings into the slots that will stay half-empty.
 func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	ev := msg.(*decision)
+	if p.metrics != nil {
+		p.metrics.consume(inTable, ctx.Partition(), ctx.Offset())
+	}
 	part := p.slotStores.of(ctx)
 	if err := part.settle(ctx.Offset()); err != nil {
 		ctx.Fail(fmt.Errorf("forget slots in partition %d of %s: %w", ctx.Partition(), part.topic, err))
@@ -37,10 +40,13 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 	case classLate:
 		key := lateKey(p.topicOf(r.Stream), r.Partition, r.Offset)
 		resume(p.trace.slots, ctx, r.Trace).Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
+		if p.metrics != nil {
+			p.metrics.row(rowLate, r.Line)
+		}
 	case classDuplicate:
 		p.emitDup(resume(p.trace.slots, ctx, r.Trace), &r)
 	case classItem:
-		p.slot(ctx, part, slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace})
+		p.slot(ctx, part, slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace, ArrivedUS: r.ArrivedUS})
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
@@ -49,7 +55,7 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 		// Nothing mentions a window after its closing: a later item of it
 		// would be late. A restart that processes this decision again
 		// rebuilds the slots first (restoreSlots).
-		if err := part.forgetWindow(r.Line, c); err != nil {
+		if err := part.forgetWindow(r.Line, c, true); err != nil {
 			ctx.Fail(fmt.Errorf("forget the slots of window %d of line %s in partition %d of %s: %w", c.Start, r.Line, ctx.Partition(), part.topic, err))
 		}
 	}
@@ -71,10 +77,20 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg)
 	case slot.Toy != "" && slot.Box != "":
 		ctx = withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace, slot.BoxTrace)
 		ctx.Emit(goka.Stream(t.Packed), itemKey(slot.Line, slot.Window, slot.Toy), p.packedRow(slot, ws))
+		if p.metrics != nil {
+			p.metrics.row(rowPacked, slot.Line)
+			p.metrics.packed(slot.Line, m.ArrivedUS) // m brought the later item
+		}
 	case slot.Closed && slot.Toy != "":
 		withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(slot.Line, slot.Window, slot.Toy), p.unpackedRow(slot, ws))
+		if p.metrics != nil {
+			p.metrics.row(rowUnpacked, slot.Line)
+		}
 	case slot.Closed && slot.Box != "":
 		withItems(resume(p.trace.slots, ctx, m.Trace), slot.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(slot.Line, slot.Window, slot.Box), p.spareRow(slot, ws))
+		if p.metrics != nil {
+			p.metrics.row(rowSpare, slot.Line)
+		}
 	}
 }
 
@@ -113,17 +129,34 @@ func (t *tablePart) updateSlot(key string, m *slotMsg) (*slotState, error) {
 	if changed {
 		enc, _ := slotStateCodec.Encode(slot)
 		err = t.store.Set(key, enc)
+		if b == nil && err == nil && t.state != nil {
+			t.state.slots[lineSizeIndex(m.Line)].Add(1)
+		}
 	}
 	return slot, err
 }
 
 // forgetWindow deletes the slots of a closed window: ranks 1 to the larger
-// of its two counts.
-func (t *tablePart) forgetWindow(line string, c closedWindow) error {
+// of its two counts. Each of them exists, every item of a window that a
+// decision still to be processed mentions being in the clock table
+// (restoreSlots), but for a window that closed in the records a restore
+// read (settle): whole says which.
+func (t *tablePart) forgetWindow(line string, c closedWindow, whole bool) error {
+	gone := 0
 	for k := 1; k <= max(c.Toys, c.Boxes); k++ {
-		if err := t.store.Delete(slotKey(line, c.Start, k)); err != nil {
+		key := slotKey(line, c.Start, k)
+		if t.state != nil && !whole {
+			if ok, err := t.store.Has(key); err != nil || !ok {
+				continue
+			}
+		}
+		if err := t.store.Delete(key); err != nil {
 			return err
 		}
+		gone++
+	}
+	if t.state != nil {
+		t.state.slots[lineSizeIndex(line)].Add(-int64(gone))
 	}
 	return nil
 }
@@ -180,7 +213,7 @@ func (t *tablePart) settle(offset int64) error {
 	}
 	for _, c := range t.closedInRestore {
 		if c.at < offset {
-			if err := t.forgetWindow(c.line, c.w); err != nil {
+			if err := t.forgetWindow(c.line, c.w, false); err != nil {
 				return err
 			}
 		}
@@ -202,6 +235,9 @@ type slotMsg struct {
 	Line   string
 	Window int64
 	Trace  traceRef // of the record that brought the item, or that closed the window
+	// ArrivedUS is the Kafka timestamp of the input record that brought the
+	// item (validRecord.ArrivedUS).
+	ArrivedUS int64
 }
 
 // slotState is where the k-th toy meets the k-th box. Every field is written

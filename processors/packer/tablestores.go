@@ -21,14 +21,17 @@ type tableStores struct {
 	topic string
 	// follow: each partition keeps a horizon (horizon.go), for the cleaner.
 	follow bool
+	// counts: each partition counts what it holds (partState), for the
+	// metrics.
+	counts bool
 	// restore, when set, fills a partition's new storage before goka uses it.
 	restore func(partition int32, part *tablePart) error
 	mu      sync.Mutex
 	m       map[int32]*tablePart
 }
 
-func newTableStores(topic string, follow bool) *tableStores {
-	return &tableStores{topic: topic, follow: follow, m: map[int32]*tablePart{}}
+func newTableStores(topic string, follow, counts bool) *tableStores {
+	return &tableStores{topic: topic, follow: follow, counts: counts, m: map[int32]*tablePart{}}
 }
 
 // builder remembers every storage that inner builds for the table, for as
@@ -49,6 +52,9 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}}
 		if s.follow {
 			part.horizon = newHorizon()
+		}
+		if s.counts {
+			part.state = &partState{}
 		}
 		s.mu.Lock()
 		s.m[partition] = part
@@ -106,6 +112,9 @@ type tablePart struct {
 	keyClocks       map[string]*keyClock
 	horizon         *horizon
 	closedInRestore []restoredClosing
+	// state counts what the partition holds, for the metrics; nil when
+	// they are off. A revoked partition's counts go with it.
+	state *partState
 }
 
 // horizons are the horizons of the partitions held now, none when the
@@ -137,7 +146,7 @@ func (s *tableStores) horizonOf(partition int32) *horizon {
 func (t *tablePart) clockOf(key string) *keyClock {
 	kc, ok := t.keyClocks[key]
 	if !ok {
-		kc = &keyClock{}
+		kc = &keyClock{size: lineSizeIndex(key)}
 		t.keyClocks[key] = kc
 	}
 	return kc
