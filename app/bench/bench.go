@@ -369,20 +369,7 @@ func (c Config) Validate() error {
 	if c.LiveDuration <= 0 {
 		bad("live duration must be positive, got %v", c.LiveDuration)
 	}
-	if c.Elves < 1 || c.Elves > producers.MaxElves {
-		bad("elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
-	}
-	if c.Halls < 0 || c.Halls > producers.MaxHalls {
-		bad("halls must be between 0 (keys are sizes alone) and %d, got %d", producers.MaxHalls, c.Halls)
-	}
-	if slices.Contains(c.Variants, "scale") && len(c.Instances) == 0 {
-		bad("the scale variant needs at least one instance count")
-	}
-	for _, n := range c.Instances {
-		if n < 1 {
-			bad("instance counts must be at least 1, got %d", n)
-		}
-	}
+	errs = append(errs, c.workloadErrs()...)
 	if c.Timeout <= 0 {
 		bad("timeout must be positive, got %v", c.Timeout)
 	}
@@ -406,6 +393,28 @@ func (c Config) Validate() error {
 		bad("no progress writer")
 	}
 	return errors.Join(errs...)
+}
+
+// workloadErrs are the problems of what the elves write and how many
+// packers read it (Validate).
+func (c Config) workloadErrs() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("bench: "+format, args...)) }
+	if c.Elves < 1 || c.Elves > producers.MaxElves {
+		bad("elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
+	}
+	if c.Halls < 0 || c.Halls > producers.MaxHalls {
+		bad("halls must be between 0 (keys are sizes alone) and %d, got %d", producers.MaxHalls, c.Halls)
+	}
+	if slices.Contains(c.Variants, "scale") && len(c.Instances) == 0 {
+		bad("the scale variant needs at least one instance count")
+	}
+	for _, n := range c.Instances {
+		if n < 1 {
+			bad("instance counts must be at least 1, got %d", n)
+		}
+	}
+	return errs
 }
 
 // Bench runs the variants of a Config.
