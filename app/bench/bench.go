@@ -586,15 +586,11 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 		return b.scaleOut(ctx, kc, v, profile)
 	}
 	r := Result{Variant: v}
-	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	p, err := b.pipeline(kc, name, v)
+	name, p, err := b.freshPipeline(ctx, kc, v)
 	if err != nil {
 		return r, err
 	}
 	cfg := p.Config().Packer
-	if err := p.EnsureTopics(ctx); err != nil {
-		return r, err
-	}
 	w := Worker{Hop: v.Hop, HopGroup: HopGroup(name), Packer: cfg, CPUProfile: profile}
 	if v.Storage == "disk" {
 		dir, cleanup, err := b.storageDir()
@@ -773,6 +769,16 @@ func packLatencyPercentiles(ctx context.Context, kc kafkaconf.Config, t packer.T
 
 // pipeline is variant v's run on topics named after name: clean elves (no
 // late, duplicate or bad records), the backlog or the live rate's records.
+// freshPipeline is pipeline on topics of a fresh name, created.
+func (b *Bench) freshPipeline(ctx context.Context, kc kafkaconf.Config, v Variant) (string, *harness.Pipeline, error) {
+	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	p, err := b.pipeline(kc, name, v)
+	if err == nil {
+		err = p.EnsureTopics(ctx)
+	}
+	return name, p, err
+}
+
 func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*harness.Pipeline, error) {
 	c := harness.Named(name)
 	c.Kafka = kc

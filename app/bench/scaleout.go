@@ -108,15 +108,11 @@ type instance struct {
 // scaleOut measures variant v (Instances packers) on kc.
 func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, profile string) (Result, error) {
 	r := Result{Variant: v}
-	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	p, err := b.pipeline(kc, name, v)
+	_, p, err := b.freshPipeline(ctx, kc, v)
 	if err != nil {
 		return r, err
 	}
 	cfg := p.Config().Packer
-	if err := p.EnsureTopics(ctx); err != nil {
-		return r, err
-	}
 	env, _, stopReceiver, err := b.workerEnv(v)
 	if err != nil {
 		return r, err

@@ -37,9 +37,10 @@ type Config struct {
 	// FinalHeartbeatAt to the horizon of both (producers.Horizon), so that the
 	// final heartbeats of each stream close every window of both.
 	Toys, Boxes producers.Config
-	// Halls is given to both streams' elves (producers.Config.Halls): 0
-	// keys records by size alone, H > 0 spreads them over 4H packing
-	// lines. Toys and boxes must agree, or no toy finds its box.
+	// Halls, when not 0, is given to both streams' elves
+	// (producers.Config.Halls), spreading their records over 4H packing
+	// lines; 0 leaves the elves' own Halls as they are. Toys and boxes
+	// should agree, or no toy finds its box.
 	Halls int
 	// Sleigh, when true, also runs the sleigh on the packed topic, in goka
 	// group <Packer.Group>-sleigh.
@@ -107,7 +108,9 @@ func (c Config) complete() Config {
 	}
 	c.Toys.Topic, c.Boxes.Topic = c.Packer.Topics.Toys, c.Packer.Topics.Boxes
 	c.Toys.Params, c.Boxes.Params = c.Packer.Params, c.Packer.Params
-	c.Toys.Halls, c.Boxes.Halls = c.Halls, c.Halls
+	if c.Halls != 0 {
+		c.Toys.Halls, c.Boxes.Halls = c.Halls, c.Halls
+	}
 	h := producers.Horizon(c.Toys, c.Boxes)
 	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
 		if h.After(e.FinalHeartbeatAt) {
