@@ -126,7 +126,11 @@ type Summary struct {
 	// map.
 	MapCheck string   `json:"map_check,omitempty"`
 	MapEdges MapEdges `json:"map_edges,omitempty"`
-	Seconds  float64  `json:"seconds"`
+	// Metrics is the components' OpenTelemetry metrics against the records
+	// read back (Result.CheckMetrics); absent when the demo had no metrics
+	// (OTEL_SDK_DISABLED).
+	Metrics *MetricsCheck `json:"metrics,omitempty"`
+	Seconds float64       `json:"seconds"`
 }
 
 // Result is what Run found.

@@ -92,7 +92,8 @@ func writeJSONL(path string, rows any) error {
 
 // WriteReport writes dir/report.html (app/report) for the run, with
 // the service map g when there is one and its check (Result.CheckMap) when
-// that was made; where says which Kafka it ran on.
+// that was made, and the metrics' check (Result.CheckMetrics) when that
+// was; where says which Kafka it ran on.
 func WriteReport(dir string, r Result, where string, g *servicemap.Graph) error {
 	sql := r.SQLComparison
 	sql.SQL = "the embedded SQLite (the shared contract SQL on the input records)"
@@ -106,6 +107,10 @@ func WriteReport(dir string, r Result, where string, g *servicemap.Graph) error 
 			v.Detail += " (" + MapDiffers + ")"
 		}
 		in.MapCheck = &v
+	}
+	if m := r.Summary.Metrics; m != nil {
+		in.MetricsCheck = &report.Verdict{Check: "the OpenTelemetry metrics vs the records read back", Equal: m.Equal(),
+			Detail: m.String() + ": " + m.Verdict()}
 	}
 	return report.WriteFile(dir, in)
 }
@@ -126,7 +131,9 @@ const OutFiles = `  DIR/input/toys.jsonl, DIR/input/boxes.jsonl   every input re
                                                 under dead_without_size) and
                                                 the verdicts: reference_check,
                                                 sql_check, map_check (with
-                                                map_edges)
+                                                map_edges), metrics (the
+                                                components' OpenTelemetry
+                                                counts against them)
   DIR/servicemap.{mmd,svg}                      the service map (Mermaid, SVG)
   DIR/servicemap-topics.{mmd,svg}               the map with a node per topic
   DIR/report.html                               one page to open in a browser: the

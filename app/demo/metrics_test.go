@@ -66,7 +66,7 @@ func TestMetricsReachOTLP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dt.Finish() // every component stopped: flush
+	traces := dt.Finish(ctx) // every component stopped: flush
 	if rcv.Requests() < 2 {
 		t.Errorf("%d export requests: the periodic export did not run", rcv.Requests())
 	}
@@ -92,8 +92,45 @@ func TestMetricsReachOTLP(t *testing.T) {
 		t.Errorf("sleigh: %v messages consumed in the metrics, %d counted by the sleigh (%+v)", consumed, want, counts)
 	}
 	checkPackerMetrics(t, rcv, c.Packer, r.Run.ReadBack)
+	checkDemoMetrics(t, rcv, c.Packer, r, traces.Metrics)
 	if len(rcv.Find("go.goroutine.count", map[string]string{"service.name": telemetry.ServicePacker})) != 1 {
 		t.Errorf("no Go runtime metrics under the packer's name: %v", rcv.Names())
+	}
+}
+
+// checkDemoMetrics finds that the demo's own readers saw what OTLP
+// received, every count of its check, and that it says they equal the
+// records read back.
+func checkDemoMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config, r demo.Result, m *demo.MetricCounts) {
+	t.Helper()
+	if m == nil {
+		t.Fatal("the demo read no metrics of its own")
+	}
+	check := r.CheckMetrics(*m)
+	if !check.Equal() || check.Unchecked != "" || r.Summary.Metrics == nil || len(check.Counts) < 12 {
+		t.Errorf("the demo's metrics check: %s: %s", check, check.Verdict())
+	}
+	topic := map[string]string{"toys": pc.Topics.Toys, "boxes": pc.Topics.Boxes}
+	for _, mc := range check.Counts {
+		match := map[string]string{"service.name": mc.Service}
+		var name string
+		switch mc.What {
+		case "sent":
+			name, match["messaging.destination.name"] = producers.MetricRecords, topic[mc.Of]
+		case "consumed":
+			name, match["messaging.destination.name"] = "messaging.client.consumed.messages", topic[mc.Of]
+		case "rows":
+			name, match["northpole.row.kind"] = packer.MetricRows, mc.Of
+		case "dead letters":
+			name, match["northpole.dead.reason"] = packer.MetricDeadLetters, mc.Of
+		case "loaded":
+			name, match["northpole.outcome"] = sleigh.MetricPairs, sleigh.OutcomeLoaded
+		default:
+			t.Fatalf("a count of %q", mc.What)
+		}
+		if got := rcv.Sum(name, match); got != float64(mc.Count) {
+			t.Errorf("%s %s %s: %d in the demo's summary, %v over OTLP", mc.Service, mc.What, mc.Of, mc.Count, got)
+		}
 	}
 }
 

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/otel/servicemap"
@@ -21,19 +24,28 @@ type StartTelemetry func(ctx context.Context, opts telemetry.Options) (tel *tele
 // Tracing is the demo's telemetry: one service.name per component
 // (Provider, for harness.Config.Tracing), all sharing the span processors:
 // the OTLP exporter when OTEL_* asks for one, and the in-process service
-// map.
+// map. Each component's meter provider (Meters) has a reader of the demo's
+// own beside the OTLP one, if any: the demo reads its metrics whether they
+// are exported or not.
 type Tracing struct {
 	tel     *telemetry.Telemetry
 	stop    func()
 	b       *servicemap.Builder // nil: no service map
+	log     *slog.Logger
 	stopped bool
+
+	mu      sync.Mutex
+	readers map[string]*sdkmetric.ManualReader // by service
 }
 
 // NewTracing starts the demo's telemetry with start, with the in-process
 // service map when serviceMap is set; its errors are start's.
 func NewTracing(ctx context.Context, serviceMap bool, log *slog.Logger, start StartTelemetry) (*Tracing, error) {
-	t := &Tracing{}
-	opts := telemetry.Options{Log: log}
+	t := &Tracing{log: log, readers: map[string]*sdkmetric.ManualReader{}}
+	if log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	opts := telemetry.Options{Log: log, MetricReaders: t.reader}
 	if serviceMap {
 		// The map gets the same delivery as the OTLP exporter: it must count
 		// every span, or its edges contradict the records read back.
@@ -52,6 +64,16 @@ func NewTracing(ctx context.Context, serviceMap bool, log *slog.Logger, start St
 	return t, nil
 }
 
+// reader is the demo's reader of one service's metrics
+// (telemetry.Options.MetricReaders).
+func (t *Tracing) reader(service string) []sdkmetric.Reader {
+	r := sdkmetric.NewManualReader()
+	t.mu.Lock()
+	t.readers[service] = r
+	t.mu.Unlock()
+	return []sdkmetric.Reader{r}
+}
+
 // Provider is the tracer provider of one component (a no-op when tracing
 // is off).
 func (t *Tracing) Provider(service string) trace.TracerProvider {
@@ -59,7 +81,8 @@ func (t *Tracing) Provider(service string) trace.TracerProvider {
 }
 
 // Meters is the meter provider of one component, for
-// harness.Config.Metrics (a no-op when metrics are off).
+// harness.Config.Metrics: with the demo's own reader always, so a no-op
+// only when OTEL_SDK_DISABLED turns telemetry off.
 func (t *Tracing) Meters(service string) metric.MeterProvider {
 	return t.tel.MeterProvider(service)
 }
@@ -75,13 +98,30 @@ type Traces struct {
 	// of leftover and dead letter apart), where SigNoz's map has one kafka
 	// node for them all; the terminal and servicemap.svg keep SigNoz's.
 	Map, TopicMap *servicemap.Graph
+	// Metrics are the components' metrics, read once at the end
+	// (Result.CheckMetrics); nil when there were none (OTEL_SDK_DISABLED)
+	// or they could not be read (logged).
+	Metrics *MetricCounts
 }
 
-// Finish flushes the spans (every component must have stopped) and says
-// what became of them.
-func (t *Tracing) Finish() Traces {
+// Finish reads the metrics and flushes the spans (every component must
+// have stopped), and says what became of them.
+func (t *Tracing) Finish(ctx context.Context) Traces {
+	var tr Traces
+	t.mu.Lock()
+	readers := maps.Clone(t.readers)
+	t.mu.Unlock()
+	if len(readers) > 0 {
+		// Before Close: a reader of a provider shut down reads nothing.
+		m, err := readMetrics(ctx, readers)
+		if err != nil {
+			t.log.Warn("demo: the metrics could not be read, so they are not checked", "err", err)
+		} else {
+			tr.Metrics = &m
+		}
+	}
 	t.Close()
-	tr := Traces{Spans: t.tel.SpanStats()}
+	tr.Spans = t.tel.SpanStats()
 	if t.b != nil {
 		g, topics := t.b.Graph(), t.b.TopicGraph()
 		tr.Map, tr.TopicMap = &g, &topics

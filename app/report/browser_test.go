@@ -27,6 +27,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -94,12 +95,12 @@ func cell(t *testing.T, dom, size, set string) string {
 	return c[1]
 }
 
-// TestPageInBrowser runs a small demo with tracing into a service map,
-// writes its report.html, loads it in headless Chromium and checks that the
-// page loads without a console message, and that the DOM shows the counts
-// the demo's summary holds, the verdicts (the map check's too) and the
-// service map with topics, whose edge into the packed topic counts the pairs
-// packed.
+// TestPageInBrowser runs a small demo with tracing into a service map and
+// its own metric readers, writes its report.html, loads it in headless
+// Chromium and checks that the page loads without a console message, and
+// that the DOM shows the counts the demo's summary holds, the verdicts (the
+// map's and the metrics' checks too) and the service map with topics, whose
+// edge into the packed topic counts the pairs packed.
 func TestPageInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -124,6 +125,20 @@ func TestPageInBrowser(t *testing.T) {
 		return tp
 	}
 	c.Tracing = tracing
+	// The demo's own metric readers, nothing exported.
+	dt, err := demo.NewTracing(ctx, false, nil, func(ctx context.Context, opts telemetry.Options) (*telemetry.Telemetry, func(), error) {
+		opts.Getenv = func(string) string { return "" }
+		tel, err := telemetry.New(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tel, tel.Close, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dt.Close()
+	c.Metrics = dt.Meters
 	d, err := demo.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +150,13 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if _, _, err := d.FinishSleigh(ctx, len(r.Run.Goka.Packed)); err != nil {
 		t.Fatal(err)
+	}
+	traces := dt.Finish(ctx)
+	if traces.Metrics == nil {
+		t.Fatal("the demo read no metrics")
+	}
+	if mc := r.CheckMetrics(*traces.Metrics); !mc.Equal() {
+		t.Errorf("metrics check: %s: %s", mc, mc.Verdict())
 	}
 	for _, tp := range providers {
 		if err := tp.Shutdown(ctx); err != nil {
@@ -179,6 +201,8 @@ func TestPageInBrowser(t *testing.T) {
 	for _, want := range []string{
 		"<b>equal</b>: Goka vs the batch reference", "<b>equal</b>: Goka vs the embedded SQLite",
 		"<b>equal</b>: the service map vs the records read back",
+		"<b>equal</b>: the OpenTelemetry metrics vs the records read back<br>toy-elves sent toys " + fmt.Sprint(len(r.Run.Toys)),
+		fmt.Sprintf("sleigh loaded pairs %d: equal to the records read back", len(r.Run.Goka.Packed)),
 		">toy-elves</text>", ">packed</text>", "kafka topic", fmt.Sprintf(">%d records, ", packed.Calls),
 		"Each Kafka topic is a node", "red: some of its spans have status ERROR",
 		`<g class="strip" data-size="S">`, "windows along event time",

@@ -1,9 +1,9 @@
 // Package report makes report.html, the page a person opens after a demo or
 // a comparison: per size class the counts of the five result sets as a
 // chart (and, with halls, the busiest packing lines), the windows along
-// event time with the pairs each held, the service
-// map, and the verdict of Goka against the batch reference and a SQL engine
-// (and of the demo's service map against the records read back), with the
+// event time with the pairs each held, the service map, and the verdict of
+// Goka against the batch reference and a SQL engine (and of the demo's
+// service map and metrics against the records read back), with the
 // differing rows and the input records behind them
 // (compare.Build's explanations). The page is one self-contained file: inline
 // CSS and SVG, no script, nothing fetched: its Content-Security-Policy loads
@@ -53,6 +53,9 @@ type Input struct {
 	// MapCheck, when not nil, is the service map's edges against the
 	// records read back (the demo's), shown after the other verdicts.
 	MapCheck *Verdict
+	// MetricsCheck, when not nil, is the OpenTelemetry metrics' counts
+	// against the records read back (the demo's), shown last.
+	MetricsCheck *Verdict
 }
 
 // FromCompare is the page of `northpole compare`.
@@ -159,7 +162,7 @@ func lineCounts(s results.Set) Lines {
 }
 
 // Verdict is one check: Goka against the reference, or against the SQL; or
-// the service map against the records read back.
+// the service map or the metrics against the records read back.
 type Verdict struct {
 	Check  string
 	Equal  bool
@@ -235,7 +238,11 @@ func Build(in Input) Page {
 	if in.MapCheck != nil {
 		p.Verdicts = append(p.Verdicts, *in.MapCheck)
 	}
-	// The differing rows are Goka's against the others: the map has none.
+	if in.MetricsCheck != nil {
+		p.Verdicts = append(p.Verdicts, *in.MetricsCheck)
+	}
+	// The differing rows are Goka's against the others: the map and the
+	// metrics have none.
 	p.Equal = ref.Equal && sql.Equal
 	for _, d := range in.SQL.Differences {
 		if len(p.Differences) == maxDifferences {

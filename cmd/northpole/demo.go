@@ -195,7 +195,10 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "sleigh manifest: %s in %s and %s, one per packed key (%s skipped, %s)\n", english.Count(m.Pairs, "pair"), english.Count(len(m.Sizes), "size class"),
 			english.Count(m.Lines(), "line"), english.Count(c.Repeats, "re-sent record"), english.Count(c.Conflicts, "conflict"))
 	}
-	traces := dt.Finish()
+	traces := dt.Finish(ctx)
+	if traces.Metrics != nil {
+		r.CheckMetrics(*traces.Metrics).WriteText(stdout)
+	}
 	if err := traces.WriteText(stdout); err != nil {
 		return err
 	}
