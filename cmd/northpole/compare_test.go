@@ -268,14 +268,14 @@ func TestCompareReadsSQLRelations(t *testing.T) {
 	var removed results.Packed
 	var toy, box []byte
 	var ws int64
-	if err := db.QueryRowContext(ctx, "SELECT toy_id, box_id, size, window_start FROM "+schema+".np_packed ORDER BY toy_id LIMIT 1").
-		Scan(&toy, &box, &removed.Size, &ws); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT toy_id, box_id, line, size, window_start FROM "+schema+".np_packed ORDER BY toy_id LIMIT 1").
+		Scan(&toy, &box, &removed.Line, &removed.Size, &ws); err != nil {
 		t.Fatal(err)
 	}
 	removed.ToyID, removed.BoxID, removed.WindowStart = string(toy), string(box), record.FormatMicros(ws)
-	// A toy id is unique within its size and window only: the row is those
+	// A toy id is unique within its line and window only: the row is those
 	// three.
-	if _, err := db.ExecContext(ctx, "DELETE FROM "+schema+".np_packed WHERE toy_id = $1 AND size = $2 AND window_start = $3", toy, removed.Size, ws); err != nil {
+	if _, err := db.ExecContext(ctx, "DELETE FROM "+schema+".np_packed WHERE toy_id = $1 AND line = $2 AND window_start = $3", toy, removed.Line, ws); err != nil {
 		t.Fatal(err)
 	}
 
