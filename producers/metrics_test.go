@@ -8,42 +8,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/testsupport/metrictest"
 )
-
-// counted sums the data points of a counter by the attributes named.
-func counted(t *testing.T, rd *sdkmetric.ManualReader, name string, keys ...string) map[string]int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := rd.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			s, ok := m.Data.(metricdata.Sum[int64])
-			if m.Name != name || !ok {
-				continue
-			}
-			for _, dp := range s.DataPoints {
-				k := ""
-				for i, key := range keys {
-					v, _ := dp.Attributes.Value(attribute.Key(key))
-					if i > 0 {
-						k += "|"
-					}
-					k += v.String()
-				}
-				out[k] += dp.Value
-			}
-		}
-	}
-	return out
-}
 
 // TestRunCountsInMetrics: the elves' metrics count every record Kafka
 // acknowledged, by kind (as Stats.Kinds) and by the size its key names,
@@ -60,7 +29,7 @@ func TestRunCountsInMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKind := counted(t, rd, MetricRecords, "messaging.destination.name", "northpole.record.kind")
+	byKind := metrictest.Counts(t, rd, MetricRecords, "messaging.destination.name", "northpole.record.kind")
 	want := map[string]int64{}
 	for k, n := range st.Kinds {
 		want[topics[0]+"|"+k] = n
@@ -74,7 +43,7 @@ func TestRunCountsInMetrics(t *testing.T) {
 		}
 	}
 	// Every valid record's key names its size; toys are keyed by line.
-	bySize := counted(t, rd, MetricRecords, "northpole.record.kind", "northpole.size")
+	bySize := metrictest.Counts(t, rd, MetricRecords, "northpole.record.kind", "northpole.size")
 	var sized int64
 	for _, s := range record.Sizes {
 		sized += bySize["toy|"+s]
@@ -82,7 +51,7 @@ func TestRunCountsInMetrics(t *testing.T) {
 	if sized != st.Kinds[KindToy] || bySize["toy|"] != 0 {
 		t.Errorf("toys by size %v, want %d in all", bySize, st.Kinds[KindToy])
 	}
-	sent := counted(t, rd, "messaging.client.sent.messages", "messaging.system", "messaging.operation.name", "messaging.destination.name")
+	sent := metrictest.Counts(t, rd, "messaging.client.sent.messages", "messaging.system", "messaging.operation.name", "messaging.destination.name")
 	if sent["kafka|send|"+topics[0]] != st.Sent || st.Sent != st.Acked {
 		t.Errorf("sent messages %v, stats %+v", sent, st)
 	}
@@ -101,10 +70,10 @@ func TestAnsweredNamesFailures(t *testing.T) {
 	m.answered("bad:size", &kgo.Record{Key: []byte("XXL")}, nil)
 	m.answered(KindToy, &kgo.Record{Key: []byte("S")}, kerr.UnknownTopicOrPartition)
 	m.answered(KindToy, &kgo.Record{Key: []byte("S")}, errors.New("boom"))
-	if got := counted(t, rd, MetricRecords, "northpole.record.kind", "northpole.size"); len(got) != 2 || got["toy|M"] != 2 || got["bad:size|"] != 1 {
+	if got := metrictest.Counts(t, rd, MetricRecords, "northpole.record.kind", "northpole.size"); len(got) != 2 || got["toy|M"] != 2 || got["bad:size|"] != 1 {
 		t.Errorf("records: %v", got)
 	}
-	got := counted(t, rd, "messaging.client.sent.messages", "error.type")
+	got := metrictest.Counts(t, rd, "messaging.client.sent.messages", "error.type")
 	if len(got) != 3 || got[""] != 3 || got["UNKNOWN_TOPIC_OR_PARTITION"] != 1 || got["*errors.errorString"] != 1 {
 		t.Errorf("sent by error.type: %v", got)
 	}

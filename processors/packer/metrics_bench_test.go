@@ -9,6 +9,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/testsupport/metrictest"
 )
 
 // BenchmarkRecordMetrics is what the metrics cost the packer per input
@@ -63,7 +64,7 @@ func BenchmarkRecordMetrics(b *testing.B) {
 						m.answered(u.rows[j].topic, nil)
 					}
 					if i%10000 == 0 {
-						collectMetrics(b, rd, MetricRows)
+						metrictest.Collect(b, rd, MetricRows)
 					}
 				}
 				u.rows, u.table, u.fed = u.rows[:0], u.table[:0], 0
@@ -109,7 +110,7 @@ func TestRecordMetricsBenchmarkPacks(t *testing.T) {
 	for _, r := range recs {
 		u.send(r.stream, r.key, r.value)
 	}
-	rows := collectMetrics(t, rd, MetricRows, RowKindKey)
+	rows := metrictest.Collect(t, rd, MetricRows, RowKindKey)
 	if rows[RowPacked] < float64(len(recs))/4 || rows[RowDead] != float64(len(recs)/64) {
 		t.Errorf("rows %v for %d records: want a quarter packed at least, one in 64 dead", rows, len(recs))
 	}

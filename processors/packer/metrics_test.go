@@ -4,60 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/testsupport/metrictest"
 )
-
-// collectMetrics reads rd's metric name as values by the attributes keys
-// name (joined with "|"): counters' and gauges' values, histograms' counts.
-func collectMetrics(t testing.TB, rd *sdkmetric.ManualReader, name string, keys ...attribute.Key) map[string]float64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := rd.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	label := func(s attribute.Set) string {
-		var parts []string
-		for _, k := range keys {
-			v, _ := s.Value(k)
-			parts = append(parts, v.String())
-		}
-		return strings.Join(parts, "|")
-	}
-	out := map[string]float64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					out[label(dp.Attributes)] += float64(dp.Value)
-				}
-			case metricdata.Gauge[int64]:
-				for _, dp := range d.DataPoints {
-					out[label(dp.Attributes)] += float64(dp.Value)
-				}
-			case metricdata.Gauge[float64]:
-				for _, dp := range d.DataPoints {
-					out[label(dp.Attributes)] += dp.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					out[label(dp.Attributes)] += float64(dp.Count)
-				}
-			}
-		}
-	}
-	return out
-}
 
 func newMeteredUnit(t testing.TB) (*unitPipeline, *sdkmetric.ManualReader) {
 	t.Helper()
@@ -69,7 +23,7 @@ func newMeteredUnit(t testing.TB) (*unitPipeline, *sdkmetric.ManualReader) {
 
 func expectMetric(t *testing.T, rd *sdkmetric.ManualReader, name string, keys []attribute.Key, want map[string]float64) {
 	t.Helper()
-	got := collectMetrics(t, rd, name, keys...)
+	got := metrictest.Collect(t, rd, name, keys...)
 	if !maps.Equal(got, want) {
 		t.Errorf("%s by %v:\n got %v\nwant %v", name, keys, got, want)
 	}
@@ -122,7 +76,7 @@ func TestMetricsBoundLines(t *testing.T) {
 		u.send(record.Toys, fmt.Sprintf("S/hall-%d", i), "{")
 	}
 	u.send(record.Toys, "S/hall-0", "{") // named already
-	got := collectMetrics(t, rd, MetricRows, LineKey, SizeKey)
+	got := metrictest.Collect(t, rd, MetricRows, LineKey, SizeKey)
 	if len(got) != MaxLineSeries+1 || got["other|S"] != 2 || got["S/hall-0|S"] != 2 {
 		t.Errorf("%d series, %v under other, %v of S/hall-0; want %d, 2 and 2", len(got), got["other|S"], got["S/hall-0|S"], MaxLineSeries+1)
 	}

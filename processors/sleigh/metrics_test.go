@@ -3,56 +3,17 @@ package sleigh_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/testsupport/metrictest"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
-
-// collect reads rd's metrics by name: counters as sums by the attributes
-// named, histograms as counts by them.
-func collect(t *testing.T, rd *sdkmetric.ManualReader, name string, keys ...string) map[string]int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := rd.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	label := func(s attribute.Set) string {
-		var parts []string
-		for _, k := range keys {
-			v, _ := s.Value(attribute.Key(k))
-			parts = append(parts, v.String())
-		}
-		return strings.Join(parts, "|")
-	}
-	out := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					out[label(dp.Attributes)] += dp.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					out[label(dp.Attributes)] += int64(dp.Count)
-				}
-			}
-		}
-	}
-	return out
-}
 
 // TestRequestMetrics: every request of the manifest's routes is timed
 // under its route and status (the 503s of a sleigh not running among them,
@@ -70,7 +31,7 @@ func TestRequestMetrics(t *testing.T) {
 	for _, u := range []string{"/manifest", "/manifest", "/manifest?size=XXL", "/manifest/summary", "/healthz", "/nowhere"} {
 		get(t, h, u)
 	}
-	got := collect(t, rd, "http.server.request.duration", "http.request.method", "url.scheme", "http.route", "http.response.status_code", "error.type")
+	got := metrictest.Counts(t, rd, "http.server.request.duration", "http.request.method", "url.scheme", "http.route", "http.response.status_code", "error.type")
 	want := map[string]int64{
 		"GET|http|/manifest|503|503":         2,
 		"GET|http|/manifest|400|":            1,
@@ -125,7 +86,7 @@ func TestPairMetrics(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	pairs := collect(t, rd, sleigh.MetricPairs, "northpole.outcome", "northpole.size")
+	pairs := metrictest.Counts(t, rd, sleigh.MetricPairs, "northpole.outcome", "northpole.size")
 	if want := map[string]int64{"loaded|M": 1, "loaded|S": 1, "repeat|M": 1, "conflict|M": 1}; len(pairs) != len(want) {
 		t.Errorf("pairs %v, want %v", pairs, want)
 	} else {
@@ -135,14 +96,14 @@ func TestPairMetrics(t *testing.T) {
 			}
 		}
 	}
-	consumed := collect(t, rd, "messaging.client.consumed.messages", "messaging.system", "messaging.operation.name", "messaging.destination.name", "messaging.consumer.group.name")
+	consumed := metrictest.Counts(t, rd, "messaging.client.consumed.messages", "messaging.system", "messaging.operation.name", "messaging.destination.name", "messaging.consumer.group.name")
 	if k := "kafka|process|" + cfg.Topic + "|" + cfg.Group; consumed[k] != 4 || len(consumed) != 1 {
 		t.Errorf("consumed %v, want 4 at %s", consumed, k)
 	}
 	if code, _ := get(t, s.Handler(), "/manifest?size=M"); code != http.StatusOK {
 		t.Fatalf("GET /manifest?size=M: %d", code)
 	}
-	if n := collect(t, rd, "http.server.request.duration", "http.route", "http.response.status_code")["/manifest|200"]; n != 1 {
+	if n := metrictest.Counts(t, rd, "http.server.request.duration", "http.route", "http.response.status_code")["/manifest|200"]; n != 1 {
 		t.Errorf("%d pages of 200 timed, want 1", n)
 	}
 }
