@@ -10,20 +10,16 @@
 package metricsink
 
 import (
-	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/northpole-workshop/northpole/otel/otlpserve"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -224,35 +220,10 @@ func (g grpcService) Export(_ context.Context, req *colmetricspb.ExportMetricsSe
 	return &colmetricspb.ExportMetricsServiceResponse{}, nil
 }
 
-// maxBody bounds one OTLP/HTTP request.
-const maxBody = 64 << 20
-
-// ReadBody reads an OTLP/HTTP request's body, gzip or not, of at most
-// 64 MiB; when it cannot, it has answered 400 and returns false. The
-// service-map receiver reads its requests with it too.
-func ReadBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
-	var body io.Reader = http.MaxBytesReader(w, req.Body, maxBody)
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(body)
-		if err != nil {
-			http.Error(w, "bad gzip body: "+err.Error(), http.StatusBadRequest)
-			return nil, false
-		}
-		defer gz.Close()
-		body = io.LimitReader(gz, maxBody)
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
-		return nil, false
-	}
-	return data, true
-}
-
 // ServeHTTP answers POST /v1/metrics with protobuf bodies (gzip or not),
 // as the OTLP/HTTP metric exporters send them.
 func (s *Store) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	data, ok := ReadBody(w, req)
+	data, ok := otlpserve.ReadBody(w, req)
 	if !ok {
 		return
 	}
@@ -274,74 +245,20 @@ func (s *Store) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // Receiver is a Store behind its own OTLP servers.
 type Receiver struct {
 	*Store
-	grpcLis net.Listener
-	grpcSrv *grpc.Server
-	httpLis net.Listener
-	httpSrv *http.Server
-	wg      sync.WaitGroup
+	*otlpserve.Servers
 }
 
 // Listen serves a new Store over OTLP/gRPC on grpcAddr and OTLP/HTTP on
 // httpAddr; an empty address leaves that protocol off. A nil log discards.
 func Listen(grpcAddr, httpAddr string, log *slog.Logger) (*Receiver, error) {
-	if grpcAddr == "" && httpAddr == "" {
-		return nil, errors.New("metricsink: no address to receive OTLP on")
+	st := NewStore()
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/metrics", st)
+	srv, err := otlpserve.Start("metricsink", grpcAddr, httpAddr, func(g *grpc.Server) {
+		colmetricspb.RegisterMetricsServiceServer(g, st.GRPC())
+	}, mux, log)
+	if err != nil {
+		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	r := &Receiver{Store: NewStore()}
-	if grpcAddr != "" {
-		lis, err := net.Listen("tcp", grpcAddr)
-		if err != nil {
-			return nil, fmt.Errorf("metricsink: OTLP/gRPC listen on %s: %w", grpcAddr, err)
-		}
-		r.grpcLis, r.grpcSrv = lis, grpc.NewServer()
-		colmetricspb.RegisterMetricsServiceServer(r.grpcSrv, r.GRPC())
-		r.wg.Go(func() {
-			if err := r.grpcSrv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-				log.Error("metricsink: OTLP/gRPC server stopped", "err", err)
-			}
-		})
-	}
-	if httpAddr != "" {
-		lis, err := net.Listen("tcp", httpAddr)
-		if err != nil {
-			r.Close()
-			return nil, fmt.Errorf("metricsink: OTLP/HTTP listen on %s: %w", httpAddr, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("POST /v1/metrics", r.Store)
-		r.httpLis, r.httpSrv = lis, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		r.wg.Go(func() {
-			if err := r.httpSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metricsink: OTLP/HTTP server stopped", "err", err)
-			}
-		})
-	}
-	return r, nil
-}
-
-// GRPCAddr is the gRPC listen address ("" when off).
-func (r *Receiver) GRPCAddr() string { return addrOf(r.grpcLis) }
-
-// HTTPAddr is the HTTP listen address ("" when off).
-func (r *Receiver) HTTPAddr() string { return addrOf(r.httpLis) }
-
-func addrOf(l net.Listener) string {
-	if l == nil {
-		return ""
-	}
-	return l.Addr().String()
-}
-
-// Close stops both servers.
-func (r *Receiver) Close() {
-	if r.grpcSrv != nil {
-		r.grpcSrv.Stop()
-	}
-	if r.httpSrv != nil {
-		_ = r.httpSrv.Close()
-	}
-	r.wg.Wait()
+	return &Receiver{Store: st, Servers: srv}, nil
 }

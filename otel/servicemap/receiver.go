@@ -2,12 +2,10 @@ package servicemap
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/northpole-workshop/northpole/otel/metricsink"
+	"github.com/northpole-workshop/northpole/otel/otlpserve"
 )
 
 // Receiver accepts OTLP traces over gRPC and HTTP (protobuf or JSON) and
@@ -26,14 +25,10 @@ import (
 // point OTEL_EXPORTER_OTLP_ENDPOINT at it. It takes OTLP metrics too (into
 // Metrics), so that a process exporting both is not refused half of them.
 type Receiver struct {
+	*otlpserve.Servers
 	b        *Builder
-	grpcLis  net.Listener
-	httpLis  net.Listener
-	grpcSrv  *grpc.Server
-	httpSrv  *http.Server
 	batches  atomic.Int64
 	received atomic.Int64
-	wg       sync.WaitGroup
 	log      *slog.Logger
 	metrics  *metricsink.Store
 
@@ -45,63 +40,22 @@ type Receiver struct {
 // ":0"-style addresses pick a free port (see GRPCAddr, HTTPAddr). A nil log
 // discards the receiver's log.
 func Listen(b *Builder, grpcAddr, httpAddr string, log *slog.Logger) (*Receiver, error) {
-	if grpcAddr == "" && httpAddr == "" {
-		return nil, errors.New("servicemap: no address to receive OTLP on")
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Receiver{b: b, log: log, resources: map[string]map[string]string{}, metrics: metricsink.NewStore()}
-	if grpcAddr != "" {
-		lis, err := net.Listen("tcp", grpcAddr)
-		if err != nil {
-			return nil, fmt.Errorf("servicemap: OTLP/gRPC listen on %s: %w", grpcAddr, err)
-		}
-		r.grpcLis = lis
-		r.grpcSrv = grpc.NewServer()
-		coltracepb.RegisterTraceServiceServer(r.grpcSrv, traceServer{r: r})
-		colmetricspb.RegisterMetricsServiceServer(r.grpcSrv, r.metrics.GRPC())
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			if err := r.grpcSrv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-				log.Error("servicemap: OTLP/gRPC server stopped", "err", err)
-			}
-		}()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", r.serveHTTP)
+	mux.Handle("POST /v1/metrics", r.metrics)
+	srv, err := otlpserve.Start("servicemap", grpcAddr, httpAddr, func(g *grpc.Server) {
+		coltracepb.RegisterTraceServiceServer(g, traceServer{r: r})
+		colmetricspb.RegisterMetricsServiceServer(g, r.metrics.GRPC())
+	}, mux, log)
+	if err != nil {
+		return nil, err
 	}
-	if httpAddr != "" {
-		lis, err := net.Listen("tcp", httpAddr)
-		if err != nil {
-			r.Close()
-			return nil, fmt.Errorf("servicemap: OTLP/HTTP listen on %s: %w", httpAddr, err)
-		}
-		r.httpLis = lis
-		mux := http.NewServeMux()
-		mux.HandleFunc("POST /v1/traces", r.serveHTTP)
-		mux.Handle("POST /v1/metrics", r.metrics)
-		r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			if err := r.httpSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("servicemap: OTLP/HTTP server stopped", "err", err)
-			}
-		}()
-	}
+	r.Servers = srv
 	return r, nil
-}
-
-// GRPCAddr is the gRPC listen address ("" when off).
-func (r *Receiver) GRPCAddr() string { return addrOf(r.grpcLis) }
-
-// HTTPAddr is the HTTP listen address ("" when off).
-func (r *Receiver) HTTPAddr() string { return addrOf(r.httpLis) }
-
-func addrOf(l net.Listener) string {
-	if l == nil {
-		return ""
-	}
-	return l.Addr().String()
 }
 
 // Metrics are the OTLP metrics received so far.
@@ -109,25 +63,6 @@ func (r *Receiver) Metrics() *metricsink.Store { return r.metrics }
 
 // Received is the number of export requests and spans taken so far.
 func (r *Receiver) Received() (batches, spans int64) { return r.batches.Load(), r.received.Load() }
-
-// Close stops both servers, waiting briefly for requests in flight.
-func (r *Receiver) Close() {
-	if r.grpcSrv != nil {
-		done := make(chan struct{})
-		go func() { r.grpcSrv.GracefulStop(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			r.grpcSrv.Stop()
-		}
-	}
-	if r.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = r.httpSrv.Shutdown(ctx)
-		cancel()
-	}
-	r.wg.Wait()
-}
 
 func (r *Receiver) take(spans []Span) {
 	r.b.Add(spans)
@@ -147,7 +82,7 @@ func (s traceServer) Export(_ context.Context, req *coltracepb.ExportTraceServic
 }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
-	data, ok := metricsink.ReadBody(w, req)
+	data, ok := otlpserve.ReadBody(w, req)
 	if !ok {
 		return
 	}
