@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lovoo/goka"
@@ -29,7 +30,7 @@ func TestBinCodecRoundTrip(t *testing.T) {
 		{binCodec[validRecord, *validRecord]{}, &validRecord{}},
 		{binCodec[decision, *decision]{}, &ev},
 		{binCodec[decision, *decision]{}, &decision{}},
-		{binCodec[decision, *decision]{}, &decision{Rec: obs, Class: classLate, Max: 9, Snapshot: &snapshot{WindowUS: 10, LatenessUS: 5, Keys: []keyStreams{
+		{binCodec[decision, *decision]{}, &decision{Rec: obs, Class: classLate, Max: 9, Snapshot: &snapshot{WindowUS: 10, LatenessUS: 5, Walk: 1<<63 + 5, Last: true, Keys: []keyStreams{
 			{Key: "M", Toys: streamClock{Seen: true, Max: -3, Lasts: []partOffset{{Partition: 1, Offset: 7}, {Partition: 2, Offset: 1 << 40}}}},
 			{Key: "XL", Boxes: streamClock{Seen: true, Max: 1 << 50, Lasts: []partOffset{{Partition: 0, Offset: 0}}}},
 		}}}},
@@ -129,5 +130,24 @@ func TestClosedWindowsAreCompact(t *testing.T) {
 	b[len(b)-3]++ // the step: one unit more than fits
 	if _, err := codec.Decode(b); err == nil {
 		t.Error("a step past the largest start decoded")
+	}
+}
+
+// TestStreamClockBinSize: binSize is what appendBin writes, which a piece
+// of a walk counts on to stay within its bytes.
+func TestStreamClockBinSize(t *testing.T) {
+	for _, c := range []streamClock{
+		{},
+		{Seen: true, Max: -1, Lasts: []partOffset{{Partition: 0, Offset: 0}}},
+		{Seen: true, Max: math.MaxInt64, Lasts: []partOffset{{Partition: math.MaxInt32, Offset: math.MinInt64}, {Partition: 63, Offset: 64}}},
+		{Seen: true, Max: math.MinInt64, Lasts: []partOffset{{Partition: -64, Offset: -65}}},
+	} {
+		if got, want := c.binSize(), len(c.appendBin(nil)); got != want {
+			t.Errorf("%+v: binSize %d, appendBin wrote %d", c, got, want)
+		}
+		ks := keyStreams{Key: strings.Repeat("k", 200), Toys: c, Boxes: c}
+		if got, want := ks.binSize(), len(appendStr(nil, ks.Key))+2*len(c.appendBin(nil)); got != want {
+			t.Errorf("keyStreams %+v: binSize %d, want %d", c, got, want)
+		}
 	}
 }

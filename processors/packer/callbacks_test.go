@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -744,7 +745,13 @@ func expectSameClocks(t testing.TB, what string, live, got *unitPipeline) {
 				what, size, g.Toys, g.Boxes, g.Open, l.Toys, l.Boxes, l.Open)
 		}
 	}
+	// The dedupe entries; goka also keeps each line's last decision at the
+	// line's key, which nothing reads, and which a restart from a suffix
+	// lacks for a line whose last decision a walk's piece made needless.
 	want, have := storageContents(t, live.clockPart().store), storageContents(t, got.clockPart().store)
+	for _, m := range []map[string]string{want, have} {
+		maps.DeleteFunc(m, func(k, _ string) bool { return !strings.Contains(k, "|") })
+	}
 	if !reflect.DeepEqual(have, want) {
 		t.Errorf("%s: clock storage differs (%d keys, want %d):\n got %q\nwant %q", what, len(have), len(want), have, want)
 	}
@@ -865,9 +872,10 @@ func TestCallbackPipelineMatchesContract(t *testing.T) {
 			if d := diffSets(got, want); d != "" {
 				t.Fatalf("%d inputs, closeAll=%v: pipeline differs from the contract:\n%s", len(inputs), closeAll, d)
 			}
-			if dropped := p.expectRecovered(t); closeAll && dropped == 0 {
+			if dropped := p.expectRecovered(t); closeAll && dropped == 0 && len(p.clockTableRecords()) > 4*snapshotEvery {
 				// The final heartbeats close every window: the last mark
-				// needs nothing before them.
+				// needs nothing before the last complete walk, which a
+				// run of this length has.
 				t.Errorf("no restart from a suffix: every mark keeps the whole table")
 			}
 			c := want.Counts()

@@ -2,8 +2,7 @@ package packer
 
 import (
 	"fmt"
-	"maps"
-	"slices"
+	"math/rand/v2"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
@@ -41,10 +40,9 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 	if part.state != nil {
 		part.state.windows[kc.size].Add(int64(len(kc.Open) - open))
 	}
-	kc.Ev.Snapshot = nil
+	piece := 0
 	if obs.Offset%snapshotEvery == 0 {
-		// Chosen by the record, so that a replay writes the same decision.
-		kc.Ev.Snapshot = part.snapshot(p.params)
+		kc.Ev.Snapshot, piece = part.nextPiece(p.params)
 	}
 	if kc.Ev.NewPartition {
 		p.log.Warn("records of one stream and line arrive from more than one partition; they are processed in arrival order, "+
@@ -54,12 +52,15 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 	}
 	if kc.Ev.Class == classDuplicate {
 		// Up to 30 bytes for each window it closes (decision.appendBin).
-		p.fitRaw(&kc.Ev.Rec, 30*len(kc.Ev.Closed))
+		p.fitRaw(&kc.Ev.Rec, 30*len(kc.Ev.Closed)+piece)
 	}
 	if err := part.remember(kc, p.params, &kc.Ev, key); err != nil {
 		ctx.Fail(fmt.Errorf("dedupe entries of line %s in partition %d of %s: %w", obs.Line, ctx.Partition(), part.topic, err))
 	}
 	ctx.SetValue(&kc.Ev)
+	// SetValue has encoded it: a line that goes quiet must not hold a
+	// piece of the walk for ever.
+	kc.Ev.Snapshot = nil
 }
 
 // recoverClock is the clock group's update callback: goka calls it for each
@@ -107,17 +108,55 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 }
 
 // snapshotEvery: the decision of each input record whose offset is a
-// multiple of it carries a snapshot of the partition's stream clocks.
+// multiple of it carries the next piece of its partition's walk.
 const snapshotEvery = 256
 
-// snapshot of the partition's key clocks, keys in order.
-func (t *tablePart) snapshot(p paramsUS) *snapshot {
+// A piece holds at most pieceKeys keys and about pieceBytes bytes of them,
+// so that a decision fits in a record whatever the lines of its partition
+// (fitRaw reserves the piece's size), and a walk covers about a key per
+// decision: its records, which the table keeps, are about as many as the
+// partition's lines.
+const (
+	pieceKeys  = 256
+	pieceBytes = 8 << 10
+)
+
+// snapshotWalk is the walk under way over a partition's key clocks, in the
+// order the keys were first seen (tablePart.order). A walk covers the keys
+// the partition had when it began; a key seen later has all its records
+// after the walk's first piece, which is what a complete walk promises
+// (horizon.go). It lives in memory only: a restart begins a new walk.
+type snapshotWalk struct {
+	id        uint64
+	next, end int // the next key in order to put in a piece; the walk's end
+}
+
+// nextPiece is the next piece of the partition's walk, and its size bound in
+// bytes. Which keys it holds depends on the walk, not on the record, and
+// need not: a replay that decides a record again writes a true piece of a
+// new walk (its clocks are the ones the first decision saw).
+func (t *tablePart) nextPiece(p paramsUS) (*snapshot, int) {
+	w := &t.walk
 	sn := &snapshot{WindowUS: p.WindowUS, LatenessUS: p.LatenessUS}
-	for _, key := range slices.Sorted(maps.Keys(t.keyClocks)) {
-		kc := t.keyClocks[key]
-		sn.Keys = append(sn.Keys, keyStreams{Key: key, Toys: kc.Toys.clone(), Boxes: kc.Boxes.clone()})
+	if w.next >= w.end {
+		*w = snapshotWalk{id: rand.Uint64(), end: len(t.order)}
+		sn.First = true
 	}
-	return sn
+	sn.Walk = w.id
+	size := 64
+	for w.next < w.end && len(sn.Keys) < pieceKeys {
+		kc := t.keyClocks[t.order[w.next]]
+		ks := keyStreams{Key: t.order[w.next], Toys: kc.Toys.clone(), Boxes: kc.Boxes.clone()}
+		n := ks.binSize()
+		if len(sn.Keys) > 0 && size+n > pieceBytes {
+			break
+		}
+		sn.Keys = append(sn.Keys, ks)
+		size += n
+		w.next++
+	}
+	sn.Last = w.next >= w.end
+	return sn, size
 }
 
 // restoreSnapshot merges a snapshot into the partition's key clocks: nothing in

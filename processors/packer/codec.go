@@ -37,7 +37,7 @@ func (jsonCodec[T]) Decode(b []byte) (any, error) {
 // One layout is read: the version byte's. A packer whose layout differs runs
 // under a new group name (and so new internal topics); a value of another
 // version is refused, never guessed at.
-const binVersion = 10
+const binVersion = 11
 
 // binMsg is a message with a binary form.
 type binMsg interface {

@@ -57,6 +57,8 @@ func (sn *snapshot) appendBin(b []byte) []byte {
 	b = append(b, 1)
 	b = binary.AppendVarint(b, sn.WindowUS)
 	b = binary.AppendVarint(b, sn.LatenessUS)
+	b = binary.AppendUvarint(b, sn.Walk)
+	b = append(b, flag(sn.First, 1)|flag(sn.Last, 2))
 	b = binary.AppendUvarint(b, uint64(len(sn.Keys)))
 	for _, ks := range sn.Keys {
 		b = appendStr(b, ks.Key)
@@ -70,7 +72,9 @@ func readSnapshot(r *binReader) *snapshot {
 	if r.byte1() == 0 || r.err != nil {
 		return nil
 	}
-	sn := &snapshot{WindowUS: r.varint(), LatenessUS: r.varint()}
+	sn := &snapshot{WindowUS: r.varint(), LatenessUS: r.varint(), Walk: r.uvarint()}
+	f := r.byte1()
+	sn.First, sn.Last = f&1 != 0, f&2 != 0
 	n := r.uvarint()
 	if n > uint64(len(r.b)-r.off) {
 		r.err = errShort
@@ -95,6 +99,25 @@ func (c *streamClock) appendBin(b []byte) []byte {
 	}
 	return b
 }
+
+// binSize is the bytes appendBin writes.
+func (c *streamClock) binSize() int {
+	n := 1 + varintLen(c.Max) + uvarintLen(uint64(len(c.Lasts)))
+	for _, l := range c.Lasts {
+		n += varintLen(int64(l.Partition)) + varintLen(l.Offset)
+	}
+	return n
+}
+
+func varintLen(x int64) int {
+	u := uint64(x) << 1
+	if x < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 func (c *streamClock) readBin(r *binReader) {
 	c.Seen = r.byte1()&1 != 0

@@ -19,10 +19,13 @@ import (
 //     slots), and
 //   - the last decision of each (line, stream, source partition): its
 //     stream's greatest made_at and the offset the clock skips replays up to,
-//     or a later decision carrying a snapshot of the partition's clocks,
-//     which holds the same (clock.go).
+//     or a later piece of a walk over the partition's clocks, which holds the
+//     same (clock.go). Once a walk is complete, every line's clock is in its
+//     pieces or in decisions after its first piece.
 //
-// So every record before the oldest of those can be deleted. The slots
+// So every record before the oldest open window's first item, or the first
+// piece of the last complete walk, can be deleted: what the horizon keeps
+// grows with the open windows, not with the lines. The slots
 // group, which reads the table in order, keeps that bound (horizon); a
 // cleaner deletes the records below it with DeleteRecords once the slots
 // group has committed past the record the bound was taken at, so that no
@@ -43,8 +46,8 @@ type horizon struct {
 	next   int64               // the offset after the last one observed
 	opened map[windowRef]int64 // first offset of each window with items, until it closes
 	firsts firstOffsets        // the same offsets, least first; closed ones dropped when met
-	lasts  map[sourceRef]int64 // last decision of each (line, stream, source partition)
-	snap   int64               // the last decision with a snapshot, -1 before one
+	walk   walkStart           // the walk whose pieces are being read
+	lines  int64               // the first piece of the last complete walk, -1 before one
 	count  int                 // decisions observed
 	mu     sync.Mutex          // guards marks: the cleaner reads them
 	marks  []horizonMark       // oldest first
@@ -57,10 +60,11 @@ type windowRef struct {
 	start int64
 }
 
-type sourceRef struct {
-	line      string
-	stream    string
-	partition int32
+// walkStart is where a walk's first piece is.
+type walkStart struct {
+	id uint64
+	at int64
+	on bool
 }
 
 // horizonMark says that a restart that processes the table from any offset
@@ -68,7 +72,7 @@ type sourceRef struct {
 type horizonMark struct{ at, keep int64 }
 
 func newHorizon() *horizon {
-	return &horizon{opened: map[windowRef]int64{}, lasts: map[sourceRef]int64{}, snap: -1}
+	return &horizon{opened: map[windowRef]int64{}, lines: -1}
 }
 
 // observe takes the decision at offset, once (see follow), and marks the
@@ -111,23 +115,27 @@ func (h *horizon) follow(offset int64, ev *decision) bool {
 	for _, c := range ev.Closed {
 		delete(h.opened, windowRef{r.Line, c.Start})
 	}
-	h.lasts[sourceRef{r.Line, string(r.Stream), r.Partition}] = offset
-	if ev.Snapshot != nil {
-		h.snap = offset
+	if sn := ev.Snapshot; sn != nil {
+		// A walk cut short (its writer restarted, or lost the partition)
+		// is followed by a new one's first piece, and never completes.
+		if sn.First {
+			h.walk = walkStart{id: sn.Walk, at: offset, on: true}
+		}
+		if sn.Last && h.walk.on && h.walk.id == sn.Walk {
+			h.lines = h.walk.at
+			h.walk.on = false
+		}
 	}
 	h.count++
 	return true
 }
 
 // mark keeps the bound at offset: the oldest offset that an open window or
-// a last decision needs; a last decision older than the last snapshot is
-// needed no more. Windows never open again, lasts and snapshots only move
-// on, so the bound never decreases.
+// the lines' clocks need (nothing deletable before a complete walk). Windows
+// never open again and walks complete in order, so the bound never
+// decreases.
 func (h *horizon) mark(offset int64) {
-	keep := offset
-	for _, o := range h.lasts {
-		keep = min(keep, max(o, h.snap))
-	}
+	keep := min(offset, max(h.lines, 0))
 	for len(h.firsts) > 0 {
 		f := h.firsts[0]
 		if o, open := h.opened[f.w]; open && o == f.offset {

@@ -23,42 +23,54 @@ func hd(size string, x record.Stream, part int32, cl class, window int64, closed
 	return ev
 }
 
+// piece makes ev carry a piece of walk id (its keys do not matter to the
+// horizon).
+func piece(ev *decision, id uint64, first, last bool) *decision {
+	ev.Snapshot = &snapshot{Walk: id, First: first, Last: last}
+	return ev
+}
+
 // TestHorizonMarkKeep: a mark keeps the first item of every window still
-// open and the last decision of every (size, stream, source partition), and
-// nothing else.
+// open and the first piece of the last complete walk over the lines' clocks,
+// and nothing else; before a walk is complete, it keeps everything.
 func TestHorizonMarkKeep(t *testing.T) {
 	const T, B = record.Toys, record.Boxes
+	hb := func(x record.Stream) *decision { return hd("M", x, 0, classHeartbeat, 0) }
 	for _, c := range []struct {
 		name string
 		evs  []*decision // at offsets 0, 1, ...
 		keep int64       // of a mark at the last offset
 	}{
-		{"one decision keeps itself", []*decision{hd("M", T, 0, classHeartbeat, 0)}, 0},
-		{"heartbeats keep each stream's last", []*decision{
-			hd("M", T, 0, classHeartbeat, 0), hd("M", B, 0, classHeartbeat, 0), hd("M", T, 0, classHeartbeat, 0),
+		{"without a walk everything is kept", []*decision{hb(T), hb(B), hb(T)}, 0},
+		{"a walk of one piece keeps itself on", []*decision{hb(T), hb(B), piece(hb(T), 1, true, true), hb(B)}, 2},
+		{"a walk in pieces keeps its first piece", []*decision{
+			hb(T), piece(hb(B), 1, true, false), hb(T), piece(hb(T), 1, false, false), piece(hb(B), 1, false, true), hb(T),
+		}, 1},
+		{"a walk not yet complete keeps the last complete one", []*decision{
+			piece(hb(T), 1, true, true), hb(B), piece(hb(T), 2, true, false), hb(B), piece(hb(T), 2, false, false),
+		}, 0},
+		{"a walk cut short completes nothing", []*decision{
+			piece(hb(T), 1, true, true), piece(hb(B), 2, true, false), piece(hb(T), 3, true, false), piece(hb(T), 2, false, true), hb(B),
+		}, 0},
+		{"the walk after a cut-short one", []*decision{
+			piece(hb(T), 2, true, false), piece(hb(T), 3, true, false), hb(B), piece(hb(T), 3, false, true), hb(B),
 		}, 1},
 		{"an open window keeps its first item", []*decision{
 			hd("M", T, 0, classHeartbeat, 0), hd("M", T, 0, classItem, 1), hd("M", B, 0, classItem, 1), hd("M", T, 0, classItem, 1),
-			hd("M", B, 0, classHeartbeat, 0), hd("M", T, 0, classHeartbeat, 0),
+			piece(hd("M", B, 0, classHeartbeat, 0), 1, true, true), hd("M", T, 0, classHeartbeat, 0),
 		}, 1},
 		{"its closing releases it", []*decision{
-			hd("M", T, 0, classHeartbeat, 0), hd("M", T, 0, classItem, 1), hd("M", B, 0, classItem, 1), hd("M", T, 0, classItem, 2),
+			hd("M", T, 0, classHeartbeat, 0), hd("M", T, 0, classItem, 1), hd("M", B, 0, classItem, 1), piece(hd("M", T, 0, classItem, 2), 1, true, true),
 			hd("M", B, 0, classHeartbeat, 3, 1), hd("M", T, 0, classHeartbeat, 3),
 		}, 3},
 		{"late records and duplicates open no window", []*decision{
-			hd("M", T, 0, classLate, 1), hd("M", T, 0, classDuplicate, 2), hd("M", B, 0, classLate, 1), hd("M", B, 0, classHeartbeat, 9),
+			hd("M", T, 0, classLate, 1), hd("M", T, 0, classDuplicate, 2), hd("M", B, 0, classLate, 1), piece(hd("M", B, 0, classHeartbeat, 9), 1, true, true),
 			hd("M", T, 0, classHeartbeat, 9),
 		}, 3},
-		{"a window of one size is not another's", []*decision{
+		{"a window of one line is not another's", []*decision{
 			hd("S", T, 0, classItem, 1), hd("M", T, 0, classItem, 1), hd("M", B, 0, classItem, 1), hd("S", B, 0, classHeartbeat, 5, 1),
-			hd("S", T, 0, classHeartbeat, 5), hd("M", T, 0, classHeartbeat, 0),
+			piece(hd("S", T, 0, classHeartbeat, 5), 1, true, true), hd("M", T, 0, classHeartbeat, 0),
 		}, 1},
-		{"every size and stream keeps its last", []*decision{
-			hd("XL", B, 0, classHeartbeat, 0), hd("M", T, 0, classHeartbeat, 0), hd("M", B, 0, classHeartbeat, 0), hd("M", T, 0, classHeartbeat, 0),
-		}, 0},
-		{"every source partition keeps its last", []*decision{
-			hd("M", T, 3, classHeartbeat, 0), hd("M", T, 0, classHeartbeat, 0), hd("M", B, 0, classHeartbeat, 0), hd("M", T, 0, classHeartbeat, 0),
-		}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHorizon()
@@ -79,18 +91,18 @@ func TestHorizonMarkKeep(t *testing.T) {
 // once.
 func TestHorizonObserveOnce(t *testing.T) {
 	h := newHorizon()
-	evs := []*decision{hd("M", record.Toys, 0, classItem, 1), hd("M", record.Boxes, 0, classHeartbeat, 5), hd("M", record.Toys, 0, classHeartbeat, 5, 1)}
+	evs := []*decision{hd("M", record.Toys, 0, classItem, 1), piece(hd("M", record.Boxes, 0, classHeartbeat, 5), 1, true, true), hd("M", record.Toys, 0, classHeartbeat, 5, 1)}
 	for i, ev := range evs {
 		h.observe(int64(i), ev)
 	}
-	count, opened, lasts := h.count, maps.Clone(h.opened), maps.Clone(h.lasts)
+	count, opened, lines := h.count, maps.Clone(h.opened), h.lines
 	for i, ev := range evs {
 		h.observe(int64(i), ev)
 	}
 	// An item of the closed window at an old offset would open it again.
 	h.observe(1, hd("M", record.Toys, 0, classItem, 1))
-	if h.count != count || !maps.Equal(h.opened, opened) || !maps.Equal(h.lasts, lasts) || h.next != 3 {
-		t.Errorf("observing old offsets again changed the horizon: count %d opened %v lasts %v next %d", h.count, h.opened, h.lasts, h.next)
+	if h.count != count || !maps.Equal(h.opened, opened) || h.lines != lines || h.next != 3 {
+		t.Errorf("observing old offsets again changed the horizon: count %d opened %v lines %d next %d", h.count, h.opened, h.lines, h.next)
 	}
 	// The group's records from the next offset on count, and a mark is
 	// taken at the closing (offset 2) and every horizonEvery decisions.
@@ -175,8 +187,10 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 		}
 		every = append(every, m)
 	}
-	if last := every[len(every)-1]; last.keep < int64(len(u.table))-16 {
-		t.Errorf("the last mark %+v, after the final heartbeats, keeps more than the final heartbeats", last)
+	// Every window is closed: the last mark keeps the last complete walk
+	// over the lines' clocks, which began within a few pieces' cadence.
+	if last := every[len(every)-1]; last.keep != h.lines || last.keep < int64(len(u.table))-4*snapshotEvery {
+		t.Errorf("the last mark %+v, after the final heartbeats, keeps more than the last complete walk (from %d of %d)", last, h.lines, len(u.table))
 	}
 	natural := u.slotPart().horizon.marks
 	if len(natural) < len(u.table)/horizonEvery {
@@ -295,8 +309,12 @@ func TestHorizonRestartFromSuffix(t *testing.T) {
 					live.send(in.x, in.key, in.value)
 					re.send(in.x, in.key, in.value)
 				}
+				// The restarted clock walks its lines anew: its pieces differ,
+				// its decisions do not.
 				if !slices.EqualFunc(re.table[end:], live.table[end:], func(a, b tableRecord) bool {
-					return a.offset == b.offset && a.key == b.key && string(a.value) == string(b.value)
+					da, db := decodeDecision(t, a.value), decodeDecision(t, b.value)
+					da.Snapshot, db.Snapshot = nil, nil
+					return a.offset == b.offset && a.key == b.key && reflect.DeepEqual(da, db)
 				}) {
 					t.Errorf("%s: the decisions that follow differ", what)
 				}
@@ -338,6 +356,11 @@ func TestHorizonRestartKeepsTheGreatestMadeAt(t *testing.T) {
 	for i, made := range []string{"00:01:36", "00:01:37", "00:01:38", "00:01:39"} {
 		u.toy(fmt.Sprint("t", i), "M", at(made))
 		u.box(fmt.Sprint("b", i), "M", at(made))
+	}
+	// Up to the next toy that carries a piece of a walk, which completes
+	// it (one line): the lines' clocks need nothing before it.
+	for range snapshotEvery - 4 {
+		u.heartbeat(record.Toys, "M", at("00:01:40"))
 	}
 	h := newHorizon()
 	for _, rec := range u.table {

@@ -257,6 +257,7 @@ func (kc *keyClock) restore(p paramsUS, ev *decision) (bool, error) {
 		}
 	}
 	kc.Ev = *ev
+	kc.Ev.Snapshot = nil // the caller restores it; a quiet line must not hold it
 	return true, nil
 }
 
@@ -308,19 +309,33 @@ func (kc *keyClock) closeWindows(p paramsUS) []closedWindow {
 	return out
 }
 
-// snapshot is what a restore needs of every key of a partition beyond its
-// open windows: each stream's greatest made_at and last offsets, and the
-// window width and lateness they were decided with. A decision carries one
-// now and then (clock.go), so that the last decision of a key that went
-// quiet (or of a source partition that sent a few stray records) does not
-// have to be kept for ever (horizon.go).
+// snapshot is one piece of a walk over a partition's key clocks: what a
+// restore needs of some of its keys beyond their open windows (each
+// stream's greatest made_at and last offsets), and the window width and
+// lateness they were decided with. A decision carries one now and then
+// (clock.go); a walk's pieces, in table order, cover every key the
+// partition had when the walk began, so that once a walk is complete the
+// records before its first piece are needed for no key's clock, however
+// long ago a key went quiet (horizon.go). A piece holds a bounded number of
+// keys: what a decision writes does not grow with the lines of its
+// partition.
 type snapshot struct {
 	WindowUS, LatenessUS int64
-	Keys                 []keyStreams
+	// Walk tells the pieces of one walk from another's: a walk cut short
+	// (a restart, a rebalance) is never completed, and its pieces must not
+	// complete another.
+	Walk        uint64
+	First, Last bool // the piece begins, ends the walk (a walk of one piece: both)
+	Keys        []keyStreams
 }
 
 // keyStreams are the two stream clocks of one key.
 type keyStreams struct {
 	Key         string
 	Toys, Boxes streamClock
+}
+
+// binSize is the bytes keyStreams takes in a decision (decisioncodec.go).
+func (ks *keyStreams) binSize() int {
+	return uvarintLen(uint64(len(ks.Key))) + len(ks.Key) + ks.Toys.binSize() + ks.Boxes.binSize()
 }

@@ -110,6 +110,8 @@ type tablePart struct {
 	store           storage.Storage
 	topic           string
 	keyClocks       map[string]*keyClock
+	order           []string     // keyClocks' keys, in the order they were first seen
+	walk            snapshotWalk // over order, a piece at a time (clock.go)
 	horizon         *horizon
 	closedInRestore []restoredClosing
 	// state counts what the partition holds, for the metrics; nil when
@@ -148,6 +150,7 @@ func (t *tablePart) clockOf(key string) *keyClock {
 	if !ok {
 		kc = &keyClock{size: lineSizeIndex(key)}
 		t.keyClocks[key] = kc
+		t.order = append(t.order, key)
 	}
 	return kc
 }
