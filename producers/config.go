@@ -159,8 +159,9 @@ type Config struct {
 	// Params are the contract's W and L; they set how late the late records
 	// are and when the final heartbeats are.
 	contract.Params
-	// HeartbeatEvery is the event-time interval between heartbeats (one per
-	// line each time); 0 = none but the final ones.
+	// HeartbeatEvery is the event-time interval between heartbeat ticks; a
+	// tick beats the lines with recent items or windows due to close
+	// (HeartbeatsHelp); 0 = none but the final ones.
 	HeartbeatEvery time.Duration
 	// FinalHeartbeatAt: zero = computed (end of the last window written plus
 	// Lateness); otherwise the final heartbeats are at the later of the two.

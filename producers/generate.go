@@ -177,13 +177,25 @@ type Generator struct {
 	// nextHall is, per size, the hall of its next record: halls are taken
 	// in turn, so each line of a size gets an even share of it, and runs
 	// without halls draw nothing more from rng than before lines existed.
-	nextHall  [4]int
-	badKinds  []string
-	n         int // records generated so far (heartbeats not counted)
-	ids       int
-	bad       int
-	hbOn      bool
-	nextHB    time.Time
+	nextHall [4]int
+	badKinds []string
+	n        int // records generated so far (heartbeats not counted)
+	ids      int
+	bad      int
+	hbOn     bool
+	nextHB   time.Time
+	// pending are the lines (size index × halls + hall) with items whose
+	// windows this stream's heartbeats have not yet closed, and due, per
+	// line, the made_at that closes them (the end of the window of its
+	// newest item, plus Lateness; zero when the line is not pending); fresh,
+	// per line, says it had an item since the last tick. A tick beats a
+	// pending line that is fresh or due: heartbeats grow with the items
+	// (at most two for each), not with the lines times the ticks.
+	pending []int
+	due     []time.Time
+	fresh   []bool
+	// beatTurn, per size, picks which line a tick reached gets late records.
+	beatTurn  [4]int
 	elves     []elfState
 	maxMadeAt time.Time
 }
@@ -245,6 +257,8 @@ func NewGenerator(cfg Config) *Generator {
 	if cfg.HeartbeatEvery > 0 {
 		g.hbOn = true
 		g.nextHB = floorTime(cfg.Start, cfg.HeartbeatEvery).Add(cfg.HeartbeatEvery)
+		g.due = make([]time.Time, len(record.Sizes)*len(g.halls))
+		g.fresh = make([]bool, len(g.due))
 	}
 	return g
 }
@@ -266,17 +280,8 @@ func (g *Generator) Next() []Message {
 
 	var out []Message
 	if g.hbOn && !nominal.Before(g.nextHB) {
-		at := floorTime(nominal, cfg.HeartbeatEvery)
-		e := &g.elves[elf]
-		for si, s := range record.Sizes {
-			for h, hall := range g.halls {
-				out = append(out, g.note(elf, si, h, heartbeat(record.JoinLine(s, hall), s, g.elves[elf].name, at, elf)))
-			}
-			if e.priorMax[si].Equal(at) {
-				e.maxHall[si] = everyHall
-			}
-		}
-		g.nextHB = at.Add(cfg.HeartbeatEvery)
+		out = g.beat(elf, floorTime(nominal, cfg.HeartbeatEvery))
+		g.nextHB = floorTime(nominal, cfg.HeartbeatEvery).Add(cfg.HeartbeatEvery)
 	}
 
 	si := g.pickSize()
@@ -313,6 +318,48 @@ func (g *Generator) Next() []Message {
 	return append(out, g.note(elf, si, h, g.item(elf, si, h, madeAt)))
 }
 
+// beat is the heartbeats of the tick at, from elf, in line order: one on
+// each pending line that had an item since the last tick (so that event
+// time moves with the busy lines, as it always did with sizes alone) or
+// whose windows the tick closes (so that a line that went quiet has its
+// windows closed by one heartbeat, and is pending no more).
+func (g *Generator) beat(elf int, at time.Time) []Message {
+	slices.Sort(g.pending)
+	var out []Message
+	var beaten [4][]int // halls
+	still := g.pending[:0]
+	for _, l := range g.pending {
+		due := !at.Before(g.due[l])
+		if due || g.fresh[l] {
+			si, h := l/len(g.halls), l%len(g.halls)
+			s := record.Sizes[si]
+			out = append(out, g.note(elf, si, h, heartbeat(record.JoinLine(s, g.halls[h]), s, g.elves[elf].name, at, elf)))
+			beaten[si] = append(beaten[si], h)
+		}
+		g.fresh[l] = false
+		if due {
+			g.due[l] = time.Time{}
+		} else {
+			still = append(still, l)
+		}
+	}
+	g.pending = still
+	e := &g.elves[elf]
+	for si := range record.Sizes {
+		switch {
+		case !e.priorMax[si].Equal(at):
+		case len(beaten[si]) == len(g.halls):
+			e.maxHall[si] = everyHall
+		default:
+			// A late record goes to a line this tick reached; to each in
+			// turn, tick after tick, not always to the first.
+			g.beatTurn[si]++
+			e.maxHall[si] = beaten[si][g.beatTurn[si]%len(beaten[si])]
+		}
+	}
+	return out
+}
+
 // takeHall is the hall of the next record of size index si.
 func (g *Generator) takeHall(si int) int {
 	h := g.nextHall[si]
@@ -330,6 +377,17 @@ func (g *Generator) note(elf, si, h int, m Message) Message {
 	}
 	if m.MadeAt.After(g.maxMadeAt) || g.maxMadeAt.IsZero() {
 		g.maxMadeAt = m.MadeAt
+	}
+	if g.due != nil && (m.Kind == KindToy || m.Kind == KindBox) {
+		l := si*len(g.halls) + h
+		closing := floorTime(m.MadeAt, g.cfg.Window).Add(g.cfg.Window + g.cfg.Lateness)
+		if g.due[l].IsZero() {
+			g.pending = append(g.pending, l)
+		}
+		g.fresh[l] = true
+		if closing.After(g.due[l]) {
+			g.due[l] = closing
+		}
 	}
 	if m.Kind == KindToy || m.Kind == KindBox || m.Kind == KindLate {
 		p := pooled{key: m.Key, value: m.Value, madeAt: m.MadeAt, hall: h}

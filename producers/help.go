@@ -36,5 +36,19 @@ JSON, a JSON array, invalid UTF-8, a bad made_at, a bad size, a size that
 differs from the key, a missing id and an empty id, and with --halls a key that
 is no well-formed line (M/Hall-1, M/, M/hall-1/b, a hall of 33 characters, …).`
 
+// HeartbeatsHelp says what heartbeats the elves send and what closes a
+// quiet line's windows, for the help of the commands that run them.
+const HeartbeatsHelp = `Heartbeats keep event time moving. Every --heartbeat of event time an elf sends
+one heartbeat on each line that had a toy or box since the last such tick, and
+one on each line that went quiet, when event time has passed the end of the
+window of its newest item plus --lateness: that one closes the quiet line's
+windows on this stream's side. A line without items gets none, so heartbeats
+grow with the records, at most two per toy or box, however many halls there
+are. When the elves stop, a final heartbeat on every line of each topic, made
+at the end of the last window written plus --lateness, closes every window.
+A window closes once both streams' heartbeats (or records) on its line have
+passed it: a line on which only one stream made items keeps its windows open
+until the final heartbeats.`
+
 // HallsHelp is the usage of a --halls flag.
 var HallsHelp = fmt.Sprintf("spread the records over this many halls: keys SIZE/hall-K, 4*halls packing lines, so that up to 4*halls partitions carry work; 0 = keys are sizes alone (at most %d; toys and boxes need the same)", MaxHalls)

@@ -251,3 +251,44 @@ func TestSpread(t *testing.T) {
 		t.Errorf("Spread.String() = %q, want it to start %q", got, want)
 	}
 }
+
+// TestHeartbeatsGrowWithItems: with many halls, a heartbeat tick beats only
+// the lines whose windows this stream's heartbeats have not closed yet, so
+// the heartbeats are bounded by the items (a line stays pending for at most
+// (W + L) / HeartbeatEvery + 1 ticks after its newest item), not by the
+// lines times the ticks; and every item's window is still closed by a later
+// heartbeat on its line while the run goes on.
+func TestHeartbeatsGrowWithItems(t *testing.T) {
+	t.Parallel()
+	c := testConfig(record.Toys, 20000)
+	c.Halls = 2000
+	c.Spacing = 10 * time.Millisecond
+	items, beats := 0, 0
+	lastBeat := map[string]time.Time{}
+	plan := mustPlan(t, c)
+	final := len(plan) - len(FinalHeartbeats(c, time.Time{}))
+	for i := len(plan[:final]) - 1; i >= 0; i-- {
+		m := plan[i]
+		switch m.Kind {
+		case KindHeartbeat:
+			beats++
+			if m.MadeAt.After(lastBeat[string(m.Key)]) {
+				lastBeat[string(m.Key)] = m.MadeAt
+			}
+		case KindToy, KindBox:
+			items++
+			// A heartbeat after it on its line closes its window, unless
+			// the run ends first.
+			closing := m.MadeAt.Truncate(c.Window).Add(c.Window + c.Lateness)
+			runEnd := plan[final-1].MadeAt
+			if closing.Add(2*c.HeartbeatEvery).Before(runEnd) && lastBeat[string(m.Key)].Before(closing) {
+				t.Fatalf("item %d on %s made at %v: no later heartbeat on its line reaches %v", i, m.Key, m.MadeAt, closing)
+			}
+		}
+	}
+	const perItem = 2
+	if beats > perItem*items {
+		t.Errorf("%d heartbeats for %d items in %d lines: more than %d per item", beats, items, 4*c.Halls, perItem)
+	}
+	t.Logf("%d items, %d heartbeats, %d lines", items, beats, 4*c.Halls)
+}

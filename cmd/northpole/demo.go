@@ -56,6 +56,8 @@ batch reference implementation of the contract, row for row.
 
 ` + producers.WrongRecordsHelp + `
 
+` + producers.HeartbeatsHelp + `
+
 With --brokers it uses an existing Kafka instead, on topics and groups of its
 own so that no earlier run's records count too: every topic and group is named
 after a prefix, demo-<UTC time, to the ms> unless --topic-prefix names one (the

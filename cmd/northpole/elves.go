@@ -46,11 +46,10 @@ carry work.
 
 Event time (made_at) is synthetic: the n-th record is made at --start + n*--spacing,
 minus a random --disorder; the same flags and --seed always give the same
-records. Every --heartbeat of event time the elves send one heartbeat per line
-(4, or 4*halls). When they are done (or interrupted) a final heartbeat per line
-follows every other record, at the end of the last window written plus
---lateness (or at --final-heartbeat-at if that is later), so that every
-line's windows close.
+records. When they are done (or interrupted) the final heartbeats follow every
+other record (at --final-heartbeat-at instead, if that is later).
+
+` + producers.HeartbeatsHelp + `
 
 ` + producers.WrongRecordsHelp + `
 
@@ -102,7 +101,7 @@ Examples:
 	f.Float64Var(&cfg.BadRate, "bad-rate", 0, "fraction (0..1) of dead letters, cycling through every kind (malformed JSON, not an object, invalid UTF-8, bad made_at, bad size, size not key, missing id, empty id; with --halls a bad line)")
 	f.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer: sets how late late records are and when the final heartbeats are")
 	f.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L of the packer: final heartbeats are at least this far past the last window")
-	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", cfg.HeartbeatEvery, "event time between heartbeats (one per line each time: 4, or 4*halls); 0 = only the final ones")
+	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", cfg.HeartbeatEvery, "event time between heartbeat ticks (each beats the lines with recent items or windows due to close); 0 = only the final ones")
 	f.StringVar(&o.finalAt, "final-heartbeat-at", "", "made_at (RFC 3339) of the final heartbeats when later than computed; use one value for toys and boxes so both close the same windows")
 	return cmd
 }

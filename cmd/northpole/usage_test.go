@@ -214,8 +214,8 @@ func TestHallsHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"elves", "--help"}, []string{producers.LinesHelp, producers.WrongRecordsHelp, "--halls int"}},
-		{[]string{"demo", "--help"}, []string{producers.LinesHelp, producers.WrongRecordsHelp, "--halls int"}},
+		{[]string{"elves", "--help"}, []string{producers.LinesHelp, producers.WrongRecordsHelp, producers.HeartbeatsHelp, "--halls int"}},
+		{[]string{"demo", "--help"}, []string{producers.LinesHelp, producers.WrongRecordsHelp, producers.HeartbeatsHelp, "--halls int"}},
 		{[]string{"process", "sleigh", "--help"}, []string{"manifest?line=M/hall-7", "per size class, line and window"}},
 	} {
 		out, code := runCLI(t, context.Background(), tc.args...)
