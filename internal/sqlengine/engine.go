@@ -151,12 +151,21 @@ func (e *Engine) Build(ctx context.Context, p contract.Params) error {
 	return nil
 }
 
-// indexes are physical tuning per engine, no semantics: SQLite runs the
-// anti-joins of np_unpacked and np_spare (NOT EXISTS a box of the same rank)
-// as a scan of np_items per row without one, which is quadratic. PostgreSQL
-// plans them as hash anti-joins and needs none.
+// indexes are physical tuning per engine, no semantics: SQLite runs a join
+// on a table without an index on its columns as a scan of that table per
+// row of the other, which is quadratic in the lines and windows: the
+// anti-joins of np_unpacked and np_spare (NOT EXISTS an item of the same
+// rank), np_closed's joins with np_reached, np_unpacked's and np_spare's
+// with np_closed, np_reach's with np_blocks and np_reached's with np_reach.
+// PostgreSQL plans them as hash joins and needs none.
 var indexes = map[Dialect]map[string]string{
-	SQLite: {"np_items": "(stream, line, window_start, rnk)"},
+	SQLite: {
+		"np_blocks":  "(line, lvl, blk)",
+		"np_reach":   "(stream, line, window_start, kpartition)",
+		"np_reached": "(stream, line, window_start)",
+		"np_items":   "(stream, line, window_start, rnk)",
+		"np_closed":  "(line, window_start)",
+	},
 }
 
 // dropAll drops np_input and every relation of the shared text, so that Load
