@@ -172,15 +172,17 @@ func TestRun(t *testing.T) {
 }
 
 // TestProgressStatusLine: the line says the phase, what each stream's elves
-// sent of what they were asked for, and the backlog, "?" when unknown.
+// sent of what they were asked for, their heartbeats apart, and what the
+// packer has yet to read, "?" when unknown.
 func TestProgressStatusLine(t *testing.T) {
 	pr := harness.Progress{Elapsed: 1500 * time.Millisecond, Phase: harness.PhaseProducing, Lag: 42,
-		Toys: producers.Stats{Records: 10}, Boxes: producers.Stats{Records: 7}}
-	if got, want := pr.StatusLine(100, 50), "[  1.5s] producing: toys 10/100, boxes 7/50 sent; packer backlog 42 records"; got != want {
+		Toys:  producers.Stats{Records: 10, Kinds: map[string]int64{producers.KindToy: 10, producers.KindHeartbeat: 3}},
+		Boxes: producers.Stats{Records: 7, Kinds: map[string]int64{producers.KindHeartbeat: 2}}}
+	if got, want := pr.StatusLine(100, 50), "[  1.5s] producing: toys 10/100, boxes 7/50 sent, and 5 heartbeats; the packer has 42 records to read (inputs and its clock table)"; got != want {
 		t.Errorf("StatusLine = %q, want %q", got, want)
 	}
 	pr.LagErr = errors.New("no coordinator")
-	if got := pr.StatusLine(100, 50); !strings.HasSuffix(got, "packer backlog ? records") {
+	if got := pr.StatusLine(100, 50); !strings.Contains(got, "the packer has ? records to read") {
 		t.Errorf("StatusLine with the lag unknown = %q", got)
 	}
 }
