@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type Engine struct {
 	// connection's search_path is set to schema.
 	schema string
 	log    *slog.Logger
+	// cleanup removes what the engine keeps beside its connection (the
+	// embedded SQLite's folder); nil when nothing.
+	cleanup func() error
 
 	mu       sync.Mutex
 	executed []string
@@ -57,8 +61,34 @@ func (e *Engine) Dialect() Dialect { return e.dialect }
 // DB is the engine's connection pool.
 func (e *Engine) DB() *sql.DB { return e.db }
 
-// Close closes the connection pool.
-func (e *Engine) Close() error { return e.db.Close() }
+// Close closes the connection pool and removes the engine's files.
+func (e *Engine) Close() error {
+	err := e.db.Close()
+	if e.cleanup != nil {
+		err = errors.Join(err, e.cleanup())
+	}
+	return err
+}
+
+// exec runs stmt. The embedded SQLite's driver panics when SQLite runs out
+// of its memory; that becomes an error here, which names the limit, so
+// that a caller can say which input was too large instead of crashing.
+func (e *Engine) exec(ctx context.Context, stmt string) (err error) {
+	if e.dialect == SQLite {
+		defer func() {
+			if r := recover(); r != nil {
+				oom, ok := r.(error)
+				if !ok || !strings.Contains(oom.Error(), "out of memory") {
+					panic(r)
+				}
+				err = fmt.Errorf("%w: the embedded SQLite ran out of its memory (%d MiB); "+
+					"compare on PostgreSQL (compare --sql DSN) for inputs this large", oom, sqliteMemory>>20)
+			}
+		}()
+	}
+	_, err = e.db.ExecContext(ctx, stmt)
+	return err
+}
 
 // Executed returns every statement the engine has run that creates a relation
 // of the shared text, in order. The drift test compares them across engines.
@@ -125,7 +155,7 @@ func (e *Engine) Build(ctx context.Context, p contract.Params) error {
 	for _, r := range rels {
 		began := time.Now()
 		stmt := contractsql.CreateStatement("TABLE", r)
-		if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+		if err := e.exec(ctx, stmt); err != nil {
 			return fmt.Errorf("%s: create %s (shared text %s): %w", e.dialect, r.Name, contractsql.Hash(r.Body), err)
 		}
 		e.mu.Lock()
@@ -133,7 +163,7 @@ func (e *Engine) Build(ctx context.Context, p contract.Params) error {
 		e.mu.Unlock()
 		if cols, ok := indexes[e.dialect][r.Name]; ok {
 			idx := "CREATE INDEX " + r.Name + "_lookup ON " + r.Name + " " + cols
-			if _, err := e.db.ExecContext(ctx, idx); err != nil {
+			if err := e.exec(ctx, idx); err != nil {
 				return fmt.Errorf("%s: index %s: %w", e.dialect, r.Name, err)
 			}
 		}

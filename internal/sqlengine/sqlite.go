@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sync"
 
@@ -48,29 +50,50 @@ func (f *regexpCount) call(ctx sqlite3.Context, args ...sqlite3.Value) {
 	ctx.ResultInt64(int64(len(re.FindAllStringIndex(text, -1))))
 }
 
-// OpenSQLite opens a new, empty in-memory SQLite database: no server, no cgo
-// (github.com/ncruces/go-sqlite3: SQLite's C compiled to WebAssembly, then
-// translated to Go). A nil log discards the engine's log.
+// sqliteMemory bounds the embedded SQLite's memory (its WebAssembly memory,
+// allocated as it grows): tables live on disk, this is for sorts, indexes
+// being built and the page cache.
+const sqliteMemory = 2 << 30
+
+// OpenSQLite opens a new, empty SQLite database in a temporary folder that
+// Close removes: no server, no cgo (github.com/ncruces/go-sqlite3: SQLite's
+// C compiled to WebAssembly, then translated to Go). On disk rather than in
+// memory, because SQLite's WebAssembly memory is bounded (sqliteMemory): with
+// 40,000 lines the contract's tables alone would take most of it. A nil log discards the engine's log.
 func OpenSQLite(ctx context.Context, log *slog.Logger) (*Engine, error) {
-	fn := &regexpCount{cache: map[string]*regexp.Regexp{}}
-	db, err := driver.Open(":memory:", func(c *sqlite3.Conn) error {
-		return c.CreateFunction("regexp_count", 2, sqlite3.DETERMINISTIC|sqlite3.INNOCUOUS, fn.call)
-	})
+	dir, err := os.MkdirTemp("", "northpole-sqlite-")
 	if err != nil {
 		return nil, fmt.Errorf("open embedded sqlite: %w", err)
 	}
-	// Each connection to ":memory:" is its own database: keep exactly one,
-	// forever.
+	fn := &regexpCount{cache: map[string]*regexp.Regexp{}}
+	// A scratch database: nothing to recover after a crash, so no journal
+	// and no syncs; sorts and temporary tables in files too.
+	dsn := "file:" + filepath.Join(dir, "contract.db") +
+		"?_pragma=journal_mode(off)&_pragma=synchronous(off)&_pragma=temp_store(file)&_pragma=cache_size(-65536)"
+	db, err := driver.Open(dsn, func(c *sqlite3.Conn) error {
+		return c.CreateFunction("regexp_count", 2, sqlite3.DETERMINISTIC|sqlite3.INNOCUOUS, fn.call)
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("open embedded sqlite: %w", err)
+	}
+	// One connection, so that every statement sees the tables of the one
+	// before without a transaction of its own.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := db.PingContext(ctx); err != nil {
+	cleanup := func() error { return os.RemoveAll(dir) }
+	// The connection's WebAssembly memory: the driver's default, 256 MiB,
+	// runs out with about 10,000 lines (np_blocks' sort); sqliteMemory is
+	// what the contract's steps need for a million records of 40,000 lines.
+	if err := db.PingContext(sqlite3.WithMaxMemory(ctx, sqliteMemory)); err != nil {
 		db.Close()
+		cleanup()
 		return nil, fmt.Errorf("open embedded sqlite: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{db: db, dialect: SQLite, schema: "main", log: log}, nil
+	return &Engine{db: db, dialect: SQLite, schema: "main", log: log, cleanup: cleanup}, nil
 }

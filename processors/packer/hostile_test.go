@@ -383,3 +383,64 @@ func sampledProvider(t *testing.T) *sdktrace.TracerProvider {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	return tp
 }
+
+// TestHallPerRecord: a producer that invents a new hall for every record, a
+// new line each time in one partition (toys, and boxes half on their toy's
+// line, half on lines of their own), then every line's final heartbeats.
+// The packer keeps going, whatever the lines of its partition, and equals
+// the reference.
+func TestHallPerRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	kc := testkafka.Config(t)
+	pl := newPipeline(t, kc, scenario{partitions: 1, window: 10 * time.Second, lateness: 5 * time.Second})
+	pk, err := packer.New(pl.cfg, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startRun(t, ctx, pk)
+
+	const n = 2000
+	var krs []*kgo.Record
+	lines := map[string]string{} // line: size
+	add := func(x record.Stream, line string, value []byte) {
+		topic := pl.cfg.Topics.Toys
+		if x == record.Boxes {
+			topic = pl.cfg.Topics.Boxes
+		}
+		krs = append(krs, &kgo.Record{Topic: topic, Key: []byte(line), Value: value})
+	}
+	for i := range n {
+		size := record.Sizes[i%len(record.Sizes)]
+		made := hostile.At(float64(i) / 50) // 40 s of event time
+		toyLine := record.JoinLine(size, fmt.Sprint("t", i))
+		boxLine := toyLine
+		if i%2 == 1 {
+			boxLine = record.JoinLine(size, fmt.Sprint("b", i))
+		}
+		lines[toyLine], lines[boxLine] = size, size
+		add(record.Toys, toyLine, hostile.ToyJSON(fmt.Sprint("toy-", i), size, made))
+		add(record.Boxes, boxLine, hostile.BoxJSON(fmt.Sprint("box-", i), size, made))
+	}
+	for _, x := range []record.Stream{record.Toys, record.Boxes} {
+		for line, size := range lines {
+			add(x, line, fmt.Appendf(nil, `{"heartbeat":true,"size":%q,"elf":"e","made_at":%q}`, size, hostile.At(3600)))
+		}
+	}
+	if err := rawProducer(t, kc).ProduceSync(ctx, krs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := outputs.WaitQuiet(ctx, pl.cfg, 200*time.Millisecond, run.done, slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	if run.stopped() {
+		t.Fatal("the packer stopped")
+	}
+	got := pl.checkAgainstReference(t, ctx)
+	if c := got.Counts(); c.Packed != n/2 || c.Unpacked != n/2 || c.Spare != n/2 {
+		t.Errorf("%d lines: %+v, want %d pairs, %d unpacked toys and %d spare boxes", len(lines), c, n/2, n/2, n/2)
+	}
+}
