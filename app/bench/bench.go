@@ -74,6 +74,8 @@ type Variant struct {
 	Instances int `json:"instances,omitempty"`
 	// Metrics: the packer's OpenTelemetry metrics on (Config.Meter).
 	Metrics bool `json:"metrics,omitempty"`
+	// Halls: the elves' halls (Config.Halls), 4 × Halls packing lines.
+	Halls int `json:"halls,omitempty"`
 }
 
 // Result is what one variant measured.
@@ -183,6 +185,9 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
               over OTLP/gRPC every second to a receiver in the bench process
               that keeps them: what the metrics cost
   parts       one run per other --partitions value
+  lines       one run per other --halls value (4 × halls packing lines, on
+              the first --partitions count): what a record costs, and the
+              memory, as the lines of a partition grow
   disk        --storage-dir (LevelDB) instead of memory
   real        the real broker of --brokers (skipped without --brokers)
   live        fixed input rate, latency percentiles
@@ -196,7 +201,7 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
               against the batch reference (see Scale-out below)`
 
 // VariantNames are the variants Config.Variants may name (VariantsHelp).
-var VariantNames = []string{"base", "trace100", "trace10", "trace0", "metrics", "parts", "disk", "real", "live", "hop", "scale"}
+var VariantNames = []string{"base", "trace100", "trace10", "trace0", "metrics", "parts", "lines", "disk", "real", "live", "hop", "scale"}
 
 // Worker is the process one variant measures: Config.Args names the command
 // it runs, and that command reads the whole of it from WorkerEnv and runs
@@ -240,9 +245,10 @@ type Config struct {
 	StorageDir string
 	// Elves per stream when producing.
 	Elves int
-	// Halls spreads the elves' records over packing lines (4 × Halls of
-	// them; 0: keys are the four sizes), in every variant.
-	Halls int
+	// Halls spread the elves' records over packing lines (4 × halls of
+	// them; 0: keys are the four sizes): the first in every variant, the
+	// others one run each in the lines variant.
+	Halls []int
 	// Instances are the scale variant's packer counts, one run each.
 	Instances []int
 	// JoinFirst: the scale variant starts its packers and waits until
@@ -307,6 +313,20 @@ func FormatPartitions(ps []int32) string {
 	return strings.Join(parts, ",")
 }
 
+// ParseHalls reads Config.Halls from its text, counts apart by commas
+// ("16,10000"); 0 is a count (keys are sizes alone).
+func ParseHalls(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 {
+			return nil, errors.New("want a list of hall counts such as 16,10000 (0: keys are sizes alone)")
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // ParseInstances reads Config.Instances from its text, counts apart by
 // commas: "1,2,4".
 func ParseInstances(s string) ([]int, error) {
@@ -333,7 +353,7 @@ func FormatInstances(ns []int) string {
 // DefaultConfig is `northpole bench` without flags.
 func DefaultConfig() Config {
 	return Config{
-		Records: 1_000_000, Partitions: []int32{4, 1, 8},
+		Records: 1_000_000, Partitions: []int32{4, 1, 8}, Halls: []int{0},
 		Variants: []string{"base", "trace100", "trace10", "parts", "disk", "real", "live"},
 		LiveRate: 2000, LiveDuration: 30 * time.Second, Elves: 2, Instances: []int{1, 2, 4}, Timeout: 30 * time.Minute,
 		Params: contract.DefaultParams(), Restart: true, Rounds: 1, Progress: io.Discard,
@@ -403,8 +423,13 @@ func (c Config) workloadErrs() []error {
 	if c.Elves < 1 || c.Elves > producers.MaxElves {
 		bad("elves must be between 1 and %d, got %d", producers.MaxElves, c.Elves)
 	}
-	if c.Halls < 0 || c.Halls > producers.MaxHalls {
-		bad("halls must be between 0 (keys are sizes alone) and %d, got %d", producers.MaxHalls, c.Halls)
+	if len(c.Halls) == 0 {
+		bad("halls: want at least one count (0: keys are sizes alone)")
+	}
+	for _, h := range c.Halls {
+		if h < 0 || h > producers.MaxHalls {
+			bad("halls must be between 0 (keys are sizes alone) and %d, got %d", producers.MaxHalls, h)
+		}
 	}
 	if slices.Contains(c.Variants, "scale") && len(c.Instances) == 0 {
 		bad("the scale variant needs at least one instance count")
@@ -443,7 +468,7 @@ func (b *Bench) progress(format string, args ...any) {
 func (b *Bench) variants() []Variant {
 	c := b.cfg
 	var out []Variant
-	base := Variant{Partitions: c.Partitions[0], Tracing: "off", Broker: "kfake", Storage: "memory"}
+	base := Variant{Partitions: c.Partitions[0], Halls: c.Halls[0], Tracing: "off", Broker: "kfake", Storage: "memory"}
 	for _, name := range c.Variants {
 		v := base
 		v.ID = name
@@ -465,6 +490,13 @@ func (b *Bench) variants() []Variant {
 				if p == 1 {
 					w.Name = "1 partition"
 				}
+				out = append(out, w)
+			}
+			continue
+		case "lines":
+			for _, h := range c.Halls[1:] {
+				w := base
+				w.Name, w.ID, w.Halls = fmt.Sprintf("%d lines", 4*max(h, 1)), fmt.Sprintf("lines%d", 4*max(h, 1)), h
 				out = append(out, w)
 			}
 			continue
@@ -790,7 +822,7 @@ func (b *Bench) pipeline(kc kafkaconf.Config, name string, v Variant) (*harness.
 	c.Toys.Count, c.Toys.Elves, c.Toys.Seed, c.Toys.Rate = count, b.cfg.Elves, 1, rate
 	c.Boxes.Count, c.Boxes.Elves, c.Boxes.Seed, c.Boxes.Rate = count, b.cfg.Elves, 2, rate
 	c.Boxes.Start = c.Boxes.Start.Add(b.cfg.Skew)
-	c.Toys.Halls, c.Boxes.Halls = b.cfg.Halls, b.cfg.Halls
+	c.Toys.Halls, c.Boxes.Halls = v.Halls, v.Halls
 	return harness.New(c, b.log)
 }
 

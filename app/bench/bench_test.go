@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,9 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.LiveRate = 0 }, "live rate must be a positive number"},
 		{func(c *Config) { c.LiveDuration = 0 }, "live duration must be positive"},
 		{func(c *Config) { c.Elves = 0 }, "elves must be between"},
-		{func(c *Config) { c.Halls = -1 }, "halls must be between 0"},
-		{func(c *Config) { c.Halls = 10_001 }, "halls must be between 0"},
+		{func(c *Config) { c.Halls = []int{-1} }, "halls must be between 0"},
+		{func(c *Config) { c.Halls = []int{16, 10_001} }, "halls must be between 0"},
+		{func(c *Config) { c.Halls = nil }, "halls: want at least one count"},
 		{func(c *Config) { c.Instances = []int{1, 0} }, "instance counts must be at least 1"},
 		{func(c *Config) { c.Variants, c.Instances = []string{"scale"}, nil }, "the scale variant needs at least one instance count"},
 		{func(c *Config) { c.Timeout = -time.Second }, "timeout must be positive"},
@@ -212,5 +214,23 @@ func TestHopConfigValidate(t *testing.T) {
 	}
 	if err := (HopConfig{Kafka: kafkaconf.Config{Brokers: []string{"k:9092"}}, Group: "g", Toys: "t", Boxes: "b"}).Validate(); err != nil {
 		t.Errorf("a good hop: %v", err)
+	}
+}
+
+// TestLinesVariant: the first --halls count is every variant's, the lines
+// variant one run per further count, each named by its lines.
+func TestLinesVariant(t *testing.T) {
+	c := validConfig()
+	c.Variants, c.Halls = []string{"base", "lines", "disk"}, []int{16, 0, 10000}
+	b, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range b.variants() {
+		got = append(got, fmt.Sprintf("%s/%s/%d", v.Name, v.ID, v.Halls))
+	}
+	if want := "baseline/base/16,4 lines/lines4/0,40000 lines/lines40000/10000,storage on disk/disk/16"; strings.Join(got, ",") != want {
+		t.Errorf("variants %s, want %s", strings.Join(got, ","), want)
 	}
 }

@@ -134,7 +134,7 @@ func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, pr
 
 	spread := p.Config().Toys.Spread(int(v.Partitions))
 	produce := func() error {
-		b.progress("  pre-loading %d records (%d partitions, %d halls: %s; %s)", b.cfg.Records, v.Partitions, b.cfg.Halls, spread, v.Broker)
+		b.progress("  pre-loading %d records (%d partitions, %d halls: %s; %s)", b.cfg.Records, v.Partitions, v.Halls, spread, v.Broker)
 		t0 := time.Now()
 		if _, _, err := p.Produce(ctx, b.elvesProgress()); err != nil {
 			return err

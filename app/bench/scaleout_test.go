@@ -30,7 +30,7 @@ func TestBenchScaleOut(t *testing.T) {
 	}
 	progress := &syncbuf.Buffer{}
 	c := DefaultConfig()
-	c.Records, c.Partitions, c.Variants, c.Instances, c.Halls = 20_000, []int32{8}, []string{"scale"}, []int{2}, 4
+	c.Records, c.Partitions, c.Variants, c.Instances, c.Halls = 20_000, []int32{8}, []string{"scale"}, []int{2}, []int{4}
 	// kfake does not delay a group's first join: without JoinFirst the
 	// first packer may consume the small backlog alone.
 	c.JoinFirst = true

@@ -13,13 +13,13 @@ import (
 // benchOptions are the flags of northpole bench that are not a
 // bench.Config's own.
 type benchOptions struct {
-	partitions, variants, instances string
-	json                            bool
+	partitions, variants, instances, halls string
+	json                                   bool
 }
 
 func newBenchCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
-	o := benchOptions{partitions: bench.FormatPartitions(cfg.Partitions), variants: strings.Join(cfg.Variants, ","), instances: bench.FormatInstances(cfg.Instances)}
+	o := benchOptions{partitions: bench.FormatPartitions(cfg.Partitions), variants: strings.Join(cfg.Variants, ","), instances: bench.FormatInstances(cfg.Instances), halls: bench.FormatInstances(cfg.Halls)}
 	var ko kafkaOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -62,7 +62,7 @@ func newBenchCmd() *cobra.Command {
 	fs.StringVar(&cfg.StorageDir, "storage-dir", "", "directory for the disk variant's LevelDB (default: a temporary one, removed after)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
 	fs.IntVar(&cfg.Elves, "elves", cfg.Elves, "elves (goroutines) per stream when pre-loading")
-	fs.IntVar(&cfg.Halls, "halls", cfg.Halls, "spread the elves over this many halls: records keyed by 4 × halls packing lines (M/hall-7) instead of the four sizes, so that more than four partitions carry work (0: keys are sizes)")
+	fs.StringVar(&o.halls, "halls", o.halls, "spread the elves over this many halls: records keyed by 4 × halls packing lines (M/hall-7) instead of the four sizes, so that more than four partitions carry work (0: keys are sizes); the first count in every variant, the others one run each in the lines variant (16,10000)")
 	fs.StringVar(&o.instances, "instances", o.instances, "scale variant: packer counts, one run each (separate processes, one consumer group)")
 	fs.BoolVar(&cfg.JoinFirst, "join-first", false, "scale variant: start the packers and wait until each holds partitions before the elves write (not a backlog then, and the broker's CPU includes taking the records in; kfake's is not measured): for kfake, which does not delay a group's first join, on small runs")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write each variant's CPU profile to this file name with the variant before its extension (p.pprof: p-base.pprof, p-trace10.pprof; a variant run again: p-base-2.pprof)")
@@ -81,6 +81,9 @@ func (o benchOptions) config(c bench.Config, ko kafkaOptions) (bench.Config, err
 	var err error
 	if c.Partitions, err = bench.ParsePartitions(o.partitions); err != nil {
 		return c, usageErr("--partitions %q: %w", o.partitions, err)
+	}
+	if c.Halls, err = bench.ParseHalls(o.halls); err != nil {
+		return c, usageErr("--halls %q: %w", o.halls, err)
 	}
 	if c.Instances, err = bench.ParseInstances(o.instances); err != nil {
 		return c, usageErr("--instances %q: %w", o.instances, err)
