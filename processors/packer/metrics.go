@@ -70,8 +70,12 @@ const (
 // MaxLineSeries bounds the lines one packer process reports rows of by
 // name: a producer can invent lines (any hall of a valid form), and every
 // line is a series per row kind. The rows of lines first seen after that
-// many are reported under northpole.line=OtherLine, with their size.
-const MaxLineSeries = 1000
+// many are reported under northpole.line=OtherLine, with their size. Five
+// kinds a line, the series of the named lines and of OtherLine stay below
+// the OpenTelemetry SDK's default cardinality limit (2,000 series an
+// instrument), past which it would count rows under an attribute set that
+// names no kind.
+const MaxLineSeries = 300
 
 // OtherLine is the line of the rows of lines past MaxLineSeries.
 const OtherLine = "other"

@@ -89,3 +89,27 @@ func TestMetricsOff(t *testing.T) {
 		t.Error("metrics without a meter provider")
 	}
 }
+
+// TestMetricsRowsWithinCardinality: with more lines than MaxLineSeries,
+// each with rows of several kinds, every row is counted under its kind:
+// the series stay within the SDK's default cardinality limit, past which
+// rows would go to an overflow series without a kind.
+func TestMetricsRowsWithinCardinality(t *testing.T) {
+	u, rd := newMeteredUnit(t)
+	lines := manyLines(MaxLineSeries + 200)
+	for i, line := range lines {
+		size, _, _ := record.SplitLine(line)
+		u.send(record.Toys, line, toyValue(fmt.Sprint("t", i), size, clockAt(1)))
+		u.send(record.Toys, line, toyValue(fmt.Sprint("u", i), size, clockAt(1)))
+		u.send(record.Boxes, line, boxValue(fmt.Sprint("b", i), size, clockAt(1)))
+		u.send(record.Toys, line, "{")
+		u.send(record.Toys, line, heartbeatValue(size, clockAt(3600)))
+		u.send(record.Boxes, line, heartbeatValue(size, clockAt(3600)))
+		u.send(record.Toys, line, toyValue(fmt.Sprint("v", i), size, clockAt(1)))
+	}
+	got := metrictest.Collect(t, rd, MetricRows, RowKindKey)
+	n := float64(len(lines))
+	if want := map[string]float64{RowPacked: n, RowUnpacked: n, RowLate: n, RowDead: n}; !maps.Equal(got, want) {
+		t.Errorf("rows by kind %v, want %v", got, want)
+	}
+}
