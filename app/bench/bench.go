@@ -185,9 +185,10 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
               over OTLP/gRPC every second to a receiver in the bench process
               that keeps them: what the metrics cost
   parts       one run per other --partitions value
-  lines       one run per other --halls value (4 × halls packing lines, on
-              the first --partitions count): what a record costs, and the
-              memory, as the lines of a partition grow
+  lines       one run per --halls value (4 × halls packing lines, on the
+              first --partitions count; on the real broker of --brokers when
+              given, else on kfake): what a record costs, the memory and a
+              restart, as the lines of a partition grow
   disk        --storage-dir (LevelDB) instead of memory
   real        the real broker of --brokers (skipped without --brokers)
   live        fixed input rate, latency percentiles
@@ -246,8 +247,8 @@ type Config struct {
 	// Elves per stream when producing.
 	Elves int
 	// Halls spread the elves' records over packing lines (4 × halls of
-	// them; 0: keys are the four sizes): the first in every variant, the
-	// others one run each in the lines variant.
+	// them; 0: keys are the four sizes): the first in every variant but
+	// lines, which makes one run of each.
 	Halls []int
 	// Instances are the scale variant's packer counts, one run each.
 	Instances []int
@@ -494,8 +495,13 @@ func (b *Bench) variants() []Variant {
 			}
 			continue
 		case "lines":
-			for _, h := range c.Halls[1:] {
-				w := base
+			// Every count, the first too, so that the runs compare among
+			// themselves on one broker: the real one when given.
+			if len(c.Real.Brokers) > 0 {
+				v.Broker = "real"
+			}
+			for _, h := range c.Halls {
+				w := v
 				w.Name, w.ID, w.Halls = fmt.Sprintf("%d lines", 4*max(h, 1)), fmt.Sprintf("lines%d", 4*max(h, 1)), h
 				out = append(out, w)
 			}

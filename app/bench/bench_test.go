@@ -217,8 +217,9 @@ func TestHopConfigValidate(t *testing.T) {
 	}
 }
 
-// TestLinesVariant: the first --halls count is every variant's, the lines
-// variant one run per further count, each named by its lines.
+// TestLinesVariant: the first --halls count is every other variant's, the
+// lines variant one run per count, each named by its lines, on the real
+// broker when there is one.
 func TestLinesVariant(t *testing.T) {
 	c := validConfig()
 	c.Variants, c.Halls = []string{"base", "lines", "disk"}, []int{16, 0, 10000}
@@ -229,8 +230,11 @@ func TestLinesVariant(t *testing.T) {
 	var got []string
 	for _, v := range b.variants() {
 		got = append(got, fmt.Sprintf("%s/%s/%d", v.Name, v.ID, v.Halls))
+		if v.Broker != "kfake" {
+			t.Errorf("%s on %s without --brokers", v.Name, v.Broker)
+		}
 	}
-	if want := "baseline/base/16,4 lines/lines4/0,40000 lines/lines40000/10000,storage on disk/disk/16"; strings.Join(got, ",") != want {
+	if want := "baseline/base/16,64 lines/lines64/16,4 lines/lines4/0,40000 lines/lines40000/10000,storage on disk/disk/16"; strings.Join(got, ",") != want {
 		t.Errorf("variants %s, want %s", strings.Join(got, ","), want)
 	}
 }

@@ -62,7 +62,7 @@ func newBenchCmd() *cobra.Command {
 	fs.StringVar(&cfg.StorageDir, "storage-dir", "", "directory for the disk variant's LevelDB (default: a temporary one, removed after)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
 	fs.IntVar(&cfg.Elves, "elves", cfg.Elves, "elves (goroutines) per stream when pre-loading")
-	fs.StringVar(&o.halls, "halls", o.halls, "spread the elves over this many halls: records keyed by 4 × halls packing lines (M/hall-7) instead of the four sizes, so that more than four partitions carry work (0: keys are sizes); the first count in every variant, the others one run each in the lines variant (16,10000)")
+	fs.StringVar(&o.halls, "halls", o.halls, "spread the elves over this many halls: records keyed by 4 × halls packing lines (M/hall-7) instead of the four sizes, so that more than four partitions carry work (0: keys are sizes); the first count in every variant but lines, which runs each (16,10000)")
 	fs.StringVar(&o.instances, "instances", o.instances, "scale variant: packer counts, one run each (separate processes, one consumer group)")
 	fs.BoolVar(&cfg.JoinFirst, "join-first", false, "scale variant: start the packers and wait until each holds partitions before the elves write (not a backlog then, and the broker's CPU includes taking the records in; kfake's is not measured): for kfake, which does not delay a group's first join, on small runs")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write each variant's CPU profile to this file name with the variant before its extension (p.pprof: p-base.pprof, p-trace10.pprof; a variant run again: p-base-2.pprof)")
