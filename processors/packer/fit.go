@@ -339,3 +339,16 @@ func (p *Packer) cutDead(dl *DeadLetter, room, keyNeed, valueNeed int) {
 }
 
 func base64Len(n int) int { return (n + 2) / 3 * 4 }
+
+// fitRaw cuts the raw value that a toy or box carries, for its dead letter
+// should it be a duplicate, so that the record carrying it (a stray's loop
+// record, the clock's decision) fits in one Kafka record beside the id and
+// reserve bytes of other fields (the windows a decision closes).
+func (p *Packer) fitRaw(obs *validRecord, reserve int) {
+	if room := p.lim.room() - 2*len(obs.ID) - len(obs.Key) - reserve - 512; len(obs.Raw) > room {
+		if obs.RawCut.IsZero() {
+			obs.RawCut = results.CutOf(obs.Raw)
+		}
+		obs.Raw = prefixUTF8(obs.Raw, max(room, 0))
+	}
+}
