@@ -319,8 +319,8 @@ func TestCallbackDuplicateIsDeadLetter(t *testing.T) {
 	}
 	// The clock saw it as a duplicate: no rank.
 	clk := p.keyClock(t, "M")
-	if clk.Ev.Class != classDuplicate || clk.Ev.Rank != 0 || clk.Ev.Rec.Offset != off {
-		t.Errorf("clock event of the duplicate: %+v", clk.Ev)
+	if ev := p.lastDecision(t); ev.Class != classDuplicate || ev.Rank != 0 || ev.Rec.Offset != off {
+		t.Errorf("clock event of the duplicate: %+v", ev)
 	}
 	if len(clk.Open) != 1 || clk.Open[0].Toys != 2 {
 		t.Errorf("open windows %+v, want one with 2 toys", clk.Open)
@@ -497,8 +497,8 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 	}
 	p.expectNone("closing", p.packed, p.late, p.dead)
 	clk := p.keyClock(t, "M")
-	if len(clk.Open) != 0 || len(clk.Ev.Closed) != 2 {
-		t.Errorf("clock after closing: open %+v, closed %+v", clk.Open, clk.Ev.Closed)
+	if ev := p.lastDecision(t); len(clk.Open) != 0 || len(ev.Closed) != 2 {
+		t.Errorf("clock after closing: open %+v, closed %+v", clk.Open, ev.Closed)
 	}
 	// A closed window's slots are forgotten: nothing mentions them again.
 	if n := len(storageContents(t, p.pk.slotStores.m[0].store)); n != 0 {
@@ -644,6 +644,16 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 }
 
 // clockTableRecords are the clock table's records, from its first.
+// lastDecision is the clock table's last record.
+func (p *testerPipeline) lastDecision(t *testing.T) *decision {
+	t.Helper()
+	recs := p.clockTableRecords()
+	if len(recs) == 0 {
+		t.Fatal("empty clock table")
+	}
+	return decodeDecision(t, recs[len(recs)-1].value)
+}
+
 func (p *testerPipeline) clockTableRecords() []tableRecord {
 	q := p.tt.NewQueueTracker(p.cfg.clockTable())
 	q.Seek(0)

@@ -58,9 +58,10 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 		ctx.Fail(fmt.Errorf("dedupe entries of line %s in partition %d of %s: %w", obs.Line, ctx.Partition(), part.topic, err))
 	}
 	ctx.SetValue(&kc.Ev)
-	// SetValue has encoded it: a line that goes quiet must not hold a
-	// piece of the walk for ever.
-	kc.Ev.Snapshot = nil
+	// SetValue has encoded it. Kept, it would hold, for as long as its line
+	// is quiet, a piece of the walk and its record's bytes, which are a
+	// slice of the consumer's whole fetched batch.
+	kc.Ev = decision{}
 }
 
 // recoverClock is the clock group's update callback: goka calls it for each

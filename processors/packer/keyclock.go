@@ -128,8 +128,8 @@ type openWindow struct {
 // keyClock is the clock stage's state for one key. Open holds only windows
 // that have items and are not yet closed, sorted by start: in steady state
 // about (W+L)/W of them, more while one stream runs ahead of the other in
-// event time. Ev is the decision of the last record applied, which the table
-// gets. ids lists the dedupe entries of each stream per window (dedupe.go).
+// event time. Ev is the decision of the record being applied, which the
+// table gets; it is cleared once written. ids lists the dedupe entries of each stream per window (dedupe.go).
 type keyClock struct {
 	Toys  streamClock  `json:"toys"`
 	Boxes streamClock  `json:"boxes"`
@@ -256,8 +256,6 @@ func (kc *keyClock) restore(p paramsUS, ev *decision) (bool, error) {
 			kc.Open = slices.Delete(kc.Open, i, i+1)
 		}
 	}
-	kc.Ev = *ev
-	kc.Ev.Snapshot = nil // the caller restores it; a quiet line must not hold it
 	return true, nil
 }
 
