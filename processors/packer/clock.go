@@ -54,14 +54,13 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 		// Up to 30 bytes for each window it closes (decision.appendBin).
 		p.fitRaw(&kc.Ev.Rec, 30*len(kc.Ev.Closed)+piece)
 	}
-	if err := part.remember(kc, p.params, &kc.Ev, key); err != nil {
+	if err := part.remember(kc, p.params, kc.Ev, key); err != nil {
 		ctx.Fail(fmt.Errorf("dedupe entries of line %s in partition %d of %s: %w", obs.Line, ctx.Partition(), part.topic, err))
 	}
-	ctx.SetValue(&kc.Ev)
-	// SetValue has encoded it. Kept, it would hold, for as long as its line
-	// is quiet, a piece of the walk and its record's bytes, which are a
-	// slice of the consumer's whole fetched batch.
-	kc.Ev = decision{}
+	ctx.SetValue(kc.Ev)
+	// SetValue has encoded it. Kept, it would hold a piece of the walk and
+	// its record's bytes, a slice of the consumer's whole fetched batch.
+	*kc.Ev = decision{}
 }
 
 // recoverClock is the clock group's update callback: goka calls it for each

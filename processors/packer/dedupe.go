@@ -102,7 +102,11 @@ func (w *windowIDs) forget(wm, width int64, del func(string) error) (int, error)
 			b = b[k+int(l):]
 		}
 	}
-	if n > 0 {
+	switch {
+	case n == len(ws):
+		// A quiet line keeps no array for windows it no longer has.
+		*w = nil
+	case n > 0:
 		*w = slices.Delete(ws, 0, n)
 	}
 	return deleted, nil

@@ -128,13 +128,14 @@ type openWindow struct {
 // keyClock is the clock stage's state for one key. Open holds only windows
 // that have items and are not yet closed, sorted by start: in steady state
 // about (W+L)/W of them, more while one stream runs ahead of the other in
-// event time. Ev is the decision of the record being applied, which the
-// table gets; it is cleared once written. ids lists the dedupe entries of each stream per window (dedupe.go).
+// event time. Ev is where apply puts the decision of the record it applied,
+// which the table gets: the clocks of a partition share one (tablePart.ev),
+// cleared once written, so that a line costs no decision's memory. ids lists the dedupe entries of each stream per window (dedupe.go).
 type keyClock struct {
 	Toys  streamClock  `json:"toys"`
 	Boxes streamClock  `json:"boxes"`
 	Open  []openWindow `json:"open,omitempty"`
-	Ev    decision     `json:"ev"`
+	Ev    *decision    `json:"ev"`
 	ids   [2]windowIDs
 	size  int // sizeIndex of the key's size, for the metrics
 }
@@ -210,7 +211,10 @@ func (kc *keyClock) apply(p paramsUS, rec validRecord) bool {
 	ev.NewPartition = c.markApplied(rec.Partition, rec.Offset)
 	c.Seen = true
 	ev.Closed = kc.closeWindows(p)
-	kc.Ev = ev
+	if kc.Ev == nil {
+		kc.Ev = new(decision)
+	}
+	*kc.Ev = ev
 	return true
 }
 
@@ -254,6 +258,9 @@ func (kc *keyClock) restore(p paramsUS, ev *decision) (bool, error) {
 	for _, cw := range ev.Closed {
 		if i, found := kc.find(cw.Start); found {
 			kc.Open = slices.Delete(kc.Open, i, i+1)
+			if len(kc.Open) == 0 {
+				kc.Open = nil
+			}
 		}
 	}
 	return true, nil
@@ -304,6 +311,9 @@ func (kc *keyClock) closeWindows(p paramsUS) []closedWindow {
 		out[i] = closedWindow(w)
 	}
 	kc.Open = slices.Delete(kc.Open, 0, n)
+	if len(kc.Open) == 0 {
+		kc.Open = nil // a quiet line keeps no array for windows it no longer has
+	}
 	return out
 }
 

@@ -66,9 +66,13 @@ func cloneClock(s keyClock) keyClock {
 	c.Open = slices.Clone(s.Open)
 	c.Toys.Lasts = slices.Clone(s.Toys.Lasts)
 	c.Boxes.Lasts = slices.Clone(s.Boxes.Lasts)
-	c.Ev.Closed = slices.Clone(s.Ev.Closed)
-	c.Ev.Rec.Raw = slices.Clone(s.Ev.Rec.Raw)
-	c.Ev.Rec.Key = slices.Clone(s.Ev.Rec.Key)
+	if s.Ev != nil {
+		ev := *s.Ev
+		ev.Closed = slices.Clone(s.Ev.Closed)
+		ev.Rec.Raw = slices.Clone(s.Ev.Rec.Raw)
+		ev.Rec.Key = slices.Clone(s.Ev.Rec.Key)
+		c.Ev = &ev
+	}
 	return c
 }
 
@@ -452,7 +456,7 @@ func TestClockRestoreMatchesApply(t *testing.T) {
 			if !live.apply(p, o) {
 				t.Fatalf("seed %d: %+v refused", seed, o)
 			}
-			ev := cloneClock(live).Ev
+			ev := *cloneClock(live).Ev
 			if i%7 == 6 {
 				// A walk of one key, as the clock stage's pieces carry.
 				ev.Snapshot = &snapshot{Walk: uint64(i), First: true, Last: true, Keys: []keyStreams{{Key: "M", Toys: live.Toys.clone(), Boxes: live.Boxes.clone()}}}
@@ -506,7 +510,7 @@ func TestClockRestoreMatchesApply(t *testing.T) {
 func TestClockRestoreRefusesAnotherWindowWidth(t *testing.T) {
 	var kc keyClock
 	kc.apply(paramsUS{WindowUS: 10, LatenessUS: 5}, cToy(0, 17, "a"))
-	ev := kc.Ev
+	ev := *kc.Ev
 	var got keyClock
 	if ok, err := got.restore(paramsUS{WindowUS: 7, LatenessUS: 5}, &ev); ok || err == nil || !strings.Contains(err.Error(), "window width") {
 		t.Fatalf("restore with another width: %v, %v", ok, err)

@@ -112,6 +112,7 @@ type tablePart struct {
 	keyClocks       map[string]*keyClock
 	order           []string     // keyClocks' keys, in the order they were first seen
 	walk            snapshotWalk // over order, a piece at a time (clock.go)
+	ev              decision     // the decision being made, of whichever key (keyClock.Ev)
 	horizon         *horizon
 	closedInRestore []restoredClosing
 	// state counts what the partition holds, for the metrics; nil when
@@ -148,7 +149,7 @@ func (s *tableStores) horizonOf(partition int32) *horizon {
 func (t *tablePart) clockOf(key string) *keyClock {
 	kc, ok := t.keyClocks[key]
 	if !ok {
-		kc = &keyClock{size: lineSizeIndex(key)}
+		kc = &keyClock{size: lineSizeIndex(key), Ev: &t.ev}
 		t.keyClocks[key] = kc
 		t.order = append(t.order, key)
 	}
