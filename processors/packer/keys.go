@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
 )
 
 // The clock group keys its state by the packing line, the input records'
@@ -66,16 +67,11 @@ func slotKey(line string, window int64, rank int) string {
 	return line + "|" + strconv.FormatInt(window, 10) + "|" + strconv.Itoa(rank)
 }
 
-// Output keys let a consumer deduplicate: the same result always has the same
-// key. Ids are unique per (stream, line, window), not globally, so the line
-// and the window's start (µs since the epoch) are part of an item's key: an
-// id reused in a later window is another item, with a key of its own.
+// itemKey is the key of an item's output row (results.ItemKey): a
+// consumer deduplicates by it.
 func itemKey(line string, window int64, id string) string {
-	w := strconv.FormatInt(window, 10)
-	if k, whole := keyID(id); !whole {
-		return line + "|" + w + "#" + k
-	}
-	return line + "|" + w + "|" + id
+	k, whole := keyID(id)
+	return results.ItemKey{Line: line, Window: window, ID: k, Digest: !whole}.String()
 }
 
 // lineSize is the size class of a well-formed line: the key up to its

@@ -7,10 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/results"
 )
 
 // The packer keys a pair line|<window start, µs since the epoch, decimal>|toy_id,
@@ -86,38 +86,23 @@ func (l line) prefix(b []byte) []byte {
 // also for a window that is not in the canonical decimal form, so that
 // ordered keys map back to the very key they came from.
 func parseKey(key string) (k packedKey, ok bool) {
-	ln, rest, found := strings.Cut(key, "|")
-	if !found {
+	ik, ok := results.ParseItemKey(key)
+	if !ok {
 		return packedKey{}, false
 	}
-	if k.line, ok = parseLine(ln); !ok {
+	if k.line, ok = parseLine(ik.Line); !ok {
 		return packedKey{}, false
 	}
-	i := strings.IndexAny(rest, "|#")
-	if i < 0 {
-		return packedKey{}, false
-	}
-	w, err := strconv.ParseInt(rest[:i], 10, 64)
-	if err != nil || strconv.FormatInt(w, 10) != rest[:i] {
-		return packedKey{}, false
-	}
-	k.window, k.form, k.id = w, formWhole, rest[i+1:]
-	if rest[i] == '#' {
+	k.window, k.form, k.id = ik.Window, formWhole, ik.ID
+	if ik.Digest {
 		k.form = formDigest
-	}
-	if k.id == "" {
-		return packedKey{}, false
 	}
 	return k, true
 }
 
 // String is the packer's key.
 func (k packedKey) String() string {
-	sep := "|"
-	if k.form == formDigest {
-		sep = "#"
-	}
-	return k.line.String() + "|" + strconv.FormatInt(k.window, 10) + sep + k.id
+	return results.ItemKey{Line: k.line.String(), Window: k.window, ID: k.id, Digest: k.form == formDigest}.String()
 }
 
 // ordered is k's ordered key.
