@@ -2,6 +2,7 @@ package sqlengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -74,8 +75,7 @@ func OpenSQLite(ctx context.Context, log *slog.Logger) (*Engine, error) {
 		return c.CreateFunction("regexp_count", 2, sqlite3.DETERMINISTIC|sqlite3.INNOCUOUS, fn.call)
 	})
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open embedded sqlite: %w", err)
+		return nil, errors.Join(fmt.Errorf("open embedded sqlite: %w", err), os.RemoveAll(dir))
 	}
 	// One connection, so that every statement sees the tables of the one
 	// before without a transaction of its own.
@@ -85,12 +85,10 @@ func OpenSQLite(ctx context.Context, log *slog.Logger) (*Engine, error) {
 	db.SetConnMaxIdleTime(0)
 	cleanup := func() error { return os.RemoveAll(dir) }
 	// The connection's WebAssembly memory: the driver's default, 256 MiB,
-	// runs out with about 10,000 lines (np_blocks' sort); sqliteMemory is
-	// what the contract's steps need for a million records of 40,000 lines.
+	// ran out at np_blocks with 40,000 lines and 250,000 records;
+	// sqliteMemory was enough for 654,127 records of 40,000 lines.
 	if err := db.PingContext(sqlite3.WithMaxMemory(ctx, sqliteMemory)); err != nil {
-		db.Close()
-		cleanup()
-		return nil, fmt.Errorf("open embedded sqlite: %w", err)
+		return nil, errors.Join(fmt.Errorf("open embedded sqlite: %w", err), db.Close(), cleanup())
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
