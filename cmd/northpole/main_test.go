@@ -78,7 +78,7 @@ func TestInterrupt(t *testing.T) {
 	var out []string
 	for lines.Scan() {
 		out = append(out, lines.Text())
-		if strings.Contains(lines.Text(), " sent; ") { // a progress line: the elves are writing
+		if strings.Contains(lines.Text(), " heartbeats; the packer has ") { // a progress line: the elves are writing
 			if err := cmd.Process.Signal(os.Interrupt); err != nil {
 				t.Fatal(err)
 			}

@@ -258,43 +258,6 @@ func (l limits) rowRoom(key string, fields int) int {
 	return l.room() - len(key) - fixedRow - fields*cutFieldMax
 }
 
-func (p *Packer) packedRow(slot *slotState, ws string) *results.Packed {
-	r := &results.Packed{Line: slot.Line, Size: lineSize(slot.Line), WindowStart: ws}
-	r.ToyID, r.ToyIDCut = splitID(slot.Toy)
-	r.BoxID, r.BoxIDCut = splitID(slot.Box)
-	if room := p.lim.rowRoom(itemKey(slot.Line, slot.Window, slot.Toy), 2); mayNotFit(room, r.ToyID, r.BoxID) {
-		fitText(room, []*string{&r.ToyID, &r.BoxID}, []*results.Cut{&r.ToyIDCut, &r.BoxIDCut})
-	}
-	return r
-}
-
-func (p *Packer) unpackedRow(slot *slotState, ws string) *results.Unpacked {
-	r := &results.Unpacked{Line: slot.Line, Size: lineSize(slot.Line), WindowStart: ws}
-	r.ToyID, r.ToyIDCut = splitID(slot.Toy)
-	if room := p.lim.rowRoom(itemKey(slot.Line, slot.Window, slot.Toy), 1); mayNotFit(room, r.ToyID) {
-		fitText(room, []*string{&r.ToyID}, []*results.Cut{&r.ToyIDCut})
-	}
-	return r
-}
-
-func (p *Packer) spareRow(slot *slotState, ws string) *results.Spare {
-	r := &results.Spare{Line: slot.Line, Size: lineSize(slot.Line), WindowStart: ws}
-	r.BoxID, r.BoxIDCut = splitID(slot.Box)
-	if room := p.lim.rowRoom(itemKey(slot.Line, slot.Window, slot.Box), 1); mayNotFit(room, r.BoxID) {
-		fitText(room, []*string{&r.BoxID}, []*results.Cut{&r.BoxIDCut})
-	}
-	return r
-}
-
-func (p *Packer) lateRow(o *validRecord, key string) *results.Late {
-	r := &results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, Line: o.Line, Size: lineSize(o.Line), MadeAt: o.MadeAt}
-	r.ID, r.IDCut = splitID(o.ID)
-	if room := p.lim.rowRoom(key, 1); mayNotFit(room, r.ID) {
-		fitText(room, []*string{&r.ID}, []*results.Cut{&r.IDCut})
-	}
-	return r
-}
-
 // fitDead bounds a dead letter: its detail to detailMax, and its key and
 // value together to what is left of the room. A value that is not UTF-8 is
 // written in base64, four bytes for every three.
