@@ -280,8 +280,9 @@ func (g *Generator) Next() []Message {
 
 	var out []Message
 	if g.hbOn && !nominal.Before(g.nextHB) {
-		out = g.beat(elf, floorTime(nominal, cfg.HeartbeatEvery))
-		g.nextHB = floorTime(nominal, cfg.HeartbeatEvery).Add(cfg.HeartbeatEvery)
+		at := floorTime(nominal, cfg.HeartbeatEvery)
+		out = g.beat(elf, at)
+		g.nextHB = at.Add(cfg.HeartbeatEvery)
 	}
 
 	si := g.pickSize()
@@ -378,7 +379,7 @@ func (g *Generator) note(elf, si, h int, m Message) Message {
 	if m.MadeAt.After(g.maxMadeAt) || g.maxMadeAt.IsZero() {
 		g.maxMadeAt = m.MadeAt
 	}
-	if g.due != nil && (m.Kind == KindToy || m.Kind == KindBox) {
+	if g.hbOn && (m.Kind == KindToy || m.Kind == KindBox) {
 		l := si*len(g.halls) + h
 		closing := floorTime(m.MadeAt, g.cfg.Window).Add(g.cfg.Window + g.cfg.Lateness)
 		if g.due[l].IsZero() {
