@@ -49,6 +49,9 @@ const (
 	// compactAt is the least garbage (bytes of slabs no entry uses) worth a
 	// compaction; below it the waste is not worth the copy.
 	compactAt = 16 << 20
+	// shrinkSlack is the room beyond twice its value a key may keep; a value
+	// that shrinks below that moves to room of its size (Set).
+	shrinkSlack = 64
 )
 
 type memory struct {
@@ -294,7 +297,7 @@ func (m *memory) Set(key string, value []byte) error {
 	i, pos, tag, ok := m.lookup(key)
 	if ok {
 		e := &m.entries[i]
-		if len(value) <= int(e.vcap) {
+		if len(value) <= int(e.vcap) && int(e.vcap) <= 2*len(value)+shrinkSlack {
 			start := e.off + e.klen
 			copy(m.slabs.s[e.slab][start:], value)
 			e.vlen = uint32(len(value))
@@ -302,6 +305,10 @@ func (m *memory) Set(key string, value []byte) error {
 		}
 		// Outgrown: move, with room for growth, since values that grow
 		// (a clock's open windows, a slot's second id) tend to grow again.
+		// Shrunk to less than half its room: move too, or one large value
+		// (a walk's piece rides on one decision of a line) would keep its
+		// room for as long as the key lives, and thousands of quiet keys
+		// would hold many times their bytes.
 		m.release(*e)
 		*e = m.place(key, value, len(value)+len(value)/2)
 		m.maybeCompact()

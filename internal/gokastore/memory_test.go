@@ -219,3 +219,30 @@ func BenchmarkMemorySet(b *testing.B) {
 		}
 	})
 }
+
+// TestMemoryShrinks: a key whose value shrinks gives its room back, so a
+// table of quiet keys that each once held a large value costs what its values
+// are now, not what they once were.
+func TestMemoryShrinks(t *testing.T) {
+	m := newMemory()
+	const keys = 1000
+	for i := range keys {
+		k := "line-" + strconv.Itoa(i)
+		if err := m.Set(k, bytes.Repeat([]byte{1}, 8<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Set(k, bytes.Repeat([]byte{2}, 200)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perKey := len("line-999") + 2*200 + shrinkSlack
+	if m.live > keys*perKey {
+		t.Errorf("%d keys of 200-byte values hold %d live bytes, want at most %d", keys, m.live, keys*perKey)
+	}
+	for i := range keys {
+		got, _ := m.Get("line-" + strconv.Itoa(i))
+		if !bytes.Equal(got, bytes.Repeat([]byte{2}, 200)) {
+			t.Fatalf("key %d: %d bytes, want the 200-byte value", i, len(got))
+		}
+	}
+}
