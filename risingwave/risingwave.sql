@@ -209,27 +209,31 @@ FROM (
   ) civil
 ) checked;
 
--- contract relation np_levels, shared text 585ce1b6ca8a319d
+-- contract relation np_levels, shared text 9a8216fa5208d924
 CREATE MATERIALIZED VIEW np_levels AS
 -- np_levels: the levels of a tree of blocks over window numbers. With it the
 -- steps below find, for each window, the first record that took the
 -- watermark past the window's end, without a pass over the earlier records
 -- for each record.
 --
--- A window's number is floor(window_start / W) + 2^60. made_at is within
--- 2^58 µs of the epoch (the years 0000 to 9999) and L is less than 2^54 µs,
--- so every number, of a window or of a record's made_at - L, is between
--- 2^59 and 2^61. At level j, block b holds the numbers n with n >> j = b, 2^j
--- consecutive numbers. The numbers above n are covered, without overlap, by
--- one block for each level j at which bit j of n is 0: block (n >> j) + 1 (a
--- number m above n lies in it for the highest bit j where m and n differ).
--- So the first record with a number above n is the first of at most 61
--- blocks, each found by equal columns.
+-- A window's number is floor(window_start / W) + 103079215104, and a record's
+-- mark is the number of the window its made_at - L falls in. made_at is
+-- within 2^58 µs of the epoch (the years 0000 to 9999) and so is made_at - L,
+-- so with R = ceil(2^58 / W) every number is within R of 103079215104 =
+-- 3 × 2^(36 - 1), where 2^(36 - 1) > R: between 2^36 and
+-- 2^(36 + 1), and any two numbers first differ at a bit below
+-- 36 (contractsql.TreeOf). At level j, block b holds the numbers n
+-- with n >> j = b, 2^j consecutive numbers. The numbers above n are covered,
+-- without overlap, by one block for each level j at which bit j of n is 0:
+-- block (n >> j) + 1 (a number m above n lies in it for the highest bit j
+-- where m and n differ). So the first record with a number above n is the
+-- first of at most 36 blocks, each found by equal columns. A wider
+-- window needs fewer levels, and every step below costs in proportion to them.
 --
--- One row per size class and level, 0 to 60. A streaming query in RisingWave
--- joins only on equal columns (a join on none is a nested-loop join, which it
--- refuses), so the levels are listed once per size and joined on the size of
--- a line: the lines are not known in advance, their sizes are.
+-- One row per size class and level, 0 to 36 - 1. A streaming query in
+-- RisingWave joins only on equal columns (a join on none is a nested-loop
+-- join, which it refuses), so the levels are listed once per size and joined
+-- on the size of a line: the lines are not known in advance, their sizes are.
 WITH levels AS (
   SELECT 0 AS lvl UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
   UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9
@@ -243,14 +247,16 @@ WITH levels AS (
   UNION ALL SELECT 45 UNION ALL SELECT 46 UNION ALL SELECT 47 UNION ALL SELECT 48 UNION ALL SELECT 49
   UNION ALL SELECT 50 UNION ALL SELECT 51 UNION ALL SELECT 52 UNION ALL SELECT 53 UNION ALL SELECT 54
   UNION ALL SELECT 55 UNION ALL SELECT 56 UNION ALL SELECT 57 UNION ALL SELECT 58 UNION ALL SELECT 59
-  UNION ALL SELECT 60
+),
+used AS (
+  SELECT lvl FROM levels WHERE lvl < 36
 )
-SELECT 'S' AS size, lvl FROM levels
-UNION ALL SELECT 'M' AS size, lvl FROM levels
-UNION ALL SELECT 'L' AS size, lvl FROM levels
-UNION ALL SELECT 'XL' AS size, lvl FROM levels;
+SELECT 'S' AS size, lvl FROM used
+UNION ALL SELECT 'M' AS size, lvl FROM used
+UNION ALL SELECT 'L' AS size, lvl FROM used
+UNION ALL SELECT 'XL' AS size, lvl FROM used;
 
--- contract relation np_clock, shared text cd18112e2880e4e5
+-- contract relation np_clock, shared text 4d23cc6aa8a11ef7
 CREATE MATERIALIZED VIEW np_clock AS
 -- np_clock: where each (stream, line)'s watermark went. A valid record's mark
 -- is the number (see np_levels) of the window its made_at - L falls in:
@@ -269,7 +275,7 @@ FROM (
          ROW_NUMBER() OVER (PARTITION BY stream, line, kpartition, mark ORDER BY koffset) AS seq
   FROM (
     SELECT stream, line, size, kpartition, koffset,
-           (wm - (((wm % 10000000) + 10000000) % 10000000)) / 10000000 + 1152921504606846976 AS mark
+           (wm - (((wm % 10000000) + 10000000) % 10000000)) / 10000000 + 103079215104 AS mark
     FROM (
       SELECT stream, line, size, kpartition, koffset, made_us - 5000000 AS wm
       FROM np_checked
@@ -292,7 +298,7 @@ FROM (
 ) leveled
 GROUP BY stream, line, kpartition, lvl, blk;
 
--- contract relation np_reach, shared text 6595a73ec6cee8cc
+-- contract relation np_reach, shared text e92d94c1274a9ab2
 CREATE MATERIALIZED VIEW np_reach AS
 -- np_reach: for each window that holds a valid toy or box, for each stream and
 -- each partition that holds that stream's records of the line, the first
@@ -305,7 +311,7 @@ SELECT b.stream, q.line, q.window_start, b.kpartition, MIN(b.koffset) AS koffset
 FROM (
   SELECT w.line, w.window_start, l.lvl, (w.num >> l.lvl) + 1 AS blk
   FROM (
-    SELECT line, size, window_start, window_start / 10000000 + 1152921504606846976 AS num
+    SELECT line, size, window_start, window_start / 10000000 + 103079215104 AS num
     FROM np_checked
     WHERE reason IS NULL AND hb IS NOT TRUE
     GROUP BY line, size, window_start

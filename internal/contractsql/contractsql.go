@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"math/bits"
 	"path"
 	"regexp"
 	"slices"
@@ -70,8 +71,13 @@ func Contract(p contract.Params) ([]Relation, error) {
 		names = append(names, e.Name())
 	}
 	slices.Sort(names)
-	w := strconv.FormatInt(p.Window.Microseconds(), 10)
-	l := strconv.FormatInt(p.Lateness.Microseconds(), 10)
+	tree := TreeOf(p)
+	fill := strings.NewReplacer(
+		"{{W}}", strconv.FormatInt(p.Window.Microseconds(), 10),
+		"{{L}}", strconv.FormatInt(p.Lateness.Microseconds(), 10),
+		"{{LEVELS}}", strconv.Itoa(tree.Levels),
+		"{{NUM0}}", strconv.FormatInt(tree.Num0, 10),
+	)
 	var out []Relation
 	for _, n := range names {
 		m := fileName.FindStringSubmatch(n)
@@ -82,9 +88,9 @@ func Contract(p contract.Params) ([]Relation, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read contract SQL %s: %w", n, err)
 		}
-		body := strings.ReplaceAll(strings.ReplaceAll(string(b), "{{W}}", w), "{{L}}", l)
+		body := fill.Replace(string(b))
 		if strings.Contains(body, "{{") {
-			return nil, fmt.Errorf("contract SQL %s: unknown placeholder left after substituting {{W}} and {{L}}", n)
+			return nil, fmt.Errorf("contract SQL %s: unknown placeholder left after substituting {{W}}, {{L}}, {{LEVELS}} and {{NUM0}}", n)
 		}
 		// Each relation is sent as one statement, and the RisingWave script
 		// separates statements with ';'.
@@ -94,6 +100,31 @@ func Contract(p contract.Params) ([]Relation, error) {
 		out = append(out, Relation{Name: m[1], Body: strings.TrimRight(body, "\n")})
 	}
 	return out, nil
+}
+
+// Tree is the shape of the tree of blocks over window numbers that
+// np_levels lists (see its text): window q, the one that starts at q × W, has
+// the number Num0 + q, and Levels levels, 0 to Levels-1, cover every number.
+type Tree struct {
+	Levels int
+	Num0   int64
+}
+
+// madeBound bounds |made_at - L| in microseconds for every made_at the
+// contract accepts (years 0000 to 9999, offsets within a day: under 2^57.9)
+// and every L a time.Duration holds (under 2^53.1).
+const madeBound = 1 << 58
+
+// TreeOf is the tree for p's W: R = ceil(2^58 / W) bounds |q| for every
+// window q a made_at or a made_at - L falls in, and with Levels - 1 the bit
+// length of R and Num0 = 3 × 2^(Levels-1), every number lies in
+// [2^Levels, 2^(Levels+1)): any two numbers first differ at a bit below
+// Levels. A wider window needs fewer levels: 36 for 10 s, 60 for 1 µs.
+func TreeOf(p contract.Params) Tree {
+	w := p.Window.Microseconds()
+	r := (madeBound + w - 1) / w
+	k := bits.Len64(uint64(r)) + 1
+	return Tree{Levels: k, Num0: 3 << (k - 1)}
 }
 
 // Hash is a short fingerprint of a relation's body, printed next to each

@@ -1,6 +1,7 @@
 package contractsql
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -56,6 +57,46 @@ func TestContractRefusesBadParameters(t *testing.T) {
 	} {
 		if _, err := Contract(contract.Params{Window: c.w, Lateness: c.l}); err == nil {
 			t.Errorf("Contract(%v, %v) succeeded, want an error", c.w, c.l)
+		}
+	}
+}
+
+// TestTreeCoversEveryNumber: for every W, the numbers of the windows that
+// the extreme made_at and made_at - L the contract allows fall in lie in
+// [2^Levels, 2^(Levels+1)), which np_levels' covering argument needs; and a
+// wider window needs fewer levels.
+func TestTreeCoversEveryNumber(t *testing.T) {
+	day := 23*time.Hour + 59*time.Minute
+	first := time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("", int(day.Seconds()))).UnixMicro()
+	last := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.FixedZone("", -int(day.Seconds()))).UnixMicro()
+	maxL := time.Duration(math.MaxInt64).Microseconds()
+	floorDiv := func(x, w int64) int64 {
+		q := x / w
+		if x%w != 0 && x < 0 {
+			q--
+		}
+		return q
+	}
+	for _, tc := range []struct {
+		w      time.Duration
+		levels int
+	}{
+		{time.Microsecond, 60},
+		{7 * time.Microsecond, 57},
+		{time.Second, 40},
+		{10 * time.Second, 36},
+		{time.Hour, 28},
+		{time.Duration(math.MaxInt64).Truncate(time.Microsecond), 7},
+	} {
+		tree := TreeOf(contract.Params{Window: tc.w})
+		if tree.Levels != tc.levels {
+			t.Errorf("W %v: %d levels, want %d", tc.w, tree.Levels, tc.levels)
+		}
+		lo, hi := int64(1)<<tree.Levels, int64(1)<<(tree.Levels+1)
+		for _, x := range []int64{first - maxL, first, 0, last - maxL, last} {
+			if n := tree.Num0 + floorDiv(x, tc.w.Microseconds()); n < lo || n >= hi {
+				t.Errorf("W %v: made_at - L = %d µs has number %d, outside [2^%d, 2^%d)", tc.w, x, n, tree.Levels, tree.Levels+1)
+			}
 		}
 	}
 }

@@ -15,7 +15,7 @@ FROM (
          ROW_NUMBER() OVER (PARTITION BY stream, line, kpartition, mark ORDER BY koffset) AS seq
   FROM (
     SELECT stream, line, size, kpartition, koffset,
-           (wm - (((wm % {{W}}) + {{W}}) % {{W}})) / {{W}} + 1152921504606846976 AS mark
+           (wm - (((wm % {{W}}) + {{W}}) % {{W}})) / {{W}} + {{NUM0}} AS mark
     FROM (
       SELECT stream, line, size, kpartition, koffset, made_us - {{L}} AS wm
       FROM np_checked

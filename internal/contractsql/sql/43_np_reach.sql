@@ -9,7 +9,7 @@ SELECT b.stream, q.line, q.window_start, b.kpartition, MIN(b.koffset) AS koffset
 FROM (
   SELECT w.line, w.window_start, l.lvl, (w.num >> l.lvl) + 1 AS blk
   FROM (
-    SELECT line, size, window_start, window_start / {{W}} + 1152921504606846976 AS num
+    SELECT line, size, window_start, window_start / {{W}} + {{NUM0}} AS num
     FROM np_checked
     WHERE reason IS NULL AND hb IS NOT TRUE
     GROUP BY line, size, window_start
