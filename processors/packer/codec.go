@@ -28,18 +28,7 @@ func (jsonCodec[T]) Decode(b []byte) (any, error) {
 	return &v, nil
 }
 
-// The values on the packer's loop topics and group tables are internal: only
-// the packer reads them. They are encoded in a compact binary form (a version
-// byte, then varints and length-prefixed strings in field order), which cost a
-// fraction of JSON's CPU (docs/PERFORMANCE.md). Output topics stay JSON: they
-// are the public format.
-//
-// One layout is read: the version byte's. A packer whose layout differs runs
-// under a new group name (and so new internal topics); a value of another
-// version is refused, never guessed at.
-const binVersion = 11
-
-// binMsg is a message with a binary form.
+// binMsg is a message with a binary form (binlayout.go), under binVersion.
 type binMsg interface {
 	appendBin(b []byte) []byte
 	readBin(r *binReader)

@@ -13,7 +13,7 @@ import (
 // line): keyClock applies a key's records in offset order (apply), decides
 // each one's lateness and rank, closes windows, and is restored from its
 // decisions (restore). Pure: it knows nothing of goka nor of storage
-// (clock.go is its goka side, decisioncodec.go its decisions' encoding).
+// (clock.go is its goka side, binlayout.go its decisions' encoding).
 
 // class is what the contract made of a valid record.
 type class string
@@ -341,9 +341,4 @@ type snapshot struct {
 type keyStreams struct {
 	Key         string
 	Toys, Boxes streamClock
-}
-
-// binSize is the bytes keyStreams takes in a decision (decisioncodec.go).
-func (ks *keyStreams) binSize() int {
-	return uvarintLen(uint64(len(ks.Key))) + len(ks.Key) + ks.Toys.binSize() + ks.Boxes.binSize()
 }

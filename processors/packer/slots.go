@@ -1,7 +1,6 @@
 package packer
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/lovoo/goka"
@@ -254,28 +253,4 @@ type slotState struct {
 	// completes the pair. They never affect a result.
 	ToyTrace traceRef `json:"-"`
 	BoxTrace traceRef `json:"-"`
-}
-
-func (s *slotState) sizeHint() int {
-	return 96 + len(s.Toy) + len(s.Box) + len(s.ToyTrace.TraceState) + len(s.BoxTrace.TraceState)
-}
-
-func (s *slotState) appendBin(b []byte) []byte {
-	b = appendStr(b, s.Line)
-	b = binary.AppendVarint(b, s.Window)
-	b = appendStr(b, s.Toy)
-	b = appendStr(b, s.Box)
-	b = append(b, flag(s.Closed, 1))
-	b = s.ToyTrace.appendBin(b)
-	return s.BoxTrace.appendBin(b)
-}
-
-func (s *slotState) readBin(r *binReader) {
-	s.Line = r.str()
-	s.Window = r.varint()
-	s.Toy = r.str()
-	s.Box = r.str()
-	s.Closed = r.byte1()&1 != 0
-	s.ToyTrace.readBin(r)
-	s.BoxTrace.readBin(r)
 }

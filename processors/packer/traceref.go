@@ -45,42 +45,4 @@ func (t traceRef) spanContext() trace.SpanContext {
 	return trace.NewSpanContext(cfg)
 }
 
-// appendBin writes one byte 0 for no trace, else 1, the ids, the flags and
-// the trace state.
-func (t traceRef) appendBin(b []byte) []byte {
-	if !t.valid() {
-		return append(b, 0)
-	}
-	b = append(b, 1)
-	b = append(b, t.TraceID[:]...)
-	b = append(b, t.SpanID[:]...)
-	b = append(b, byte(t.Flags))
-	return appendStr(b, t.TraceState)
-}
-
-func (t *traceRef) readBin(r *binReader) {
-	switch r.byte1() {
-	case 0:
-		*t = traceRef{}
-	case 1:
-		if r.err != nil || len(r.left()) < 25 {
-			r.err = errShort
-			return
-		}
-		left := r.left()
-		copy(t.TraceID[:], left[:16])
-		copy(t.SpanID[:], left[16:24])
-		t.Flags = trace.TraceFlags(left[24])
-		r.off += 25
-		t.TraceState = r.str()
-		if !t.valid() {
-			r.err = errBadTrace
-		}
-	default:
-		if r.err == nil {
-			r.err = errBadTrace
-		}
-	}
-}
-
 var errBadTrace = errors.New("bad trace reference")

@@ -6,7 +6,106 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// The layouts of the values on the packer's loop topics and group tables, all
+// in one place because one version byte covers them all: a change to any of
+// them bumps binVersion. The values are internal (only the packer reads
+// them), in a compact binary form (a version byte, then varints and
+// length-prefixed strings in field order; codec.go's binCodec and binReader),
+// which costs a fraction of JSON's CPU (docs/PERFORMANCE.md). Output topics
+// stay JSON: they are the public format.
+//
+// One layout is read: the version byte's. A packer whose layout differs runs
+// under a new group name (and so new internal topics); a value of another
+// version is refused, never guessed at.
+const binVersion = 11
+
+// A valid record, on the loop topics and inside a decision.
+
+// sizeHint: a stray's loop record holds the raw record, and a trace
+// reference when tracing is on.
+func (o *validRecord) sizeHint() int {
+	return 106 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
+}
+
+func (o *validRecord) appendBin(b []byte) []byte {
+	b = appendStr(b, string(o.Stream))
+	b = binary.AppendVarint(b, int64(o.Partition))
+	b = binary.AppendVarint(b, o.Offset)
+	b = appendStr(b, o.Line)
+	b = appendStr(b, o.ID)
+	b = append(b, flag(o.Heartbeat, 1)|flag(o.Dup, 2))
+	b = binary.AppendVarint(b, o.MadeUS)
+	b = appendStr(b, o.MadeAt)
+	b = binary.AppendVarint(b, o.ArrivedUS)
+	b = appendBytes(b, o.Raw)
+	b = appendBytes(b, o.Key)
+	b = binary.AppendVarint(b, int64(o.RawCut.Bytes))
+	b = appendStr(b, o.RawCut.SHA256)
+	return o.Trace.appendBin(b)
+}
+
+func (o *validRecord) readBin(r *binReader) {
+	o.Stream = record.Stream(r.str())
+	o.Partition = int32(r.varint())
+	o.Offset = r.varint()
+	o.Line = r.str()
+	o.ID = r.str()
+	f := r.byte1()
+	o.Heartbeat, o.Dup = f&1 != 0, f&2 != 0
+	o.MadeUS = r.varint()
+	o.MadeAt = r.str()
+	o.ArrivedUS = r.varint()
+	o.Raw = r.bytes()
+	o.Key = r.bytes()
+	o.RawCut.Bytes = int(r.varint())
+	o.RawCut.SHA256 = r.str()
+	o.Trace.readBin(r)
+}
+
+// A record's trace context, in a valid record and in a slot.
+
+// appendBin writes one byte 0 for no trace, else 1, the ids, the flags and
+// the trace state.
+func (t traceRef) appendBin(b []byte) []byte {
+	if !t.valid() {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = append(b, t.TraceID[:]...)
+	b = append(b, t.SpanID[:]...)
+	b = append(b, byte(t.Flags))
+	return appendStr(b, t.TraceState)
+}
+
+func (t *traceRef) readBin(r *binReader) {
+	switch r.byte1() {
+	case 0:
+		*t = traceRef{}
+	case 1:
+		if r.err != nil || len(r.left()) < 25 {
+			r.err = errShort
+			return
+		}
+		left := r.left()
+		copy(t.TraceID[:], left[:16])
+		copy(t.SpanID[:], left[16:24])
+		t.Flags = trace.TraceFlags(left[24])
+		r.off += 25
+		t.TraceState = r.str()
+		if !t.valid() {
+			r.err = errBadTrace
+		}
+	default:
+		if r.err == nil {
+			r.err = errBadTrace
+		}
+	}
+}
 
 // The binary encoding of the clock table's values: a decision, the snapshot
 // it may carry and the stream clocks in that (codec.go's binCodec).
@@ -173,4 +272,35 @@ func (e *decision) readBin(r *binReader) {
 		}
 		e.Closed = append(e.Closed, closedWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())})
 	}
+}
+
+// binSize is the bytes keyStreams takes in a decision (below).
+func (ks *keyStreams) binSize() int {
+	return uvarintLen(uint64(len(ks.Key))) + len(ks.Key) + ks.Toys.binSize() + ks.Boxes.binSize()
+}
+
+// A slot of the slots table: a pair's line, window, items and their traces.
+
+func (s *slotState) sizeHint() int {
+	return 96 + len(s.Toy) + len(s.Box) + len(s.ToyTrace.TraceState) + len(s.BoxTrace.TraceState)
+}
+
+func (s *slotState) appendBin(b []byte) []byte {
+	b = appendStr(b, s.Line)
+	b = binary.AppendVarint(b, s.Window)
+	b = appendStr(b, s.Toy)
+	b = appendStr(b, s.Box)
+	b = append(b, flag(s.Closed, 1))
+	b = s.ToyTrace.appendBin(b)
+	return s.BoxTrace.appendBin(b)
+}
+
+func (s *slotState) readBin(r *binReader) {
+	s.Line = r.str()
+	s.Window = r.varint()
+	s.Toy = r.str()
+	s.Box = r.str()
+	s.Closed = r.byte1()&1 != 0
+	s.ToyTrace.readBin(r)
+	s.BoxTrace.readBin(r)
 }
