@@ -76,6 +76,9 @@ type Variant struct {
 	Metrics bool `json:"metrics,omitempty"`
 	// Halls: the elves' halls (Config.Halls), 4 × Halls packing lines.
 	Halls int `json:"halls,omitempty"`
+	// Handover: with the state measurements, also a rebalance that moves
+	// the partitions to another instance (handover.go).
+	Handover bool `json:"handover,omitempty"`
 }
 
 // Result is what one variant measured.
@@ -155,6 +158,12 @@ type Result struct {
 	InternalBytesError     string       `json:"internal_bytes_error,omitempty"`
 	RestartReadySeconds    float64      `json:"restart_ready_s,omitempty"`
 	RestartMaxRSSMiB       float64      `json:"restart_max_rss_mib,omitempty"`
+	// HandoverSeconds, for a variant with Handover, is the wall time from
+	// stopping the one of two instances that holds the clock table until
+	// the other runs with every partition of both groups (handover).
+	// HandoverExitSeconds is the part of it until the leaver had exited.
+	HandoverSeconds     float64 `json:"handover_s,omitempty"`
+	HandoverExitSeconds float64 `json:"handover_exit_s,omitempty"`
 	// Ratios to the baseline (the first variant) of CPU per event and events/s.
 	// Round is the round of the run (Config.Rounds), from 1; ratios are to
 	// the baseline of the same round.
@@ -502,7 +511,7 @@ func (b *Bench) variants() []Variant {
 			}
 			for _, h := range c.Halls {
 				w := v
-				w.Name, w.ID, w.Halls = fmt.Sprintf("%d lines", 4*max(h, 1)), fmt.Sprintf("lines%d", 4*max(h, 1)), h
+				w.Name, w.ID, w.Halls, w.Handover = fmt.Sprintf("%d lines", 4*max(h, 1)), fmt.Sprintf("lines%d", 4*max(h, 1)), h, true
 				out = append(out, w)
 			}
 			continue
@@ -728,7 +737,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 		b.progress("  metrics: %d OTLP export requests received", received())
 	}
 	if b.measuresState(v) {
-		if err := b.state(ctx, kc, w, env, uses, &r); err != nil {
+		if err := b.state(ctx, kc, v, w, env, uses, &r); err != nil {
 			return r, err
 		}
 	}

@@ -112,8 +112,9 @@ func (b *Bench) cleanTail(ctx context.Context, proc *process, span *brokerSpan, 
 }
 
 // state, once the packer has stopped, measures what its internal topics
-// keep and how long a restarted packer (worker w again) takes to be ready.
-func (b *Bench) state(ctx context.Context, kc kafkaconf.Config, w Worker, env []string, uses []topicUse, r *Result) error {
+// keep and how long a restarted packer (worker w again) takes to be ready;
+// for a variant v with Handover, also a rebalance that moves the state.
+func (b *Bench) state(ctx context.Context, kc kafkaconf.Config, v Variant, w Worker, env []string, uses []topicUse, r *Result) error {
 	ts, bytesErr, err := internalState(ctx, kc, internalTopics(uses))
 	if err != nil {
 		return fmt.Errorf("internal topics: %w", err)
@@ -134,6 +135,14 @@ func (b *Bench) state(ctx context.Context, kc kafkaconf.Config, w Worker, env []
 		return err
 	}
 	b.progress("  the restarted packer was ready in %.2f s (max RSS %.0f MiB then)", r.RestartReadySeconds, r.RestartMaxRSSMiB)
+	if !v.Handover {
+		return nil
+	}
+	b.progress("  handover: two packers share the group, then the one holding the clock table leaves")
+	if err := b.handover(ctx, w, env, r); err != nil {
+		return err
+	}
+	b.progress("  the other packer ran with every partition %.2f s after the leaver's SIGTERM (the leaver had exited after %.2f s)", r.HandoverSeconds, r.HandoverExitSeconds)
 	return nil
 }
 

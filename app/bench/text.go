@@ -81,6 +81,12 @@ tail included. A second table, per variant:
                     to its "packer ready" line: both groups have recovered
                     their tables and consume
   restart RSS MiB   the restarted packer's peak RSS (VmHWM) at that moment
+  handover s        the lines variant only ("-" otherwise): two packers
+                    join the group; once they hold every partition, the one
+                    holding the clock table is stopped (SIGTERM), and this is
+                    the wall time until the other runs with every partition
+                    of both groups, their tables recovered: a rebalance that
+                    moves the state
 --restart=false stops the packer at zero lag and measures none of this
 (about 5 s and a restart less per variant).
 
@@ -238,7 +244,7 @@ func writeStateTable(w io.Writer, rs []Result) {
 	if round(rs[0]) != "" {
 		fmt.Fprint(tw, "round\t")
 	}
-	fmt.Fprintln(tw, "variant\tparts\twritten\tkept\tkept %\tKiB\trestart s\trestart RSS MiB\t")
+	fmt.Fprintln(tw, "variant\tparts\twritten\tkept\tkept %\tKiB\trestart s\trestart RSS MiB\thandover s\t")
 	for _, r := range measured {
 		kept, size := "-", "-"
 		if r.InternalRecordsWritten > 0 {
@@ -247,8 +253,12 @@ func writeStateTable(w io.Writer, rs []Result) {
 		if r.InternalBytes >= 0 {
 			size = fmt.Sprintf("%.0f", float64(r.InternalBytes)/1024)
 		}
-		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%d\t%s\t%s\t%.2f\t%.0f\t\n", round(r), r.Name, r.Partitions, r.InternalRecordsWritten, r.InternalRecordsKept,
-			kept, size, r.RestartReadySeconds, r.RestartMaxRSSMiB)
+		handover := "-"
+		if r.HandoverSeconds > 0 {
+			handover = fmt.Sprintf("%.2f", r.HandoverSeconds)
+		}
+		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%d\t%s\t%s\t%.2f\t%.0f\t%s\t\n", round(r), r.Name, r.Partitions, r.InternalRecordsWritten, r.InternalRecordsKept,
+			kept, size, r.RestartReadySeconds, r.RestartMaxRSSMiB, handover)
 	}
 	tw.Flush()
 	for _, r := range measured {
