@@ -196,8 +196,9 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
   parts       one run per other --partitions value
   lines       one run per --halls value (4 × halls packing lines, on the
               first --partitions count; on the real broker of --brokers when
-              given, else on kfake): what a record costs, the memory and a
-              restart, as the lines of a partition grow
+              given, else on kfake): what a record costs, the memory, a
+              restart and a handover to another instance (the state table's
+              "handover s"), as the lines of a partition grow
   disk        --storage-dir (LevelDB) instead of memory
   real        the real broker of --brokers (skipped without --brokers)
   live        fixed input rate, latency percentiles

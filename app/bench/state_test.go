@@ -130,6 +130,46 @@ func TestBenchStateAfterRun(t *testing.T) {
 	}
 }
 
+// TestBenchHandover runs the lines variant on kfake with two packer
+// processes (this test binary) after the run: the one holding the clock
+// table leaves and the other takes every partition, which the bench times.
+// No figure is held against a bound.
+func TestBenchHandover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the packer, then two more; -short skips it")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := &syncbuf.Buffer{}
+	c := DefaultConfig()
+	c.Records, c.Partitions, c.Variants, c.Halls = 4_000, []int32{2}, []string{"lines"}, []int{4}
+	c.Timeout, c.Executable, c.Args, c.Progress = 4*time.Minute, exe, []string{testWorkerArg}, progress
+	b, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rs, err := b.Run(ctx)
+	t.Logf("progress:\n%s", progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Error != "" || !rs[0].Handover {
+		t.Fatalf("results %+v, want one run of the lines variant", rs)
+	}
+	if r := rs[0]; !(0 < r.HandoverExitSeconds && r.HandoverExitSeconds < r.HandoverSeconds) {
+		t.Errorf("handover in %v s, the leaver gone after %v s: want both measured, the exit first", r.HandoverSeconds, r.HandoverExitSeconds)
+	}
+	var text strings.Builder
+	WriteText(&text, rs)
+	if !strings.Contains(text.String(), "handover s") {
+		t.Errorf("the state table has no handover column:\n%s", text.String())
+	}
+}
+
 // TestBenchRestartReady: the restart is timed to the worker's ready line, even
 // when the line comes in pieces after other output; a worker that exits
 // before it is an error.
