@@ -80,7 +80,7 @@ error, 2 on bad flags, 130 when interrupted (Ctrl-C; 143: SIGTERM).`,
 		},
 	}
 	f := cmd.Flags()
-	o.kafka.bind(f, "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
+	o.kafka.bindReader(f, "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	t := &cfg.Topics
 	f.StringVar(&t.Toys, "toys-topic", t.Toys, "input topic of toys")
 	f.StringVar(&t.Boxes, "boxes-topic", t.Boxes, "input topic of boxes")

@@ -24,12 +24,20 @@ type kafkaOptions struct {
 	inProcessDefault bool
 }
 
+// bind binds the flags of a command that writes to Kafka or runs goka
+// processors: bindReader's, and how writes are batched and retried.
 func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
-	fs.StringVar(&o.brokers, "brokers", "", brokersHelp)
+	o.bindReader(fs, brokersHelp)
 	fs.DurationVar(&o.retryFor, "kafka-retry-for", 0, "how long to keep retrying writes, and starting goka processors a broker error stopped again, while a broker is unreachable before giving up (default "+
 		kafkaconf.DefaultRetryFor.String()+"; $"+kafkaconf.EnvRetryFor+")")
 	fs.DurationVar(&o.flush, "kafka-flush", 0, "how long a written record may wait in the client's buffer to be batched with others: lower is less latency per hop, higher is less CPU at low rates (default "+
 		kafkaconf.DefaultFlushFrequency.String()+")")
+}
+
+// bindReader binds the flags of a command that only reads Kafka: the
+// brokers and the connection's security, none of the writers' settings.
+func (o *kafkaOptions) bindReader(fs *pflag.FlagSet, brokersHelp string) {
+	fs.StringVar(&o.brokers, "brokers", "", brokersHelp)
 	fs.BoolVar(&o.sec.TLS, "tls", false, "connect to Kafka with TLS ($"+kafkaconf.EnvTLS+"=true)")
 	fs.StringVar(&o.sec.TLSCAFile, "tls-ca", "", "PEM file of the CAs to trust (default: the system's; $"+kafkaconf.EnvTLSCA+")")
 	fs.StringVar(&o.sec.TLSCertFile, "tls-cert", "", "PEM client certificate for mutual TLS ($"+kafkaconf.EnvTLSCert+")")

@@ -3,7 +3,7 @@
 // options from a kafkaconf.Config, a group name and a logger (Options), a
 // goka.Producer on franz-go's kgo client (Builder), and goka's log in slog
 // (Logger). Each processor appends only what is its own (the packer: its
-// sequencer around the producer, its own topics partitioned by size, nil
+// sequencer around the producer, its own topics partitioned by line, nil
 // handling, the storage of the tables it joins; a storage directory).
 //
 // Options puts the consumer group, the consumers and the topic manager on

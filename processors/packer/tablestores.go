@@ -15,8 +15,9 @@ import (
 // slots group's the slots. Neither is a Kafka record of its own: goka's
 // recovery of the clock table sets the key clocks and dedupe entries
 // again from its decisions (recoverClock), and the slots are rebuilt from
-// the same decisions when the slots group's storage is built (restore,
-// restoreSlots); the slots group's table is never written.
+// the same decisions when goka opens the slots group's storage (held.Open
+// runs restore, which reads the clock table through restoreSlots); the slots
+// group's table is never written.
 type tableStores struct {
 	topic string
 	// follow: each partition keeps a horizon (horizon.go), for the cleaner.

@@ -232,8 +232,8 @@ type page struct {
 }
 
 // writePage writes the page of q from parts to w; counts are the pairs per
-// line and window (for the ranges of a window's lines), total the pairs of
-// q and path the URL path of the next page's link.
+// line and window (for the ranges of a window's lines and the page's total,
+// q.total) and path the URL path of the next page's link.
 func writePage(w io.Writer, parts []*orderedTable, q query, complete bool, counts map[windowID]int64, path string) error {
 	p := &page{bw: bufio.NewWriterSize(w, 32<<10), m: newMerged(parts, q.ranges(counts), q.cursor), q: q, path: path}
 	defer p.m.release()
