@@ -122,7 +122,7 @@ func checkDemoMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config, 
 		case "rows":
 			name, match["northpole.row.kind"] = packer.MetricRows, mc.Of
 		case "dead letters":
-			name, match["northpole.dead.reason"] = packer.MetricDeadLetters, mc.Of
+			name, match[record.ReasonAttribute] = packer.MetricDeadLetters, mc.Of
 		case "loaded":
 			name, match["northpole.outcome"] = sleigh.MetricPairs, sleigh.OutcomeLoaded
 		default:
@@ -192,7 +192,7 @@ func checkPackerMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config
 		reasons[string(dl.Reason)]++
 	}
 	for reason, n := range reasons {
-		if got := rcv.Sum(packer.MetricDeadLetters, with("northpole.dead.reason", reason)); got != float64(n) {
+		if got := rcv.Sum(packer.MetricDeadLetters, with(record.ReasonAttribute, reason)); got != float64(n) {
 			t.Errorf("packer: %v dead letters for %q in the metrics, %d read back", got, reason, n)
 		}
 	}

@@ -60,6 +60,11 @@ func ValidSize(s string) bool {
 // Reason is the contract's vocabulary for why a record is a dead letter.
 type Reason string
 
+// ReasonAttribute is the OpenTelemetry attribute that carries a dead
+// letter's Reason, on spans and metrics alike: a span that has it handled a
+// dead letter, which is the packer doing its job, not an error.
+const ReasonAttribute = "northpole.dead_letter.reason"
+
 const (
 	ReasonMalformedJSON Reason = "malformed json"
 	ReasonBadMadeAt     Reason = "bad made_at"

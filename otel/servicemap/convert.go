@@ -19,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/northpole-workshop/northpole/internal/record"
 )
 
 // Attribute keys the map reads.
@@ -28,6 +30,7 @@ const (
 	keyDest      = "messaging.destination.name"
 	keyDB        = "db.system"
 	keyDBName    = "db.system.name" // the current name; SigNoz reads db.system
+	keyDead      = record.ReasonAttribute
 	unknownSvc   = "unknown_service"
 )
 
@@ -60,6 +63,8 @@ func FromSDK(spans []sdktrace.ReadOnlySpan) []Span {
 				if sp.DB == "" {
 					sp.DB = a.Value.AsString()
 				}
+			case keyDead:
+				sp.DeadLetter = true
 			}
 		}
 		out = append(out, sp)
@@ -100,7 +105,7 @@ func FromProto(rss []*tracepb.ResourceSpans) []Span {
 				if e, st := s.GetEndTimeUnixNano(), s.GetStartTimeUnixNano(); e >= st {
 					sp.Duration = time.Duration(e - st)
 				}
-				sp.Messaging, sp.Destination, sp.DB = attrsOf(s.GetAttributes())
+				sp.Messaging, sp.Destination, sp.DB, sp.DeadLetter = attrsOf(s.GetAttributes())
 				out = append(out, sp)
 			}
 		}
@@ -108,7 +113,7 @@ func FromProto(rss []*tracepb.ResourceSpans) []Span {
 	return out
 }
 
-func attrsOf(kvs []*commonpb.KeyValue) (messaging, dest, db string) {
+func attrsOf(kvs []*commonpb.KeyValue) (messaging, dest, db string, dead bool) {
 	for _, a := range kvs {
 		switch a.GetKey() {
 		case keyMessaging:
@@ -121,9 +126,11 @@ func attrsOf(kvs []*commonpb.KeyValue) (messaging, dest, db string) {
 			if db == "" {
 				db = a.GetValue().GetStringValue()
 			}
+		case keyDead:
+			dead = true
 		}
 	}
-	return messaging, dest, db
+	return messaging, dest, db, dead
 }
 
 // The OTLP JSON encoding differs from protobuf's canonical JSON: trace and
@@ -238,6 +245,7 @@ func (s jsonSpan) span(svc string) (Span, error) {
 	if sp.DB == "" {
 		sp.DB = stringAttr(s.Attributes, keyDBName)
 	}
+	sp.DeadLetter = stringAttr(s.Attributes, keyDead) != ""
 	return sp, nil
 }
 

@@ -48,10 +48,13 @@ type Span struct {
 	Name         string
 	Kind         Kind
 	Duration     time.Duration
-	Error        bool   // status code ERROR
-	Messaging    string // messaging.system
-	Destination  string // messaging.destination.name: the topic
-	DB           string // db.system, or db.system.name
+	Error        bool // status code ERROR
+	// DeadLetter: the span handled a dead letter (it carries
+	// record.ReasonAttribute): the map counts those apart from errors.
+	DeadLetter  bool
+	Messaging   string // messaging.system
+	Destination string // messaging.destination.name: the topic
+	DB          string // db.system, or db.system.name
 }
 
 // HasParent reports whether the span has a parent.
@@ -119,6 +122,7 @@ type child struct {
 	pos      int
 	duration time.Duration
 	err      bool
+	dead     bool
 	kind     Kind
 	msg, db  string
 	dest     string
@@ -150,7 +154,7 @@ func (b *Builder) Add(spans []Span) {
 		b.spans[spanKey{s.TraceID, s.SpanID}] = parentRef{service: s.Service, pos: first + i}
 		b.kept = append(b.kept, child{
 			key: spanKey{s.TraceID, s.ParentSpanID}, service: s.Service, pos: first + i,
-			duration: s.Duration, err: s.Error, kind: s.Kind, msg: s.Messaging, db: s.DB, dest: s.Destination, root: !s.HasParent(),
+			duration: s.Duration, err: s.Error, dead: s.DeadLetter, kind: s.Kind, msg: s.Messaging, db: s.DB, dest: s.Destination, root: !s.HasParent(),
 		})
 	}
 	b.batches.receive(now, len(spans))
@@ -238,8 +242,12 @@ type Edge struct {
 	Kind   string
 	Calls  int
 	Errors int
-	P50    time.Duration
-	P99    time.Duration
+	// DeadLetters are the calls that handled a dead letter (a record the
+	// packer rejected, or its dead letter written): counted apart, as they
+	// are no failure.
+	DeadLetters int
+	P50         time.Duration
+	P99         time.Duration
 }
 
 // Node is a service (or a messaging or database system, or a topic) with
@@ -364,9 +372,9 @@ func (b *Builder) graph(topics bool) Graph {
 type edgeSet map[[2]string]*edgeCalls
 
 type edgeCalls struct {
-	kind   string
-	errors int
-	durs   []time.Duration
+	kind         string
+	errors, dead int
+	durs         []time.Duration
 }
 
 func (e edgeSet) add(from, to, kind string, c child) {
@@ -380,6 +388,9 @@ func (e edgeSet) add(from, to, kind string, c child) {
 	if c.err {
 		a.errors++
 	}
+	if c.dead {
+		a.dead++
+	}
 }
 
 // sorted are the edges in kindOrder, then by their ends.
@@ -387,7 +398,7 @@ func (e edgeSet) sorted() []Edge {
 	var out []Edge
 	for k, a := range e {
 		slices.Sort(a.durs)
-		out = append(out, Edge{From: k[0], To: k[1], Kind: a.kind, Calls: len(a.durs), Errors: a.errors,
+		out = append(out, Edge{From: k[0], To: k[1], Kind: a.kind, Calls: len(a.durs), Errors: a.errors, DeadLetters: a.dead,
 			P50: quantile(a.durs, 0.50), P99: quantile(a.durs, 0.99)})
 	}
 	slices.SortFunc(out, func(x, y Edge) int {

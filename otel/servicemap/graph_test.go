@@ -6,6 +6,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/northpole-workshop/northpole/internal/record"
 )
 
 func sp(trace byte, id, parent byte, svc string, kind Kind, d time.Duration, failed bool) Span {
@@ -216,5 +227,46 @@ func TestReadJSONLines(t *testing.T) {
 	}
 	if err := ReadJSON(strings.NewReader(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"1"}]}]}]}`), NewBuilder(Options{})); err == nil {
 		t.Errorf("bad ids accepted")
+	}
+}
+
+// TestDeadLettersCountedApart: a span that carries the dead-letter reason
+// counts on its edge as a dead letter, not an error, in each of the three
+// forms the map reads (the Go SDK's spans, OTLP protobuf, OTLP JSON).
+func TestDeadLettersCountedApart(t *testing.T) {
+	const js = `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"packer"}}]},"scopeSpans":[{"spans":[` +
+		`{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b176","name":"send dead-letters","kind":4,"startTimeUnixNano":"1000","endTimeUnixNano":"3000",` +
+		`"attributes":[{"key":"messaging.system","value":{"stringValue":"kafka"}},{"key":"` + record.ReasonAttribute + `","value":{"stringValue":"malformed json"}}]}]}]}]}`
+	fromJSON, err := FromJSON([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := func(k, v string) *commonpb.KeyValue {
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	}
+	fromProto := FromProto([]*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", "packer")}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
+			TraceId: bytes.Repeat([]byte{1}, 16), SpanId: bytes.Repeat([]byte{2}, 8), Name: "send dead-letters", Kind: tracepb.Span_SPAN_KIND_PRODUCER,
+			Attributes: []*commonpb.KeyValue{kv("messaging.system", "kafka"), kv(record.ReasonAttribute, "duplicate")},
+		}}}},
+	}})
+	stub := tracetest.SpanStub{
+		Name: "send dead-letters", SpanKind: trace.SpanKindProducer,
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{3}, SpanID: trace.SpanID{4}}),
+		Resource:    resource.NewSchemaless(attribute.String("service.name", "packer")),
+		Attributes:  []attribute.KeyValue{attribute.String("messaging.system", "kafka"), attribute.String(record.ReasonAttribute, "bad size")},
+	}
+	fromSDK := FromSDK([]sdktrace.ReadOnlySpan{stub.Snapshot()})
+	for name, spans := range map[string][]Span{"JSON": fromJSON, "protobuf": fromProto, "SDK": fromSDK} {
+		b := NewBuilder(Options{})
+		b.Add(spans)
+		e, ok := b.Graph().Edge("packer", "kafka")
+		if !ok || e.Calls != 1 || e.DeadLetters != 1 || e.Errors != 0 {
+			t.Errorf("%s: edge packer -> kafka = %+v (%v), want 1 call, 1 dead letter, no error", name, e, ok)
+		}
+		if l := label(e); !strings.Contains(l, "1 dead letter") || strings.Contains(l, "error") {
+			t.Errorf("%s: label %q, want the dead letter and no error", name, l)
+		}
 	}
 }

@@ -44,9 +44,9 @@ func (g Graph) WriteText(w io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  from\t\tto\tkind\tcalls\terrors\tp50\tp99")
+	fmt.Fprintln(tw, "  from\t\tto\tkind\tcalls\terrors\tdead letters\tp50\tp99")
 	for _, e := range g.Edges {
-		fmt.Fprintf(tw, "  %s\t->\t%s\t%s\t%d\t%d\t%s\t%s\n", e.From, e.To, e.Kind, e.Calls, e.Errors, short(e.P50), short(e.P99))
+		fmt.Fprintf(tw, "  %s\t->\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.From, e.To, e.Kind, e.Calls, e.Errors, e.DeadLetters, short(e.P50), short(e.P99))
 	}
 	return tw.Flush()
 }
@@ -83,6 +83,9 @@ func label(e Edge) string {
 	s := english.Count(e.Calls, what)
 	if e.Errors > 0 {
 		s += ", " + english.Count(e.Errors, "error")
+	}
+	if e.DeadLetters > 0 {
+		s += ", " + english.Count(e.DeadLetters, "dead letter")
 	}
 	return s + ", p50 " + short(e.P50) + ", p99 " + short(e.P99)
 }

@@ -350,7 +350,7 @@ func (g Graph) legend() []legendItem {
 		items = append(items, legendItem{colorOK, "arrow", ` stroke-dasharray="5,4"`, "dashed, to a cylinder: spans of A that name a messaging or database system (writes to and reads from Kafka)"})
 	}
 	if has(func(e Edge) bool { return e.Errors > 0 }) {
-		items = append(items, legendItem{colorErr, "arrow-err", "", "red: some of its spans have status ERROR (records that became dead letters, failed writes, records the sleigh refused)"})
+		items = append(items, legendItem{colorErr, "arrow-err", "", "red: some of its spans have status ERROR: something failed (a write, a record the sleigh refused); dead letters are no error, each label counts them apart"})
 	}
 	return items
 }

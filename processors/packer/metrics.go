@@ -54,8 +54,9 @@ const (
 	// LineKey is the packing line, the input records' key (M, M/hall-7), or
 	// OtherLine past MaxLineSeries lines.
 	LineKey = attribute.Key("northpole.line")
-	// ReasonKey is a dead letter's reason, the contract's (record.Reason).
-	ReasonKey = attribute.Key("northpole.dead.reason")
+	// ReasonKey is a dead letter's reason, the contract's (record.Reason),
+	// on the dead-letter metrics and spans alike.
+	ReasonKey = attribute.Key(record.ReasonAttribute)
 )
 
 // Row kinds, the values of RowKindKey.

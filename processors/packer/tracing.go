@@ -3,7 +3,6 @@ package packer
 import (
 	"github.com/lovoo/goka"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/gokakit"
@@ -51,21 +50,21 @@ func (p *Packer) tracingOf(group string) *kafkatrace.Goka {
 
 // Attributes of the packer's own spans.
 const (
-	attrDeadReason = attribute.Key("northpole.dead_letter.reason")
 	attrLine       = attribute.Key("northpole.line")
 	attrWindow     = attribute.Key("northpole.window_start")
 	attrToy        = attribute.Key("northpole.toy_id")
 	attrBox        = attribute.Key("northpole.box_id")
 )
 
-// onSend marks the send span of a dead letter as an error (the record it
-// reports could not be processed) and names the size, window and items of a
-// result row, so that a row's span can be found by its ids.
-func onSend(span trace.Span, _ string, value any, a []attribute.KeyValue) []attribute.KeyValue {
+// onSend names the reason of a dead letter and the size, window and items
+// of a result row, so that a row's span can be found by its ids. A dead
+// letter leaves the status unset: writing it is the packer doing its job
+// (as a 4xx is for an HTTP server), and errors on the map must mean that
+// something failed.
+func onSend(_ trace.Span, _ string, value any, a []attribute.KeyValue) []attribute.KeyValue {
 	switch r := value.(type) {
 	case *DeadLetter:
-		span.SetStatus(codes.Error, "dead letter: "+string(r.Reason))
-		return append(a, attrDeadReason.String(string(r.Reason)))
+		return append(a, ReasonKey.String(string(r.Reason)))
 	case *results.Packed:
 		return append(a, attrLine.String(r.Line), attrWindow.String(r.WindowStart), attrToy.String(idAttr(r.ToyID)), attrBox.String(idAttr(r.BoxID)))
 	case *results.Unpacked:
@@ -76,12 +75,12 @@ func onSend(span trace.Span, _ string, value any, a []attribute.KeyValue) []attr
 	return a
 }
 
-// markDead marks the span of the record being processed, when there is one
-// (the input stage's "process" span; later stages only relay a context).
+// markDead names the reason on the span of the record being processed,
+// when there is one (the input stage's "process" span; later stages only
+// relay a context). Its status stays unset, as onSend's.
 func markDead(ctx goka.Context, reason record.Reason) {
 	if span := kafkatrace.Span(ctx); span.IsRecording() {
-		span.SetStatus(codes.Error, "dead letter: "+string(reason))
-		span.SetAttributes(attrDeadReason.String(string(reason)))
+		span.SetAttributes(ReasonKey.String(string(reason)))
 	}
 }
 
