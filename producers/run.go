@@ -16,23 +16,22 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
+	"github.com/northpole-workshop/northpole/internal/stopping"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
-// FlushTimeout bounds how long Run waits, once the elves were stopped
-// (cancelled), for the producer to deliver what it holds and the final
-// heartbeats. Elves that finished their plan wait as long as the producer
-// retries a record (kafkaconf.Config.RetryFor), so that a broker restart
+// flushFor is how long Run's flush phase may wait for the producer to
+// deliver what it holds and the final heartbeats. Elves asked to stop
+// (cancelled: SIGTERM, Ctrl-C) wait stopping.Grace, whatever the broker
+// does, and say how many records were not acknowledged. Elves that finished
+// their plan wait as long as the producer retries a record
+// (kafkaconf.Config.RetryFor), and a little more, so that a broker restart
 // while the last records are buffered loses none of them.
-var FlushTimeout = 30 * time.Second
-
-// flushFor is how long the flush phase may take: FlushTimeout after a
-// cancellation, else as long as a record is retried, and a little more.
 func flushFor(ctx context.Context, kc kafkaconf.Config) time.Duration {
 	if ctx.Err() != nil {
-		return FlushTimeout
+		return stopping.Grace
 	}
-	return max(FlushTimeout, kc.WithDefaults().RetryFor+5*time.Second)
+	return kc.WithDefaults().RetryFor + 5*time.Second
 }
 
 // DefaultProgressEvery is the interval of progress reports when
@@ -217,7 +216,7 @@ func (r *runner) waitAnswered(ctx context.Context) error {
 		select {
 		case <-r.answered:
 		case <-ctx.Done():
-			return fmt.Errorf("%d records still unanswered: %w", s.InFlight(), ctx.Err())
+			return fmt.Errorf("%d records not acknowledged by Kafka (written or not, no one can tell): %w", s.InFlight(), ctx.Err())
 		}
 	}
 }
@@ -337,6 +336,9 @@ func (e *Elves) Run(ctx context.Context) (Stats, error) {
 	defer cancel()
 	var errs []error
 	if err := r.waitAnswered(flushCtx); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", stopping.ErrIncomplete, err)
+		}
 		errs = append(errs, fmt.Errorf("elves: flush topic %q: %w", cfg.Topic, err))
 	}
 	if len(errs) == 0 && !r.hasFailed() {

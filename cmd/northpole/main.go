@@ -24,9 +24,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/northpole-workshop/northpole/internal/stopping"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 
@@ -36,7 +38,17 @@ const (
 	exitUsage      = 2 // bad flags or arguments
 	exitDiffer     = 3 // the results differ (demo, compare)
 	exitMapDiffers = 4 // the demo's service map differs from the records read back
+	// exitStopIncomplete: a signal asked the command to stop and it could not
+	// finish stopping cleanly (the broker did not answer): what it left
+	// undone is printed.
+	exitStopIncomplete = 5
 )
+
+// stopDeadline is how long main waits, after a signal, for the command to
+// return before it exits by itself: each service gives up on its broker
+// after stopping.Grace and says what it left undone; this catches what
+// does not.
+const stopDeadline = 2*stopping.Grace + 2*time.Second
 
 // exitError carries a specific exit code (exitUsage, exitDiffer,
 // exitMapDiffers).
@@ -55,10 +67,14 @@ func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		got.Store(<-sigs)
+		sig := <-sigs
+		got.Store(sig)
 		// A second Ctrl-C kills at once, should stopping hang.
 		signal.Stop(sigs)
 		cancel()
+		time.Sleep(stopDeadline)
+		fmt.Fprintf(os.Stderr, "northpole: %s: %v\n", sig, fmt.Errorf("%w within %v: exiting; what was not written or committed is lost or read again at the next start", stopping.ErrIncomplete, stopDeadline))
+		os.Exit(exitStopIncomplete)
 	}()
 	err := newRootCmd().ExecuteContext(ctx)
 	sig, _ := got.Load().(os.Signal)
@@ -82,6 +98,9 @@ func exitStatus(err error, sig os.Signal) (int, string) {
 	var ee *exitError
 	isExit := errors.As(err, &ee)
 	final := isExit && (ee.code == exitUsage || ee.code == exitDiffer || ee.code == exitMapDiffers)
+	if _, ok := sig.(syscall.Signal); ok && errors.Is(err, stopping.ErrIncomplete) {
+		return exitStopIncomplete, err.Error()
+	}
 	if s, ok := sig.(syscall.Signal); ok && !final {
 		name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[s]
 		if name == "" {
@@ -123,7 +142,11 @@ servicemap, stopped by Ctrl-C or SIGTERM); 1 error; 2 bad flags or arguments;
 the records it read back (spans lost, or records redelivered; 3 wins when
 the results differ too); 130 (SIGINT, Ctrl-C) or 143 (SIGTERM) when a
 signal stopped a command before it finished (demo, elves, compare, bench),
-after printing "interrupted".`,
+after printing "interrupted"; 5 when a signal asked a command to stop and it
+could not finish stopping within a few seconds (the broker did not answer),
+after printing what it left undone (the elves: the records not acknowledged;
+the packer and the sleigh: their input since the last commit, which the next
+start reads again).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/northpole-workshop/northpole/internal/stopping"
 )
 
 // TestMain runs main itself when TestInterrupt re-executes the test binary,
@@ -46,6 +49,7 @@ func TestExitStatus(t *testing.T) {
 		{"SIGTERM", canceled, syscall.SIGTERM, 143, "interrupted by SIGTERM"},
 		{"results that differ stay 3 after a late signal", &exitError{code: exitDiffer, err: errors.New("differ")}, syscall.SIGINT, 3, "differ"},
 		{"a map that differs stays 4 after a late signal", &exitError{code: exitMapDiffers, err: errors.New("map")}, syscall.SIGTERM, 4, "map"},
+		{"a stop that could not finish", fmt.Errorf("packer: %w: read again", stopping.ErrIncomplete), syscall.SIGTERM, 5, "packer: did not finish stopping: read again"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, text := exitStatus(tc.err, tc.sig)

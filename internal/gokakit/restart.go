@@ -12,6 +12,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/northpole-workshop/northpole/internal/stopping"
 )
 
 // Restart pauses: the first pause before a run starts again doubles up to
@@ -31,6 +33,12 @@ const (
 // one has returned: then no write of theirs is in flight, the next run's
 // processors resume at their groups' committed offsets and rebuild their
 // tables from the changelogs, as after a crash and a restart of the process.
+//
+// Once ctx has ended, Supervise waits at most stopping.Grace for run: goka's
+// processors do not return while a callback is blocked on a write the broker
+// never answers, nor while sarama tries to commit to a broker that is gone.
+// Then it returns an error wrapping stopping.ErrIncomplete and leaves them:
+// what they read since their last commit is read again at the next start.
 func Supervise(ctx context.Context, log *slog.Logger, window time.Duration, run func(context.Context) (ran bool, err error)) error {
 	log = orDiscard(log)
 	var (
@@ -38,7 +46,15 @@ func Supervise(ctx context.Context, log *slog.Logger, window time.Duration, run 
 		pause = restartPause
 	)
 	for {
-		ran, err := run(ctx)
+		var ran bool
+		err := stopping.Wait(ctx, stopping.Grace, func(ctx context.Context) error {
+			var err error
+			ran, err = run(ctx)
+			return err
+		})
+		if errors.Is(err, stopping.ErrIncomplete) {
+			return err // run is still going: ran must not be read
+		}
 		if ctx.Err() != nil {
 			return nil //nolint:nilerr // the stop was asked for: whatever the processors said while they shut down
 		}

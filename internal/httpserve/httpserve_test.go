@@ -59,6 +59,47 @@ func TestServeUntilCancelled(t *testing.T) {
 	}
 }
 
+// TestServeCutsOffASlowRequest: a request that outlasts the grace is cut
+// off, and the stop is still clean: Serve returns nil, so that a service
+// stopped with a slow client exits 0.
+func TestServeCutsOffASlowRequest(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, lis, h, time.Minute, slog.New(slog.DiscardHandler)) }()
+	got := make(chan error, 1)
+	go func() {
+		resp, err := http.Get("http://" + lis.Addr().String() + "/")
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		got <- err
+	}()
+	<-started
+	began := time.Now()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve with a request that outlasted the grace: %v, want nil", err)
+	}
+	if d := time.Since(began); d < shutdownGrace {
+		t.Errorf("Serve returned %v after the stop, before the grace %v", d, shutdownGrace)
+	}
+	<-got // the client's answer was cut off; any outcome will do
+}
+
 // TestServeOnAClosedListener: a listener that fails is Serve's error, with
 // its address.
 func TestServeOnAClosedListener(t *testing.T) {

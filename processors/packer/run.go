@@ -2,6 +2,7 @@ package packer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/stopping"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
@@ -178,11 +180,15 @@ func (p *Packer) Run(ctx context.Context) error {
 	}
 	p.lim = lim
 	signalled := false // Config.Ready was called
-	return gokakit.Supervise(ctx, p.log, p.cfg.Kafka.WithDefaults().RetryFor, func(ctx context.Context) (bool, error) {
+	err = gokakit.Supervise(ctx, p.log, p.cfg.Kafka.WithDefaults().RetryFor, func(ctx context.Context) (bool, error) {
 		ran, err := p.runStages(ctx, !signalled)
 		signalled = signalled || ran
 		return ran, err
 	})
+	if errors.Is(err, stopping.ErrIncomplete) {
+		return fmt.Errorf("%w: what it read since its last commit is processed again at the next start, and nothing is lost or written twice", err)
+	}
+	return err
 }
 
 // runStages runs the two groups once, until ctx ends or one fails: ran

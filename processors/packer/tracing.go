@@ -50,10 +50,10 @@ func (p *Packer) tracingOf(group string) *kafkatrace.Goka {
 
 // Attributes of the packer's own spans.
 const (
-	attrLine       = attribute.Key("northpole.line")
-	attrWindow     = attribute.Key("northpole.window_start")
-	attrToy        = attribute.Key("northpole.toy_id")
-	attrBox        = attribute.Key("northpole.box_id")
+	attrLine   = attribute.Key("northpole.line")
+	attrWindow = attribute.Key("northpole.window_start")
+	attrToy    = attribute.Key("northpole.toy_id")
+	attrBox    = attribute.Key("northpole.box_id")
 )
 
 // onSend names the reason of a dead letter and the size, window and items

@@ -93,18 +93,30 @@ func (s *Sleigh) Serve(ctx context.Context, lis net.Listener) error {
 // the server listens and the sleigh runs (Ready) it calls ready with the
 // address it listens on, so that a sleigh that cannot reach Kafka fails
 // without having announced a manifest.
+//
+// A page being served iterates the view's tables, which goka closes when
+// the view stops, and goleveldb must not close a database with iterators
+// open. So the server stops first (its requests get a few seconds, then are
+// cut off), the manifest requests under way leave (at most drainWait more),
+// and only then does Run stop.
 func (s *Sleigh) ListenAndRun(ctx context.Context, addr string, ready func(net.Addr)) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("sleigh: listen on %s: %w", addr, err)
 	}
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.Serve(gctx, lis) })
 	g.Go(func() error {
-		if err := s.Run(gctx); err != nil {
-			return fmt.Errorf("sleigh: %w", err)
+		defer stopRun()
+		err := s.Serve(gctx, lis)
+		if !s.gate.drain(drainWait) {
+			s.log.Warn("manifest requests still under way after the server stopped; the tables close under them", "waited", drainWait)
 		}
-		return nil
+		return err
+	})
+	g.Go(func() error {
+		return s.Run(runCtx) // its errors name the sleigh already
 	})
 	g.Go(func() error {
 		select {
@@ -205,6 +217,25 @@ func (g *gate) limit(next http.Handler) http.Handler {
 		defer func() { <-g.slots }()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// drainWait bounds how long ListenAndRun waits for the manifest requests
+// the server cut off to leave: cut off, a page stops at its next write.
+const drainWait = 2 * time.Second
+
+// drain waits, at most d, until no request holds a place, and keeps them
+// all: no request enters after it. It says whether every place came free.
+func (g *gate) drain(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for range cap(g.slots) {
+		select {
+		case g.slots <- struct{}{}:
+		case <-t.C:
+			return false
+		}
+	}
+	return true
 }
 
 // enter takes a place, waiting up to g.wait for one; false if none came

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
@@ -154,8 +155,14 @@ func TestPipelineTraces(t *testing.T) {
 			}
 		case s.Name() == "send "+cfg.Topics.Dead:
 			count["dead"]++
-			if s.Status().Code != codes.Error {
-				t.Errorf("dead letter send span without error status")
+			reason := ""
+			for _, a := range s.Attributes() {
+				if string(a.Key) == record.ReasonAttribute {
+					reason = a.Value.AsString()
+				}
+			}
+			if s.Status().Code != codes.Unset || reason == "" {
+				t.Errorf("dead letter send span: status %v, reason %q; want unset and a reason", s.Status(), reason)
 			}
 		}
 	}

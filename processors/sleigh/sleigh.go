@@ -43,6 +43,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/stopping"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
@@ -262,56 +263,81 @@ func (s *Sleigh) manifestTables() *manifestTables {
 }
 
 // Run creates the topics and runs the processor and the manifest's view
-// until ctx ends (nil) or one of them fails for good. When one stops on a
-// broker's passing state (a leader or coordinator moved, a broker
-// restarting), both start again (gokakit.Supervise), until such failures go
-// on for longer than the Kafka retry window without both running.
+// until ctx ends (nil) or one of them fails for good.
+//
+// The view runs once for the whole of Run and reconnects by itself while a
+// broker is away (goka's WithViewAutoReconnect): its tables, and with them
+// the manifest and its counts, stay as they are instead of being read again
+// from the start. The processor, when it stops on a broker's passing state
+// (a leader or coordinator moved, a broker restarting), starts again
+// (gokakit.Supervise), until such failures go on for longer than the Kafka
+// retry window without it running.
+//
+// Once ctx ends, Run waits at most stopping.Grace for each; goka closes the
+// view's tables when the view returns, so a caller serving pages from them
+// must have stopped serving first (ListenAndRun does).
 func (s *Sleigh) Run(ctx context.Context) error {
 	if err := s.EnsureTopics(ctx); err != nil {
 		return unlessStopped(ctx, err) // stopped before it started: as clean as a later stop
 	}
-	return gokakit.Supervise(ctx, s.log, s.cfg.Kafka.WithDefaults().RetryFor, s.runOnce)
-}
-
-// runOnce runs a new processor and view until ctx ends or one fails; ran
-// says whether both got to run.
-func (s *Sleigh) runOnce(ctx context.Context) (ran bool, err error) {
 	kc, group := s.cfg.Kafka, s.cfg.Group
-	tm := gokakit.TopicConfig(s.cfg.Replication)
-	proc, err := goka.NewProcessor(kc.Brokers, s.Graph(),
-		append(gokakit.Options(kc, group, tm, s.log), goka.WithStorageBuilder(s.processorStorage()))...)
-	if err != nil {
-		return false, fmt.Errorf("sleigh: create goka processor: %w", err)
-	}
 	tables := s.manifestTables()
 	view, err := goka.NewView(kc.Brokers, goka.Table(s.cfg.table()), packedCodec{},
 		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(gokakit.Sarama(kc, group))),
-		goka.WithViewTopicManagerBuilder(gokakit.TopicManager(kc, group, tm)),
+		goka.WithViewTopicManagerBuilder(gokakit.TopicManager(kc, group, gokakit.TopicConfig(s.cfg.Replication))),
 		goka.WithViewStorageBuilder(tables.builder()),
 		goka.WithViewLogger(gokakit.Logger(s.log)),
+		goka.WithViewAutoReconnect(),
 	)
 	if err != nil {
-		return false, fmt.Errorf("sleigh: create goka view: %w", err)
+		return fmt.Errorf("sleigh: create goka view: %w", err)
 	}
 	tables.complete = view.Recovered
 	s.tables.Store(tables)
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		err := stopping.Wait(gctx, stopping.Grace, func(ctx context.Context) error {
+			if err := view.Run(ctx); err != nil {
+				return fmt.Errorf("sleigh view: %w", err)
+			}
+			return nil
+		})
+		if errors.Is(err, stopping.ErrIncomplete) {
+			return err
+		}
+		return unlessStopped(gctx, err)
+	})
+	g.Go(func() error {
+		return gokakit.Supervise(gctx, s.log, kc.WithDefaults().RetryFor, func(ctx context.Context) (bool, error) {
+			return s.runProcessor(ctx, view)
+		})
+	})
+	err = g.Wait()
+	if errors.Is(err, stopping.ErrIncomplete) {
+		return fmt.Errorf("sleigh: %w: the pairs read since its last commit are read again at the next start", err)
+	}
+	return err
+}
+
+// runProcessor runs a new processor until ctx ends or it fails; ran says
+// whether it got to run (and the view with it).
+func (s *Sleigh) runProcessor(ctx context.Context, view *goka.View) (ran bool, err error) {
+	kc, group := s.cfg.Kafka, s.cfg.Group
+	proc, err := goka.NewProcessor(kc.Brokers, s.Graph(),
+		append(gokakit.Options(kc, group, gokakit.TopicConfig(s.cfg.Replication), s.log), goka.WithStorageBuilder(s.processorStorage()))...)
+	if err != nil {
+		return false, fmt.Errorf("sleigh: create goka processor: %w", err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	running := make(chan bool, 1)
-	go func() { running <- s.signalReady(gctx, proc, view) }()
-	g.Go(func() error {
-		if err := proc.Run(gctx); err != nil {
-			return fmt.Errorf("sleigh processor: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		if err := view.Run(gctx); err != nil {
-			return fmt.Errorf("sleigh view: %w", err)
-		}
-		return nil
-	})
-	err = unlessStopped(ctx, g.Wait())
-	return <-running, err // Wait has cancelled gctx, so this does not wait long
+	go func() { running <- s.signalReady(pctx, proc, view) }()
+	err = proc.Run(pctx)
+	cancel()
+	if err != nil {
+		err = fmt.Errorf("sleigh processor: %w", err)
+	}
+	return <-running, unlessStopped(ctx, err)
 }
 
 // Ready is closed once Run's processor has joined its group and recovered
