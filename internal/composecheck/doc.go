@@ -10,7 +10,9 @@
 // the metrics pipeline); the packer and the sleigh only need the collector
 // started, the elves wait for it without requiring it; every service_healthy
 // dependency has a healthcheck, the RisingWave job applies the SQL the tests
-// check, and the Dockerfile's go build succeeds.
+// check, and the Dockerfile's go build succeeds; the SigNoz dashboard names
+// the series SigNoz stores (a histogram's percentiles from its .bucket) and
+// takes service names from its variables.
 //
 // The machines this project is developed and tested on have no Docker
 // engine, so `docker compose up` itself is not run by these checks.
