@@ -130,8 +130,10 @@ func newRootCmd() *cobra.Command {
   northpole bench                  measure the packer: events/s, CPU per event, memory, pack latency
   northpole bench-sleigh           load-test the sleigh's manifest: 100 clients paging through 1,000,000 pairs
 
-Tracing is off unless the standard OTEL_* variables ask for it, e.g.
-OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (see otel/README.md).
+Traces and metrics are off unless the standard OTEL_* variables ask for
+them, e.g. OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318; metrics are
+exported every OTEL_METRIC_EXPORT_INTERVAL (ms, default 60000). See
+otel/README.md, and deploy/signoz/northpole-dashboard.json for SigNoz.
 
 The packing rules (windows, lateness, duplicates, dead letters) are in
 docs/SEMANTICS.md.

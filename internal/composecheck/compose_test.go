@@ -303,6 +303,11 @@ func TestTracingSettings(t *testing.T) {
 		if want := wantServiceName(s.Command); want == "" || svcName != want {
 			t.Errorf("%s: OTEL_SERVICE_NAME %q, want %q for command %q", name, svcName, want, s.Command)
 		}
+		// The SDK's default interval, 60 s, is as long as the elves' whole
+		// run: the dashboard's rates would be a point or two.
+		if ms, err := strconv.Atoi(env(s, "OTEL_METRIC_EXPORT_INTERVAL")); err != nil || ms <= 0 || ms > 15000 {
+			t.Errorf("%s: OTEL_METRIC_EXPORT_INTERVAL %q, want at most 15000 ms", name, env(s, "OTEL_METRIC_EXPORT_INTERVAL"))
+		}
 		u, err := url.Parse(endpoint)
 		if endpoint == "" || err != nil || u.Scheme != "http" {
 			t.Errorf("%s: OTEL_EXPORTER_OTLP_ENDPOINT %q is not an http:// URL", name, endpoint)
