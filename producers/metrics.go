@@ -40,13 +40,13 @@ type metrics struct {
 	records metric.Int64Counter // northpole.elves.records, acknowledged only
 	topic   string
 	base    []attribute.KeyValue
-	ok      metric.AddOption
+	ok      *kafkatrace.PartitionSets
 	byKind  map[kindSize]metric.AddOption
 }
 
 type kindSize struct{ kind, size string }
 
-func newMetrics(mp metric.MeterProvider, topic string, kinds []string) (*metrics, error) {
+func newMetrics(mp metric.MeterProvider, brokers []string, topic string, kinds []string) (*metrics, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -60,10 +60,10 @@ func newMetrics(mp metric.MeterProvider, topic string, kinds []string) (*metrics
 	if err != nil {
 		return nil, err
 	}
-	base := []attribute.KeyValue{semconv.MessagingSystemKafka, semconv.MessagingOperationName(kafkatrace.OpSend),
-		semconv.MessagingDestinationName(topic)}
+	base := append(kafkatrace.ServerAttrs(brokers), semconv.MessagingSystemKafka, semconv.MessagingOperationName(kafkatrace.OpSend),
+		semconv.MessagingDestinationName(topic))
 	out := &metrics{sent: sent.Inst(), records: records, topic: topic, base: base,
-		ok: metric.WithAttributeSet(attribute.NewSet(base...)), byKind: map[kindSize]metric.AddOption{}}
+		ok: kafkatrace.NewPartitionSets(base...), byKind: map[kindSize]metric.AddOption{}}
 	for _, k := range kinds {
 		for _, s := range append([]string{""}, record.Sizes...) {
 			out.byKind[kindSize{k, s}] = metric.WithAttributeSet(recordAttrs(topic, k, s))
@@ -88,7 +88,7 @@ func (m *metrics) answered(kind string, rec *kgo.Record, err error) {
 			semconv.ErrorTypeKey.String(kafkatrace.ErrorType(err)))...))
 		return
 	}
-	m.sent.Add(ctx, 1, m.ok)
+	m.sent.Add(ctx, 1, m.ok.Of(rec.Partition))
 	size := keySize(rec.Key)
 	opt, ok := m.byKind[kindSize{kind, size}]
 	if !ok {

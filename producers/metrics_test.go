@@ -61,7 +61,7 @@ func TestRunCountsInMetrics(t *testing.T) {
 // error.type, and not as a record written.
 func TestAnsweredNamesFailures(t *testing.T) {
 	rd := sdkmetric.NewManualReader()
-	m, err := newMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd)), "toys", metricKinds(DefaultConfig(record.Toys)))
+	m, err := newMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd)), []string{"127.0.0.1:9092"}, "toys", metricKinds(DefaultConfig(record.Toys)))
 	if err != nil {
 		t.Fatal(err)
 	}

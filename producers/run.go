@@ -240,7 +240,7 @@ func New(cfg Config, log *slog.Logger) (*Elves, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(cfg.Meter, cfg.Topic, metricKinds(cfg))
+	m, err := newMetrics(cfg.Meter, cfg.Kafka.Brokers, cfg.Topic, metricKinds(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("elves: metrics: %w", err)
 	}

@@ -143,14 +143,14 @@ func putAttrs(buf *[]attribute.KeyValue, a []attribute.KeyValue) {
 	attrBufs.Put(buf)
 }
 
-// serverAttrs are server.address and server.port for a client of brokers,
+// ServerAttrs are server.address and server.port for a client of brokers,
 // its bootstrap list (host:port each): the first of them. The conventions
 // ask for the broker's address at span creation, but the broker that serves
 // a record is its partition's leader, which only the client's routing knows
 // (goka hides it, kgo's answer has no broker): the first bootstrap
 // address is what is known then, the same for every span of the client,
 // and it names the cluster. An address without a port gives no server.port.
-func serverAttrs(brokers []string) []attribute.KeyValue {
+func ServerAttrs(brokers []string) []attribute.KeyValue {
 	if len(brokers) == 0 || brokers[0] == "" {
 		return nil
 	}

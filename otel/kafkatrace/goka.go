@@ -63,7 +63,7 @@ func NewGoka(tp trace.TracerProvider, cfg GokaConfig) *Goka {
 	if !Enabled(tp) {
 		return nil
 	}
-	server := serverAttrs(cfg.Brokers)
+	server := ServerAttrs(cfg.Brokers)
 	return &Goka{cfg: cfg, tracer: tp.Tracer(ScopeName), sampling: samplingOf(tp),
 		process: newSpanCache(OpProcess, func(topic string) []attribute.KeyValue {
 			return consumerAttrs(topic, cfg.Group, cfg.ClientID, server)

@@ -174,11 +174,11 @@ func TestServerAttrs(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]string{}
-			for _, a := range serverAttrs(c.brokers) {
+			for _, a := range ServerAttrs(c.brokers) {
 				got[string(a.Key)] = a.Value.String()
 			}
 			if got["server.address"] != c.addr || got["server.port"] != c.port || len(got) != btoi(c.addr != "")+btoi(c.port != "") {
-				t.Errorf("serverAttrs(%v) = %v, want address %q port %q", c.brokers, got, c.addr, c.port)
+				t.Errorf("ServerAttrs(%v) = %v, want address %q port %q", c.brokers, got, c.addr, c.port)
 			}
 		})
 	}

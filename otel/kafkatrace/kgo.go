@@ -27,7 +27,7 @@ func NewProducer(tp trace.TracerProvider, clientID string, brokers ...string) *P
 	if !Enabled(tp) {
 		return nil
 	}
-	server := serverAttrs(brokers)
+	server := ServerAttrs(brokers)
 	return &Producer{tracer: tp.Tracer(ScopeName), sampling: samplingOf(tp), prop: propagator(),
 		send: newSpanCache(OpSend, func(topic string) []attribute.KeyValue { return producerAttrs(topic, clientID, server) })}
 }

@@ -128,7 +128,11 @@ func (p *orderedProducer) EmitWithHeaders(topic, key string, value []byte, heade
 	seq := p.seq.add(seqItem{finish: finish})
 	p.inner.EmitWithHeaders(topic, key, value, headers).ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
 		if p.m != nil {
-			p.m.answered(topic, err)
+			partition := int32(-1)
+			if msg != nil {
+				partition = msg.Partition
+			}
+			p.m.answered(topic, partition, err)
 		}
 		p.seq.complete(seq, msg, err)
 	})

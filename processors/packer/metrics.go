@@ -126,8 +126,11 @@ var packBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5
 
 // metrics are the packer's counts and its instruments.
 type metrics struct {
-	consumed     [inTopics]atomic.Int64
-	consumedSets [inTopics]metric.ObserveOption
+	// consumed counts the records processed per topic and partition (a
+	// partition past the configured count, which the packer refuses to
+	// run with, counts in the last slot, without its id).
+	consumed     [inTopics][]atomic.Int64
+	consumedSets [inTopics][]metric.ObserveOption
 	// sent counts acknowledged writes per topic the packer writes; the map
 	// is made once and only read afterwards.
 	sent     map[string]*sentCount
@@ -144,7 +147,8 @@ type metrics struct {
 	pack      metric.Float64Histogram
 	packSets  [nSizes + 1][]metric.RecordOption // a slice made once: Record's variadic argument then allocates nothing
 	sizeSets  [nSizes + 1]metric.ObserveOption
-	partSets  []metric.ObserveOption // messaging.destination.partition.id, per partition
+	keptSets  []metric.ObserveOption    // the clock table's partitions
+	alignSets [2][]metric.ObserveOption // the inputs' partitions (toys, boxes)
 	lagSets   [inTopics][]metric.ObserveOption
 	inTopics  [inTopics]string
 	processed [2][]atomic.Int64 // next offset to process, loop and table (inLoop-2, inTable-2)
@@ -160,9 +164,11 @@ type metrics struct {
 	alignLagInst                                  metric.Float64ObservableGauge
 }
 
+// sentCount counts the acknowledged writes to one topic per partition, as
+// consumed does.
 type sentCount struct {
-	n   atomic.Int64
-	set metric.ObserveOption
+	n    []atomic.Int64
+	sets []metric.ObserveOption
 }
 
 // lineRows counts the rows of one line (or of the lines past the bound,
@@ -192,16 +198,33 @@ func newMetrics(mp metric.MeterProvider, c Config) (*metrics, error) {
 	m := &metrics{sent: map[string]*sentCount{}, failed: map[[2]string]int64{}}
 	m.lines.Store(&map[string]*lineRows{})
 	kafka := semconv.MessagingSystemKafka
+	server := kafkatrace.ServerAttrs(c.Kafka.Brokers)
+	// perPartition is base for each partition, with its id, and base alone
+	// last (see consumed).
+	perPartition := func(base ...attribute.KeyValue) []metric.ObserveOption {
+		var sets []metric.ObserveOption
+		for p := range c.Partitions {
+			id := semconv.MessagingDestinationPartitionID(strconv.Itoa(int(p)))
+			sets = append(sets, metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], id)...)))
+		}
+		return append(sets, metric.WithAttributeSet(attribute.NewSet(base...)))
+	}
 	m.inTopics = [inTopics]string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop(), c.clockTable()}
 	groups := [inTopics]string{c.clockGroup(), c.clockGroup(), c.clockGroup(), c.slotsGroup()}
 	for i, topic := range m.inTopics {
-		m.consumedSets[i] = metric.WithAttributeSet(attribute.NewSet(kafka, semconv.MessagingOperationName(kafkatrace.OpProcess),
-			semconv.MessagingDestinationName(topic), semconv.MessagingConsumerGroupName(groups[i])))
+		m.consumedSets[i] = perPartition(append(server, kafka, semconv.MessagingOperationName(kafkatrace.OpProcess),
+			semconv.MessagingDestinationName(topic), semconv.MessagingConsumerGroupName(groups[i]))...)
+		m.consumed[i] = make([]atomic.Int64, len(m.consumedSets[i]))
+		m.lagSets[i] = perPartition(kafka, semconv.MessagingConsumerGroupName(groups[i]), semconv.MessagingDestinationName(topic))
 	}
 	t := c.Topics
 	for _, topic := range []string{t.Packed, t.Unpacked, t.Spare, t.Late, t.Dead, c.clockTable(), c.clockLoop()} {
-		m.sent[topic] = &sentCount{set: metric.WithAttributeSet(attribute.NewSet(kafka,
-			semconv.MessagingOperationName(kafkatrace.OpSend), semconv.MessagingDestinationName(topic)))}
+		sets := perPartition(append(server, kafka, semconv.MessagingOperationName(kafkatrace.OpSend), semconv.MessagingDestinationName(topic))...)
+		m.sent[topic] = &sentCount{n: make([]atomic.Int64, len(sets)), sets: sets}
+	}
+	m.keptSets = perPartition(kafka, semconv.MessagingDestinationName(c.clockTable()))
+	for x, topic := range []string{c.Topics.Toys, c.Topics.Boxes} {
+		m.alignSets[x] = perPartition(kafka, semconv.MessagingDestinationName(topic))
 	}
 	for i := range nSizes + 1 {
 		var attrs []attribute.KeyValue
@@ -218,14 +241,6 @@ func newMetrics(mp metric.MeterProvider, c Config) (*metrics, error) {
 		m.dead[x] = make([]atomic.Int64, len(deadReasons))
 		for _, r := range deadReasons {
 			m.deadSets[x] = append(m.deadSets[x], metric.WithAttributeSet(attribute.NewSet(ReasonKey.String(string(r)), semconv.MessagingDestinationName(topic))))
-		}
-	}
-	for p := range c.Partitions {
-		id := semconv.MessagingDestinationPartitionID(strconv.Itoa(int(p)))
-		m.partSets = append(m.partSets, metric.WithAttributeSet(attribute.NewSet(id)))
-		for i, topic := range m.inTopics {
-			m.lagSets[i] = append(m.lagSets[i], metric.WithAttributeSet(attribute.NewSet(
-				semconv.MessagingConsumerGroupName(groups[i]), semconv.MessagingDestinationName(topic), id)))
 		}
 	}
 	for i := range m.processed {
@@ -288,7 +303,7 @@ func (m *metrics) register(mt metric.Meter) error {
 // consume counts a record of topic in (inToys...) processed at offset of
 // partition.
 func (m *metrics) consume(in int, partition int32, offset int64) {
-	m.consumed[in].Add(1)
+	m.consumed[in][slot(partition, len(m.consumed[in]))].Add(1)
 	if in >= inLoop && int(partition) < len(m.processed[in-inLoop]) {
 		m.processed[in-inLoop][partition].Store(offset + 1)
 	}
@@ -319,11 +334,11 @@ func (m *metrics) endOffsets(ends kadm.ListedOffsets) {
 	})
 }
 
-// answered counts Kafka's answer to a write to topic.
-func (m *metrics) answered(topic string, err error) {
+// answered counts Kafka's answer to a write to topic's partition.
+func (m *metrics) answered(topic string, partition int32, err error) {
 	if err == nil {
 		if c, ok := m.sent[topic]; ok {
-			c.n.Add(1)
+			c.n[slot(partition, len(c.n))].Add(1)
 		}
 		return
 	}
@@ -386,16 +401,29 @@ func (m *metrics) lineRows(line string) *lineRows {
 	return lr
 }
 
+// slot is partition's place among n counts, the last one for a partition
+// past them (or none, -1).
+func slot(partition int32, n int) int {
+	if partition < 0 || int(partition) >= n-1 {
+		return n - 1
+	}
+	return int(partition)
+}
+
 // observe reports every count and gauge, at collection.
 func (m *metrics) observe(_ context.Context, o metric.Observer) error {
 	for i := range m.consumed {
-		if n := m.consumed[i].Load(); n > 0 {
-			o.ObserveInt64(m.consumedInst, n, m.consumedSets[i])
+		for p := range m.consumed[i] {
+			if n := m.consumed[i][p].Load(); n > 0 {
+				o.ObserveInt64(m.consumedInst, n, m.consumedSets[i][p])
+			}
 		}
 	}
 	for _, c := range m.sent {
-		if n := c.n.Load(); n > 0 {
-			o.ObserveInt64(m.sentInst, n, c.set)
+		for p := range c.n {
+			if n := c.n[p].Load(); n > 0 {
+				o.ObserveInt64(m.sentInst, n, c.sets[p])
+			}
 		}
 	}
 	m.failedMu.Lock()
@@ -440,26 +468,30 @@ func (m *metrics) observeState(o metric.Observer) {
 		o.ObserveInt64(m.entriesInst, clock.entries[i], m.sizeSets[i])
 		o.ObserveInt64(m.slotsInst, slots.slots[i], m.sizeSets[i])
 	}
+	parts := len(m.keptSets) - 1
 	for _, p := range slots.parts {
-		if k, ok := slots.kept[p]; ok && int(p) < len(m.partSets) {
-			o.ObserveInt64(m.keptInst, k, m.partSets[p])
+		if k, ok := slots.kept[p]; ok && int(p) < parts {
+			o.ObserveInt64(m.keptInst, k, m.keptSets[p])
 		}
 	}
 	a := m.aligner.Load()
 	for _, p := range clock.parts {
-		if a == nil || int(p) >= len(m.partSets) {
+		if a == nil || int(p) >= parts {
 			continue
 		}
+		// The lag is the input that is behind's; the one ahead, 0.
 		toys, boxes := a.made[0][p].Load(), a.made[1][p].Load()
 		if toys != math.MinInt64 && boxes != math.MinInt64 {
-			o.ObserveFloat64(m.alignLagInst, math.Abs(float64(toys-boxes))/1e6, m.partSets[p])
+			behind := float64(max(boxes-toys, 0)) / 1e6
+			o.ObserveFloat64(m.alignLagInst, behind, m.alignSets[0][p])
+			o.ObserveFloat64(m.alignLagInst, float64(max(toys-boxes, 0))/1e6, m.alignSets[1][p])
 		}
 		m.observeLag(o, inToys, p, a.next[0][p].Load())
 		m.observeLag(o, inBoxes, p, a.next[1][p].Load())
 		m.observeLag(o, inLoop, p, m.processed[0][p].Load())
 	}
 	for _, p := range slots.parts {
-		if int(p) < len(m.partSets) {
+		if int(p) < parts {
 			m.observeLag(o, inTable, p, m.processed[1][p].Load())
 		}
 	}

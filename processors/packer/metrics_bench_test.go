@@ -58,10 +58,10 @@ func BenchmarkRecordMetrics(b *testing.B) {
 				u.send(r.stream, r.key, r.value)
 				if m := u.pk.metrics; m != nil {
 					for range u.table {
-						m.answered(table, nil)
+						m.answered(table, 0, nil)
 					}
 					for j := range u.rows {
-						m.answered(u.rows[j].topic, nil)
+						m.answered(u.rows[j].topic, 0, nil)
 					}
 					if i%10000 == 0 {
 						metrictest.Collect(b, rd, MetricRows)

@@ -142,9 +142,9 @@ func (s *Sleigh) ListenAndRun(ctx context.Context, addr string, ready func(net.A
 // timed in http.server.request.duration (metrics.go).
 func (s *Sleigh) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /manifest", s.metrics.measure("/manifest", s.gate.limit(http.HandlerFunc(s.servePage))))
-	mux.Handle("GET /manifest/summary", s.metrics.measure("/manifest/summary", s.gate.limit(http.HandlerFunc(s.serveSummary))))
-	mux.Handle("GET /healthz", s.metrics.measure("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /manifest", s.gate.limit(http.HandlerFunc(s.servePage)))
+	mux.Handle("GET /manifest/summary", s.gate.limit(http.HandlerFunc(s.serveSummary)))
+	mux.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		status, ready := http.StatusServiceUnavailable, false
 		select {
 		case <-s.Ready():
@@ -152,8 +152,8 @@ func (s *Sleigh) Handler() http.Handler {
 		default:
 		}
 		httpserve.WriteJSON(w, status, map[string]any{"running": s.tables.Load() != nil, "ready": ready, "counts": s.Counts()})
-	})))
-	return mux
+	}))
+	return s.metrics.measure(mux)
 }
 
 func (s *Sleigh) servePage(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -46,13 +47,13 @@ const sizeKey = attribute.Key("northpole.size")
 // allocates nothing.
 type metrics struct {
 	consumed metric.Int64Counter
-	consOpt  metric.AddOption
+	consSets *kafkatrace.PartitionSets
 	pairs    metric.Int64Counter
 	pairOpts map[[2]string]metric.AddOption // outcome, size
 	requests httpconv.ServerRequestDuration
 }
 
-func newMetrics(mp metric.MeterProvider, topic, group string) (*metrics, error) {
+func newMetrics(mp metric.MeterProvider, brokers []string, topic, group string) (*metrics, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -71,9 +72,9 @@ func newMetrics(mp metric.MeterProvider, topic, group string) (*metrics, error) 
 		return nil, err
 	}
 	out := &metrics{consumed: consumed.Inst(), pairs: pairs, requests: requests, pairOpts: map[[2]string]metric.AddOption{},
-		consOpt: metric.WithAttributeSet(attribute.NewSet(semconv.MessagingSystemKafka,
+		consSets: kafkatrace.NewPartitionSets(append(kafkatrace.ServerAttrs(brokers), semconv.MessagingSystemKafka,
 			semconv.MessagingOperationName(kafkatrace.OpProcess), semconv.MessagingDestinationName(topic),
-			semconv.MessagingConsumerGroupName(group)))}
+			semconv.MessagingConsumerGroupName(group))...)}
 	out.pairOpts[[2]string{OutcomeMalformed, ""}] = metric.WithAttributeSet(attribute.NewSet(OutcomeKey.String(OutcomeMalformed)))
 	for _, o := range []string{OutcomeLoaded, OutcomeRepeat, OutcomeConflict} {
 		for _, s := range record.Sizes {
@@ -83,27 +84,34 @@ func newMetrics(mp metric.MeterProvider, topic, group string) (*metrics, error) 
 	return out, nil
 }
 
-// record counts one packed record delivered to the sleigh and its outcome.
-func (m *metrics) record(outcome, size string) {
+// record counts one packed record of partition delivered to the sleigh and
+// its outcome.
+func (m *metrics) record(partition int32, outcome, size string) {
 	ctx := context.Background()
-	m.consumed.Add(ctx, 1, m.consOpt)
+	m.consumed.Add(ctx, 1, m.consSets.Of(partition))
 	if opt, ok := m.pairOpts[[2]string{outcome, size}]; ok {
 		m.pairs.Add(ctx, 1, opt)
 	}
 }
 
-// measure records each request of route in http.server.request.duration,
-// with its status (and error.type for a 5xx, as the HTTP conventions ask):
-// the requests, the 503s and the latency of the manifest's pages.
-func (m *metrics) measure(route string, next http.Handler) http.Handler {
+// measure records each request h answers in http.server.request.duration,
+// with its status (and error.type for a 5xx, as the HTTP conventions ask)
+// and the route the mux matched: the requests, the 503s and the latency of
+// the manifest's pages. A request no route matched (404, 405) is counted
+// too, without http.route, as the conventions say.
+func (m *metrics) measure(h http.Handler) http.Handler {
 	if !m.requests.Enabled(context.Background()) {
-		return next
+		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		attrs := []attribute.KeyValue{semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(sw.status)}
+		h.ServeHTTP(sw, r)
+		attrs := []attribute.KeyValue{semconv.HTTPResponseStatusCode(sw.status)}
+		// The mux sets the pattern it matched ("GET /manifest") on r.
+		if _, route, ok := strings.Cut(r.Pattern, " "); ok {
+			attrs = append(attrs, semconv.HTTPRoute(route))
+		}
 		if sw.status >= 500 {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(sw.status)))
 		}

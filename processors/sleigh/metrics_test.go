@@ -3,6 +3,7 @@ package sleigh_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -15,9 +16,9 @@ import (
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
 
-// TestRequestMetrics: every request of the manifest's routes is timed
-// under its route and status (the 503s of a sleigh not running among them,
-// with error.type), and nothing else is.
+// TestRequestMetrics: every request is timed under its route and status
+// (the 503s of a sleigh not running among them, with error.type); one no
+// route matched (404, 405) without a route.
 func TestRequestMetrics(t *testing.T) {
 	rd := sdkmetric.NewManualReader()
 	cfg := sleigh.DefaultConfig()
@@ -31,12 +32,16 @@ func TestRequestMetrics(t *testing.T) {
 	for _, u := range []string{"/manifest", "/manifest", "/manifest?size=XXL", "/manifest/summary", "/healthz", "/nowhere"} {
 		get(t, h, u)
 	}
+	post := httptest.NewRecorder()
+	h.ServeHTTP(post, httptest.NewRequest(http.MethodPost, "/manifest", nil))
 	got := metrictest.Counts(t, rd, "http.server.request.duration", "http.request.method", "url.scheme", "http.route", "http.response.status_code", "error.type")
 	want := map[string]int64{
 		"GET|http|/manifest|503|503":         2,
 		"GET|http|/manifest|400|":            1,
 		"GET|http|/manifest/summary|503|503": 1,
 		"GET|http|/healthz|503|503":          1,
+		"GET|http||404|":                     1,
+		"POST|http||405|":                    1,
 	}
 	if len(got) != len(want) {
 		t.Errorf("requests %v, want %v", got, want)

@@ -123,7 +123,7 @@ func New(cfg Config, log *slog.Logger) (*Sleigh, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(cfg.Meter, cfg.Topic, cfg.Group)
+	m, err := newMetrics(cfg.Meter, cfg.Kafka.Brokers, cfg.Topic, cfg.Group)
 	if err != nil {
 		return nil, fmt.Errorf("sleigh: metrics: %w", err)
 	}
@@ -164,11 +164,11 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 		prev := v.(*results.Packed)
 		if *prev == *p {
 			s.repeats.Add(1)
-			s.metrics.record(OutcomeRepeat, p.Size)
+			s.metrics.record(ctx.Partition(), OutcomeRepeat, p.Size)
 			return
 		}
 		s.conflicts.Add(1)
-		s.metrics.record(OutcomeConflict, p.Size)
+		s.metrics.record(ctx.Partition(), OutcomeConflict, p.Size)
 		s.log.Error("packed key re-sent with a different pair", "key", ctx.Key(), "first", *prev, "now", *p)
 		if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
 			span.SetStatus(codes.Error, "key re-sent with a different pair")
@@ -177,7 +177,7 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 	}
 	ctx.SetValue(p)
 	s.loaded.Add(1)
-	s.metrics.record(OutcomeLoaded, p.Size)
+	s.metrics.record(ctx.Partition(), OutcomeLoaded, p.Size)
 	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
 		span.SetAttributes(attribute.String("northpole.line", p.Line), attribute.String("northpole.size", p.Size), attribute.String("northpole.window_start", p.WindowStart),
 			attribute.String("northpole.toy_id", p.ToyID), attribute.String("northpole.box_id", p.BoxID))
@@ -188,7 +188,7 @@ func (s *Sleigh) load(ctx goka.Context, msg any) {
 // not a pair; the sleigh goes on with the next.
 func (s *Sleigh) notAPair(ctx goka.Context, err error) {
 	s.malformed.Add(1)
-	s.metrics.record(OutcomeMalformed, "")
+	s.metrics.record(ctx.Partition(), OutcomeMalformed, "")
 	s.log.Error("packed record is not a pair", "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
 	if span := trace.SpanFromContext(ctx.Context()); span.IsRecording() {
 		span.RecordError(err)
