@@ -17,6 +17,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/otel/dbtrace"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
@@ -121,7 +122,7 @@ func sqlSide(ctx context.Context, cfg Config, inputs []record.Input, log *slog.L
 		set, err := EmbeddedSQL(ctx, inputs, cfg.Params, log)
 		return set, "the embedded SQLite (the shared contract SQL on the input topics)", err
 	case cfg.Load:
-		e, err := sqlengine.OpenPostgres(ctx, cfg.DSN, cfg.Schema, log, sqlengine.WithTracer(cfg.Tracer))
+		e, err := sqlengine.OpenPostgres(ctx, cfg.DSN, cfg.Schema, log, sqlengine.WithTracer(dbtrace.NewPgxTracer(cfg.Tracer, dbtrace.SystemPostgreSQL)))
 		if err != nil {
 			return results.Set{}, "", err
 		}
@@ -129,7 +130,15 @@ func sqlSide(ctx context.Context, cfg Config, inputs []record.Input, log *slog.L
 		set, err := e.Compute(ctx, inputs, cfg.Params)
 		return set, fmt.Sprintf("PostgreSQL at %s (the input topics loaded into schema %s, the shared contract SQL run there)", dsnHost(cfg.DSN), cfg.Schema), err
 	default:
-		db, err := sqlengine.OpenReader(ctx, cfg.DSN, sqlengine.WithTracer(cfg.Tracer))
+		// The relations may be RisingWave's views or a PostgreSQL's tables:
+		// the spans, and so the map, name which.
+		system := dbtrace.SystemPostgreSQL
+		if rw, err := sqlengine.IsRisingWave(ctx, cfg.DSN); err != nil {
+			return results.Set{}, "", err
+		} else if rw {
+			system = dbtrace.SystemRisingWave
+		}
+		db, err := sqlengine.OpenReader(ctx, cfg.DSN, sqlengine.WithTracer(dbtrace.NewPgxTracer(cfg.Tracer, system)))
 		if err != nil {
 			return results.Set{}, "", err
 		}

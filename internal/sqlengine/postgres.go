@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/contractsql"
-	"github.com/northpole-workshop/northpole/otel/dbtrace"
 )
 
 // OpenPostgres connects to PostgreSQL (a libpq URL or key=value DSN, through
@@ -49,15 +48,35 @@ func OpenPostgres(ctx context.Context, dsn, schema string, log *slog.Logger, opt
 // Option adjusts the connection config of OpenPostgres and OpenReader.
 type Option func(*pgx.ConnConfig)
 
-// WithTracer makes a CLIENT span of every query (otel/dbtrace), so that the
-// service map shows the client -> postgresql edge. A nil or no-op provider
-// leaves the connections untraced.
-func WithTracer(tp trace.TracerProvider) Option {
+// WithTracer sets the connections' tracer, which the caller makes (for
+// example otel/dbtrace's, which draws the client -> server edge of the
+// service map); pgx also calls its CopyFromTracer and ConnectTracer methods
+// when it has them. A nil tracer leaves the connections untraced.
+func WithTracer(t pgx.QueryTracer) Option {
 	return func(c *pgx.ConnConfig) {
-		if t := dbtrace.NewPgxTracer(tp); t != nil {
+		if t != nil {
 			c.Tracer = t
 		}
 	}
+}
+
+// IsRisingWave reports whether the server at dsn is RisingWave, which
+// speaks PostgreSQL's protocol and says who it is in version().
+func IsRisingWave(ctx context.Context, dsn string) (bool, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return false, fmt.Errorf("SQL DSN: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, fmt.Errorf("connect to %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+		return false, fmt.Errorf("ask the server's version: %w", err)
+	}
+	return strings.Contains(v, "RisingWave"), nil
 }
 
 // OpenReader connects to a PostgreSQL-protocol server (PostgreSQL or

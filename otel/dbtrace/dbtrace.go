@@ -159,33 +159,53 @@ func Operation(query string) string {
 	return strings.ToUpper(q[:end])
 }
 
-// PgxTracer is a pgx.QueryTracer: set it as pgx.ConnConfig.Tracer (or
-// pgxpool.Config.ConnConfig.Tracer) and every query gets its span. It is
-// nil when tracing is off: set it only when it is not, since a nil
-// *PgxTracer in the Tracer interface is not a nil interface, and pgx would
-// call its methods.
+// The db.system.name of the servers northpole's clients talk to:
+// PostgreSQL's is the conventions'; RisingWave has none there, and speaks
+// PostgreSQL's protocol, but the map must tell the two apart.
+const (
+	SystemPostgreSQL = "postgresql"
+	SystemRisingWave = "risingwave"
+)
+
+// PgxTracer traces a pgx connection: every query, each COPY and the
+// connect get a CLIENT span (pgx.QueryTracer, pgx.CopyFromTracer,
+// pgx.ConnectTracer), labelled with the server's system.
 type PgxTracer struct{ t *Tracer }
 
-var _ pgx.QueryTracer = (*PgxTracer)(nil)
+var (
+	_ pgx.QueryTracer    = (*PgxTracer)(nil)
+	_ pgx.CopyFromTracer = (*PgxTracer)(nil)
+	_ pgx.ConnectTracer  = (*PgxTracer)(nil)
+)
 
-// NewPgxTracer returns nil when tp is nil or a no-op provider (see PgxTracer).
-// The database name and server come from each connection's config.
-func NewPgxTracer(tp trace.TracerProvider) *PgxTracer {
+// NewPgxTracer is the tracer of connections to a server of system
+// (SystemPostgreSQL, SystemRisingWave), to set as pgx.ConnConfig.Tracer; nil
+// (an interface that is nil, so that pgx calls nothing) when tp is nil or a
+// no-op provider. The database name and server come from each connection's
+// config.
+func NewPgxTracer(tp trace.TracerProvider, system string) pgx.QueryTracer {
 	if !enabled(tp) {
 		return nil
 	}
-	return &PgxTracer{t: New(tp, DB{System: "postgresql"})}
+	return &PgxTracer{t: New(tp, DB{System: system})}
 }
 
 type pgxSpanKey struct{}
 
-func (p *PgxTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	t := p.t
-	if conn != nil {
-		cc := conn.Config()
-		t = newTracer(p.t.tracer, DB{System: p.t.db.System, Namespace: cc.Database, Host: cc.Host, Port: int(cc.Port)})
+// of is the tracer for conn's database and server.
+func (p *PgxTracer) of(cc *pgx.ConnConfig) *Tracer {
+	if cc == nil {
+		return p.t
 	}
-	ctx, span := t.Start(ctx, data.SQL)
+	return newTracer(p.t.tracer, DB{System: p.t.db.System, Namespace: cc.Database, Host: cc.Host, Port: int(cc.Port)})
+}
+
+func (p *PgxTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	var cc *pgx.ConnConfig
+	if conn != nil {
+		cc = conn.Config()
+	}
+	ctx, span := p.of(cc).Start(ctx, data.SQL)
 	return context.WithValue(ctx, pgxSpanKey{}, span)
 }
 
@@ -194,6 +214,43 @@ func (p *PgxTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.Tra
 	if span != nil && data.Err == nil {
 		span.SetAttributes(attribute.Int64("db.response.returned_rows", data.CommandTag.RowsAffected()))
 	}
+	End(span, data.Err)
+}
+
+// TraceCopyFromStart starts the span of a COPY ... FROM STDIN into
+// data.TableName (pgx's CopyFrom), named as the conventions name an
+// operation on a collection: "COPY <table>".
+func (p *PgxTracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
+	var cc *pgx.ConnConfig
+	if conn != nil {
+		cc = conn.Config()
+	}
+	t := p.of(cc)
+	table := strings.Join(data.TableName, ".")
+	attrs := append(append(make([]attribute.KeyValue, 0, len(t.base)+3), t.base...),
+		semconv.DBOperationName("COPY"), semconv.DBCollectionName(table), semconv.DBQueryText("COPY "+table+" FROM STDIN"))
+	ctx, span := t.tracer.Start(ctx, "COPY "+table, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return context.WithValue(ctx, pgxSpanKey{}, span)
+}
+
+func (p *PgxTracer) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceCopyFromEndData) {
+	span, _ := ctx.Value(pgxSpanKey{}).(trace.Span)
+	if span != nil && data.Err == nil {
+		span.SetAttributes(attribute.Int64("db.response.returned_rows", data.CommandTag.RowsAffected()))
+	}
+	End(span, data.Err)
+}
+
+// TraceConnectStart starts the span of a connect, "connect" with the
+// server's attributes: a server that does not answer shows on the map.
+func (p *PgxTracer) TraceConnectStart(ctx context.Context, data pgx.TraceConnectStartData) context.Context {
+	t := p.of(data.ConnConfig)
+	ctx, span := t.tracer.Start(ctx, "connect", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(t.base...))
+	return context.WithValue(ctx, pgxSpanKey{}, span)
+}
+
+func (p *PgxTracer) TraceConnectEnd(ctx context.Context, data pgx.TraceConnectEndData) {
+	span, _ := ctx.Value(pgxSpanKey{}).(trace.Span)
 	End(span, data.Err)
 }
 

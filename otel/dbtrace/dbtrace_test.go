@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
 )
 
 func TestOperation(t *testing.T) {
@@ -73,7 +75,7 @@ func TestQuerySpans(t *testing.T) {
 }
 
 func TestOffIsFree(t *testing.T) {
-	if New(nil, DB{}) != nil || New(noop.NewTracerProvider(), DB{}) != nil || NewPgxTracer(nil) != nil {
+	if New(nil, DB{}) != nil || New(noop.NewTracerProvider(), DB{}) != nil || NewPgxTracer(nil, SystemPostgreSQL) != nil {
 		t.Fatal("off should give nil")
 	}
 	var tr *Tracer
@@ -83,10 +85,57 @@ func TestOffIsFree(t *testing.T) {
 	}
 	// A pgx tracer without a connection (pgx always passes one) still works.
 	rec := tracetest.NewSpanRecorder()
-	pt := NewPgxTracer(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	pt := NewPgxTracer(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), SystemPostgreSQL)
 	ctx := pt.TraceQueryStart(context.Background(), nil, pgx.TraceQueryStartData{SQL: "select 1"})
 	pt.TraceQueryEnd(ctx, nil, pgx.TraceQueryEndData{CommandTag: pgconn.NewCommandTag("SELECT 1")})
 	if n := len(rec.Ended()); n != 1 {
 		t.Errorf("pgx tracer made %d spans", n)
+	}
+}
+
+// TestPgxTracerOnAServer: on a real PostgreSQL (NORTHPOLE_TEST_POSTGRES, or
+// skipped), the connect, a query and a COPY each get a CLIENT span with the
+// system the caller named and the server's address; a RisingWave tracer
+// labels them risingwave.
+func TestPgxTracerOnAServer(t *testing.T) {
+	dsn := testpostgres.DSN(t)
+	ctx := context.Background()
+	for _, system := range []string{SystemPostgreSQL, SystemRisingWave} {
+		rec := tracetest.NewSpanRecorder()
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Tracer = NewPgxTracer(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), system)
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE traced (n int)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{"traced"}, []string{"n"}, pgx.CopyFromRows([][]any{{1}, {2}})); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(ctx)
+		names := map[string]bool{}
+		for _, s := range rec.Ended() {
+			names[s.Name()] = true
+			got := map[string]string{}
+			for _, a := range s.Attributes() {
+				got[string(a.Key)] = a.Value.Emit()
+			}
+			if s.SpanKind() != trace.SpanKindClient || got["db.system.name"] != system || got["server.address"] != cfg.Host {
+				t.Errorf("%s: span %q kind %v attributes %v; want a CLIENT span of %s at %s", system, s.Name(), s.SpanKind(), got, system, cfg.Host)
+			}
+			if s.Name() == "COPY traced" && (got["db.collection.name"] != "traced" || got["db.response.returned_rows"] != "2") {
+				t.Errorf("%s: COPY span attributes %v", system, got)
+			}
+		}
+		for _, want := range []string{"connect", "CREATE " + cfg.Database, "COPY traced"} {
+			if !names[want] {
+				t.Errorf("%s: no span %q among %v", system, want, names)
+			}
+		}
 	}
 }
