@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/procfs"
-	"github.com/northpole-workshop/northpole/otel/metricsink"
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/backend/metricsink"
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 

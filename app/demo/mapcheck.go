@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/northpole-workshop/northpole/internal/english"
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/northpole-workshop/northpole/app/report"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/northpole-workshop/northpole/app/demo"
 	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/record"
-	"github.com/northpole-workshop/northpole/otel/metricsink"
+	"github.com/northpole-workshop/northpole/otel/backend/metricsink"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/sleigh"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 

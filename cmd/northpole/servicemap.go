@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 )
 
 type servicemapOptions struct {

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/northpole-workshop/northpole/internal/testsupport/syncbuf"
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 

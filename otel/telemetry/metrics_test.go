@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/northpole-workshop/northpole/otel/metricsink"
+	"github.com/northpole-workshop/northpole/otel/backend/metricsink"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
-	"github.com/northpole-workshop/northpole/otel/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 )
 

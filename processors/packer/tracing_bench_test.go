@@ -11,7 +11,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
-	"github.com/northpole-workshop/northpole/otel/servicemap"
+	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/producers"
 )

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/northpole-workshop/northpole/otel/metricsink"
-	"github.com/northpole-workshop/northpole/otel/otlpserve"
+	"github.com/northpole-workshop/northpole/otel/backend/metricsink"
+	"github.com/northpole-workshop/northpole/otel/backend/otlpserve"
 )
 
 // Receiver accepts OTLP traces over gRPC and HTTP (protobuf or JSON) and

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/northpole-workshop/northpole/otel/otlpserve"
+	"github.com/northpole-workshop/northpole/otel/backend/otlpserve"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"

@@ -8,7 +8,7 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
-	"github.com/northpole-workshop/northpole/otel/metricsink"
+	"github.com/northpole-workshop/northpole/otel/backend/metricsink"
 )
 
 func str(k, v string) *commonpb.KeyValue {
