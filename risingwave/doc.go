@@ -4,7 +4,7 @@
 // script, every relation of the shared text created as a materialized view
 // (Script, Statements). risingwave.sql is that script for the defaults
 // (DefaultScriptOptions), checked in for docker-compose.yml; a test fails
-// when it is stale. running_test.go compares it, on a running RisingWave,
-// with the Goka packer row for row. README.md has the evidence for every
+// when it is stale. app/compare's TestGokaEqualsRisingWave compares it, on
+// a running RisingWave, with the Goka packer row for row. README.md has the evidence for every
 // RisingWave feature the script uses.
 package risingwave

@@ -13,13 +13,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/procfs"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/packer/outputs"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -442,7 +442,7 @@ func (s *ScaleOut) shares(events int64, partitions int32, toys, boxes producers.
 func (b *Bench) verify(ctx context.Context, kc kafkaconf.Config, cfg packer.Config, s *ScaleOut) error {
 	t0 := time.Now()
 	b.progress("  verifying: reading back the inputs and the outputs")
-	rb, err := harness.Read(ctx, kc, cfg.Topics)
+	rb, err := readback.Read(ctx, kc, cfg.Topics)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -19,6 +18,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
 	"github.com/northpole-workshop/northpole/otel/dbtrace"
 	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 )
 
 // Config says what Run compares.
@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rb, err := harness.Read(ctx, cfg.Kafka, cfg.Topics)
+	rb, err := readback.Read(ctx, cfg.Kafka, cfg.Topics)
 	if err != nil {
 		return Result{}, err
 	}

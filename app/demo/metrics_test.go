@@ -12,6 +12,7 @@ import (
 	"github.com/northpole-workshop/northpole/otel/backend/metricsink"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -91,7 +92,7 @@ func TestMetricsReachOTLP(t *testing.T) {
 	if want := counts.Loaded + counts.Repeats + counts.Conflicts + counts.Malformed; consumed != float64(want) {
 		t.Errorf("sleigh: %v messages consumed in the metrics, %d counted by the sleigh (%+v)", consumed, want, counts)
 	}
-	checkPackerMetrics(t, rcv, c.Packer, r.Run.ReadBack)
+	checkPackerMetrics(t, rcv, c.Packer, r.Run.Run)
 	checkDemoMetrics(t, rcv, c.Packer, r, traces.Metrics)
 	if len(rcv.Find("go.goroutine.count", map[string]string{"service.name": telemetry.ServicePacker})) != 1 {
 		t.Errorf("no Go runtime metrics under the packer's name: %v", rcv.Names())
@@ -140,7 +141,7 @@ func checkDemoMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config, 
 // the rows of the result topics. Those are deduplicated by key, and the
 // packer's counts count every write, so they are equal only when no row
 // was written twice: on kfake with no crash, none is (Raw.Duplicates).
-func checkPackerMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config, run harness.ReadBack) {
+func checkPackerMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config, run readback.Run) {
 	t.Helper()
 	svc := map[string]string{"service.name": telemetry.ServicePacker}
 	with := func(kv ...string) map[string]string {

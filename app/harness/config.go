@@ -16,17 +16,6 @@ import (
 	"github.com/northpole-workshop/northpole/producers"
 )
 
-// Topics names every topic of a pipeline after prefix: prefix-toys,
-// prefix-boxes, prefix-packed, prefix-unpacked, prefix-spare, prefix-late and
-// prefix-dead.
-func Topics(prefix string) packer.Topics {
-	return packer.Topics{
-		Toys: prefix + "-toys", Boxes: prefix + "-boxes",
-		Packed: prefix + "-packed", Unpacked: prefix + "-unpacked", Spare: prefix + "-spare",
-		Late: prefix + "-late", Dead: prefix + "-dead",
-	}
-}
-
 // Config is one pipeline on one Kafka.
 type Config struct {
 	Kafka kafkaconf.Config
@@ -69,12 +58,11 @@ func DefaultConfig() Config {
 	}
 }
 
-// Named is DefaultConfig with every topic named after prefix (Topics) and the
-// packer's groups after prefix-packer: a run of its own on a shared Kafka.
+// Named is DefaultConfig with the packer's topics and groups named after
+// prefix (packer.Named): a run of its own on a shared Kafka.
 func Named(prefix string) Config {
 	c := DefaultConfig()
-	c.Packer.Topics = Topics(prefix)
-	c.Packer.Group = prefix + "-packer"
+	c.Packer = packer.Named(prefix)
 	return c
 }
 

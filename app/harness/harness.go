@@ -1,12 +1,14 @@
 // Package harness runs the workshop in one process: the
 // elves write toys and boxes, the Goka packer packs them, the sleigh (when
 // asked for) loads the packed pairs; the harness waits until the packer has
-// consumed everything and reads back what Kafka holds.
+// consumed everything and reads back what Kafka holds (readback).
 //
-// The demo, the bench, compare and the integration tests all run the
-// pipeline through it, so that the topics of a run are named after one
-// prefix, both streams' final heartbeats reach one horizon, and starting,
-// quiescence and reading back are decided in one place:
+// The demo, the bench and the applications' tests run the pipeline through
+// it, so that the topics of a run are named after one prefix
+// (packer.Named), both streams' final heartbeats reach one horizon, and
+// starting and quiescence are decided in one place. The components' own
+// tests do not: an application is no fixture of a layer below it
+// (app/layers_test.go). A run:
 //
 //	p, err := harness.New(harness.Named("run-1"), log)
 //	...
@@ -15,9 +17,8 @@
 //	want := contract.Compute(run.Inputs(), p.Config().Packer.Params, contract.ClosedOnly)
 //
 // Run is the whole of it; the steps (EnsureTopics, Start or StartPacker,
-// Produce, WaitQuiet, StopPacker, ReadBack) are there for the tests that
-// restart packers and for the bench, which runs the packer as its own OS
-// process.
+// Produce, WaitQuiet, StopPacker, ReadBack) are there for the demo's
+// checks and for the bench, which runs the packer as its own OS process.
 package harness
 
 import (
@@ -26,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/northpole-workshop/northpole/processors/packer"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -79,4 +81,9 @@ func (p *Pipeline) Packer() *packer.Packer { return p.pk }
 // write only to topics that exist.
 func (p *Pipeline) EnsureTopics(ctx context.Context) error {
 	return p.pk.EnsureTopics(ctx)
+}
+
+// ReadBack reads the pipeline's topics (readback.Read).
+func (p *Pipeline) ReadBack(ctx context.Context) (readback.Run, error) {
+	return readback.Read(ctx, p.cfg.Kafka, p.cfg.Packer.Topics)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/packer/outputs"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 	"github.com/northpole-workshop/northpole/producers"
 )
@@ -195,7 +196,7 @@ func (p *Pipeline) Close() error {
 // Result is a whole Run: what the elves wrote and what Kafka then held.
 type Result struct {
 	ToyStats, BoxStats producers.Stats
-	ReadBack
+	readback.Run
 }
 
 // quietEvery is how often Run polls the packer's lag.
@@ -225,6 +226,6 @@ func (p *Pipeline) Run(ctx context.Context) (Result, error) {
 	if err := p.StopPacker(); err != nil {
 		return res, fmt.Errorf("packer: %w", err)
 	}
-	res.ReadBack, err = p.ReadBack(ctx)
+	res.Run, err = p.ReadBack(ctx)
 	return res, err
 }

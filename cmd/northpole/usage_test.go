@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
+	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -197,7 +197,7 @@ func TestPackerPartitionsFlag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := testkafka.Unique("np-partitions")
-	topics := harness.Topics(name)
+	topics := packer.NamedTopics(name)
 	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topics.Toys, Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}

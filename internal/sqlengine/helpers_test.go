@@ -2,9 +2,6 @@ package sqlengine_test
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +10,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/internal/testsupport/plans"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
 )
 
@@ -68,30 +66,6 @@ func eachEngine(t *testing.T, f func(t *testing.T, e *sqlengine.Engine)) {
 	}
 }
 
-// compareFull compares two result sets row for row, dead reasons included
-// (results.Compare leaves them out, as engines are compared in production;
-// here the SQL must also use the same reason as record.Parse).
-func compareFull(got, want results.Set) []string {
-	var out []string
-	for _, d := range results.Compare(got, want) {
-		out = append(out, fmt.Sprintf("%s: only SQL %v, only reference %v", d.Set, d.OnlyA, d.OnlyB))
-	}
-	reasons := func(s results.Set) map[string]string {
-		m := map[string]string{}
-		for _, d := range s.Dead {
-			m[fmt.Sprintf("%s/%d@%d", d.Stream, d.Partition, d.Offset)] = d.Reason
-		}
-		return m
-	}
-	g, w := reasons(got), reasons(want)
-	for _, k := range slices.Sorted(maps.Keys(g)) {
-		if wr, ok := w[k]; ok && wr != g[k] {
-			out = append(out, fmt.Sprintf("dead %s: SQL reason %q, reference %q", k, g[k], wr))
-		}
-	}
-	return out
-}
-
 // runAndCompare computes inputs on e and checks the result against the
 // reference with ClosedOnly (what the SQL computes). It returns the SQL result.
 func runAndCompare(t *testing.T, e *sqlengine.Engine, inputs []record.Input, w, l time.Duration) results.Set {
@@ -104,7 +78,7 @@ func runAndCompare(t *testing.T, e *sqlengine.Engine, inputs []record.Input, w, 
 		t.Fatal(err)
 	}
 	want := contract.Compute(inputs, p, contract.ClosedOnly)
-	if d := compareFull(got, want); len(d) > 0 {
+	if d := plans.Differences(got, want); len(d) > 0 {
 		t.Errorf("%s differs from the reference (W=%v L=%v, %d inputs):\n  %s", e.Dialect(), w, l, len(inputs), strings.Join(d, "\n  "))
 	}
 	return got

@@ -27,6 +27,17 @@ func DefaultTopics() Topics {
 	}
 }
 
+// NamedTopics names every topic of a run after prefix: prefix-toys,
+// prefix-boxes, prefix-packed, prefix-unpacked, prefix-spare, prefix-late
+// and prefix-dead.
+func NamedTopics(prefix string) Topics {
+	return Topics{
+		Toys: prefix + "-toys", Boxes: prefix + "-boxes",
+		Packed: prefix + "-packed", Unpacked: prefix + "-unpacked", Spare: prefix + "-spare",
+		Late: prefix + "-late", Dead: prefix + "-dead",
+	}
+}
+
 // Config configures the packer. Start from DefaultConfig and call Validate.
 type Config struct {
 	Kafka  kafkaconf.Config
@@ -79,6 +90,14 @@ func DefaultConfig() Config {
 		Params:      contract.DefaultParams(),
 		CleanEvery:  2 * time.Second,
 	}
+}
+
+// Named is DefaultConfig with every topic named after prefix (NamedTopics)
+// and the groups after prefix-packer: a run of its own on a shared Kafka.
+func Named(prefix string) Config {
+	c := DefaultConfig()
+	c.Topics, c.Group = NamedTopics(prefix), prefix+"-packer"
+	return c
 }
 
 // Validate refuses configurations that cannot work, saying why.

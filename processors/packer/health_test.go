@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/testsupport/hostile"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
@@ -38,8 +37,7 @@ func TestHealth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
 	}
-	n := harness.Named(testkafka.Unique("health"))
-	cfg := n.Packer
+	cfg := packer.Named(testkafka.Unique("health"))
 	cfg.Kafka = testkafka.Config(t)
 	ready := make(chan struct{})
 	cfg.Ready = func() { close(ready) }

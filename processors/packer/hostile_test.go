@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -24,6 +23,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/packer/outputs"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 )
 
 // rawProducer is hostile.NewProducer, closed when the test ends.
@@ -138,7 +138,7 @@ func TestHostileInputs(t *testing.T) {
 // the records in the input topics, and returns the packer's.
 func (pl pipeline) checkAgainstReference(t *testing.T, ctx context.Context) results.Set {
 	t.Helper()
-	rb, err := harness.Read(ctx, pl.kc, pl.cfg.Topics)
+	rb, err := readback.Read(ctx, pl.kc, pl.cfg.Topics)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/record"
@@ -21,6 +20,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/packer/outputs"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -64,8 +64,8 @@ func randomScenario(seed int64) scenario {
 	return s
 }
 
-// pipeline is one packer configuration with topics of its own; the harness
-// (app/harness) runs it with a scenario's elves.
+// pipeline is one packer configuration with topics of its own, which the
+// tests run with a scenario's elves (runElves).
 type pipeline struct {
 	kc  kafkaconf.Config
 	cfg packer.Config
@@ -73,14 +73,14 @@ type pipeline struct {
 
 func newPipeline(t *testing.T, kc kafkaconf.Config, s scenario) pipeline {
 	t.Helper()
-	cfg := harness.Named(testkafka.Unique("it")).Packer
+	cfg := packer.Named(testkafka.Unique("it"))
 	cfg.Kafka = kc
 	cfg.Partitions = s.partitions
 	cfg.Window, cfg.Lateness = s.window, s.lateness
 	return pipeline{kc: kc, cfg: cfg}
 }
 
-// elves are the scenario's elves of stream; the harness gives them the
+// elves are the scenario's elves of stream; runElves gives them the
 // packer's topic, W and L, and the horizon of both streams.
 func (pl pipeline) elves(s scenario, stream record.Stream) producers.Config {
 	c := producers.DefaultConfig(stream)
@@ -95,27 +95,15 @@ func (pl pipeline) elves(s scenario, stream record.Stream) producers.Config {
 	return c
 }
 
-// harness runs pl's packer and the scenario's elves, each stream's at rate
-// records per second (0: as fast as they can).
-func (pl pipeline) harness(s scenario, rate float64) (*harness.Pipeline, error) {
-	c := harness.DefaultConfig()
-	c.Kafka, c.Packer = pl.kc, pl.cfg
-	c.Toys, c.Boxes = pl.elves(s, record.Toys), pl.elves(s, record.Boxes)
-	c.Toys.Rate, c.Boxes.Rate = rate, rate
-	return harness.New(c, slog.Default())
-}
-
 // produce runs both elves to completion.
 func (pl pipeline) produce(ctx context.Context, s scenario) error { return pl.produceAt(ctx, s, 0) }
 
-// produceAt runs both elves at a fixed rate (records/s per stream).
+// produceAt runs both elves at a fixed rate (records/s per stream; 0: as
+// fast as they can).
 func (pl pipeline) produceAt(ctx context.Context, s scenario, rate float64) error {
-	h, err := pl.harness(s, rate)
-	if err != nil {
-		return err
-	}
-	_, _, err = h.Produce(ctx, nil)
-	return err
+	toys, boxes := pl.elves(s, record.Toys), pl.elves(s, record.Boxes)
+	toys.Rate, boxes.Rate = rate, rate
+	return runElves(ctx, pl.cfg, toys, boxes)
 }
 
 // startPacker runs a packer until the returned stop is called.
@@ -126,19 +114,9 @@ func (pl pipeline) startPacker(t *testing.T, ctx context.Context) (stop func() e
 
 // startRunning runs a packer until its Stop; its WaitQuiet fails as soon as
 // the packer stops by itself.
-func (pl pipeline) startRunning(t *testing.T, ctx context.Context) *harness.RunningPacker {
+func (pl pipeline) startRunning(t *testing.T, ctx context.Context) *runningPacker {
 	t.Helper()
-	c := harness.DefaultConfig()
-	c.Kafka, c.Packer = pl.kc, pl.cfg
-	h, err := harness.New(c, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := h.StartPacker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return startPacker(t, ctx, pl.cfg)
 }
 
 // waitQuiet waits until the packers of the pipeline's configuration have
@@ -154,7 +132,7 @@ func (pl pipeline) waitQuiet(t *testing.T, ctx context.Context) {
 // records actually in the input topics.
 func (pl pipeline) check(t *testing.T, ctx context.Context, s scenario) (results.Set, outputs.Counts) {
 	t.Helper()
-	rb, err := harness.Read(ctx, pl.kc, pl.cfg.Topics)
+	rb, err := readback.Read(ctx, pl.kc, pl.cfg.Topics)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/packer"
@@ -18,7 +17,7 @@ func TestReady(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
 	}
-	cfg := harness.Named(testkafka.Unique("ready")).Packer
+	cfg := packer.Named(testkafka.Unique("ready"))
 	cfg.Kafka = testkafka.Config(t)
 	var calls atomic.Int32
 	ready := make(chan struct{})
@@ -65,7 +64,7 @@ func TestReady(t *testing.T) {
 // TestReadyLine: the line starts with ReadyPrefix, which watchers look for
 // at the start of a line, and says what the packer consumes and where.
 func TestReadyLine(t *testing.T) {
-	cfg := harness.Named("rl").Packer
+	cfg := packer.Named("rl")
 	cfg.Kafka = kafkaconf.Config{Brokers: []string{"k1:9092", "k2:9092"}}
 	got := packer.ReadyLine(cfg)
 	want := packer.ReadyPrefix + ": consuming rl-toys, rl-boxes on k1:9092,k2:9092 (groups rl-packer-clock, rl-packer-slots)"

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/packer"
@@ -19,7 +18,7 @@ func TestEnsureTopicsRefusesOtherPartitionCount(t *testing.T) {
 	kc := testkafka.Config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := harness.Named(testkafka.Unique("partitions")).Packer
+	cfg := packer.Named(testkafka.Unique("partitions"))
 	cfg.Kafka, cfg.Partitions = kc, 4
 	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: cfg.Topics.Boxes, Partitions: 2}); err != nil {
 		t.Fatal(err)

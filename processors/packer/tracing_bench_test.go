@@ -9,10 +9,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/otel/backend/servicemap"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
+	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -74,28 +75,26 @@ func BenchmarkPackerTracing(b *testing.B) {
 					}
 					tp = func(s string) trace.TracerProvider { return tel.TracerProvider(s) }
 				}
-				c := harness.Named(testkafka.Unique("bench"))
-				c.Kafka = kc
-				for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
+				pc := packer.Named(testkafka.Unique("bench"))
+				pc.Kafka, pc.Tracer = kc, tp(telemetry.ServicePacker)
+				toys, boxes := producers.DefaultConfig(record.Toys), producers.DefaultConfig(record.Boxes)
+				for _, e := range []*producers.Config{&toys, &boxes} {
 					e.Count, e.Elves, e.Seed = perStream, 2, int64(i+1)
 				}
-				c.Tracing = tp
-				p, err := harness.New(c, slog.New(slog.DiscardHandler))
+				toys.Tracer, boxes.Tracer = tp(telemetry.ServiceToyElves), tp(telemetry.ServiceBoxElves)
+				pk, err := packer.New(pc, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := p.EnsureTopics(ctx); err != nil {
+				if err := pk.EnsureTopics(ctx); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := p.Produce(ctx, nil); err != nil {
+				if err := runElves(ctx, pc, toys, boxes); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
 				began := time.Now()
-				r, err := p.StartPacker(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
+				r := startPacker(b, ctx, pc)
 				if err := r.WaitQuiet(ctx, 20*time.Millisecond); err != nil {
 					b.Fatal(err)
 				}

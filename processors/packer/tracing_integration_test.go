@@ -2,7 +2,6 @@ package packer_test
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -13,11 +12,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/northpole-workshop/northpole/app/harness"
+	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
+	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -43,19 +43,22 @@ func TestTracingSendSpansNameTheirPartition(t *testing.T) {
 	}
 	defer func() { _ = tel.Shutdown(context.Background()) }()
 
-	c := harness.Named(testkafka.Unique("tracepart"))
-	c.Kafka, c.Packer.Partitions = kc, 3
-	for _, e := range []*producers.Config{&c.Toys, &c.Boxes} {
+	pc := packer.Named(testkafka.Unique("tracepart"))
+	pc.Kafka, pc.Partitions, pc.Tracer = kc, 3, tel.TracerProvider(telemetry.ServicePacker)
+	toys, boxes := producers.DefaultConfig(record.Toys), producers.DefaultConfig(record.Boxes)
+	for _, e := range []*producers.Config{&toys, &boxes} {
 		e.Count, e.Elves = 200, 2
 		e.DupRate, e.BadRate, e.LateRate = 0.03, 0.03, 0.02
 	}
-	c.Tracing = tel.TracerProvider
-	p, err := harness.New(c, slog.Default())
-	if err != nil {
+	toys.Tracer, boxes.Tracer = tel.TracerProvider(telemetry.ServiceToyElves), tel.TracerProvider(telemetry.ServiceBoxElves)
+	r := startPacker(t, ctx, pc)
+	if err := runElves(ctx, pc, toys, boxes); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	if _, err := p.Run(ctx); err != nil {
+	if err := r.WaitQuiet(ctx, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if err := tel.Shutdown(ctx); err != nil {
@@ -72,7 +75,7 @@ func TestTracingSendSpansNameTheirPartition(t *testing.T) {
 	}
 	traces := map[trace.TraceID]bool{}
 	inputs, sampledInputs := 0, 0
-	for _, topic := range []string{c.Packer.Topics.Toys, c.Packer.Topics.Boxes} {
+	for _, topic := range []string{pc.Topics.Toys, pc.Topics.Boxes} {
 		msgs, err := topicread.All(ctx, kc, topic)
 		if err != nil {
 			t.Fatal(err)
@@ -94,7 +97,7 @@ func TestTracingSendSpansNameTheirPartition(t *testing.T) {
 		t.Fatalf("%d of %d inputs sampled: want some of each", sampledInputs, inputs)
 	}
 	outputs, sampledOutputs := 0, 0
-	for _, topic := range []string{c.Packer.Topics.Packed, c.Packer.Topics.Unpacked, c.Packer.Topics.Spare, c.Packer.Topics.Late, c.Packer.Topics.Dead} {
+	for _, topic := range []string{pc.Topics.Packed, pc.Topics.Unpacked, pc.Topics.Spare, pc.Topics.Late, pc.Topics.Dead} {
 		msgs, err := topicread.All(ctx, kc, topic)
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package hostile is what a careless or malicious producer can send to the
 // workshop's input topics, each record with the outcome the packing contract
 // gives it. The packer's tests send these records to the Goka packer; the
-// gated RisingWave comparison (risingwave/running_test.go) sends them to both
+// gated RisingWave comparison (app/compare/risingwave_test.go) sends them to both
 // engines.
 package hostile
 

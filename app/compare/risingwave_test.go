@@ -1,4 +1,4 @@
-package risingwave_test
+package compare_test
 
 import (
 	"context"

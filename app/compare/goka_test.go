@@ -1,4 +1,4 @@
-package sqlengine_test
+package compare_test
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/internal/testsupport/plans"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
+	"github.com/northpole-workshop/northpole/processors/packer/readback"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -29,13 +31,13 @@ func TestGokaAndSQLOnKafka(t *testing.T) {
 	}
 	const runs = 30
 	for i := range runs {
-		r := randomPlanRun(int64(500 + i))
-		r.toys, r.boxes = 100+int(r.seed%5)*50, 100+int(r.seed%3)*80
-		r.cut = 0 // Goka reads everything the elves send, final heartbeats included
-		if r.start.Before(producers.DefaultStart) && i%2 == 0 {
-			r.start = producers.DefaultStart // keep some epoch-crossing runs, not all
+		r := plans.Random(int64(500 + i))
+		r.Toys, r.Boxes = 100+int(r.Seed%5)*50, 100+int(r.Seed%3)*80
+		r.Cut = 0 // Goka reads everything the elves send, final heartbeats included
+		if r.Start.Before(producers.DefaultStart) && i%2 == 0 {
+			r.Start = producers.DefaultStart // keep some epoch-crossing runs, not all
 		}
-		t.Run(fmt.Sprintf("seed%d", r.seed), func(t *testing.T) {
+		t.Run(fmt.Sprintf("seed%d", r.Seed), func(t *testing.T) {
 			t.Parallel()
 			// A broker per run: kfake serves all its clients from one loop,
 			// and many packers' consumer groups on one broker slow each
@@ -69,16 +71,16 @@ func readBack(t *testing.T, read func() error) {
 	t.Fatalf("reading the topics back: %v", err)
 }
 
-func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) {
+func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r plans.Run) {
 	pc := harness.Named(testkafka.Unique("sqlit"))
 	pc.Kafka = kc
-	pc.Packer.Partitions = r.partitions
-	pc.Packer.Window, pc.Packer.Lateness = r.window, r.lateness
-	pc.Toys.Count, pc.Boxes.Count = r.toys, r.boxes
+	pc.Packer.Partitions = r.Partitions
+	pc.Packer.Window, pc.Packer.Lateness = r.Window, r.Lateness
+	pc.Toys.Count, pc.Boxes.Count = r.Toys, r.Boxes
 	for _, e := range []*producers.Config{&pc.Toys, &pc.Boxes} {
-		e.Elves, e.Seed, e.Start, e.Spacing, e.Disorder = r.elves, r.seed, r.start, r.spacing, r.disorder
-		e.LateRate, e.DupRate, e.BadRate = r.lateRate, r.dupRate, r.bad
-		e.HeartbeatEvery = r.window / 2
+		e.Elves, e.Seed, e.Start, e.Spacing, e.Disorder = r.Elves, r.Seed, r.Start, r.Spacing, r.Disorder
+		e.LateRate, e.DupRate, e.BadRate = r.LateRate, r.DupRate, r.Bad
+		e.HeartbeatEvery = r.Window / 2
 	}
 	pl, err := harness.New(pc, slog.Default())
 	if err != nil {
@@ -99,13 +101,13 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) 
 		t.Fatalf("%v: %v", r, err)
 	}
 
-	var rb harness.ReadBack
+	var rb readback.Run
 	readBack(t, func() (err error) {
 		rb, err = pl.ReadBack(ctx)
 		return err
 	})
 	inputs, gokaSet, raw := rb.Inputs(), rb.Goka, rb.Raw
-	p := contract.Params{Window: r.window, Lateness: r.lateness}
+	p := contract.Params{Window: r.Window, Lateness: r.Lateness}
 	want := contract.Compute(inputs, p, contract.ClosedOnly)
 
 	report := func(engine string, diffs []string) {
@@ -131,7 +133,7 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	report("sqlite", compareFull(got, want))
+	report("sqlite", plans.Differences(got, want))
 
 	if dsn, ok := testpostgres.Optional(t); ok {
 		schema := testpostgres.Schema("np_goka")
@@ -149,7 +151,7 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		report("postgres", compareFull(got, want))
+		report("postgres", plans.Differences(got, want))
 	}
 	c := want.Counts()
 	if c.Packed == 0 {

@@ -1,4 +1,8 @@
-package harness
+// Package readback reads back what a run of the packer left in Kafka: the
+// input records, as the packer read them, and its five result sets
+// deduplicated by key. The demo, compare and the bench check a run with it,
+// and so do the tests of every layer.
+package readback
 
 import (
 	"context"
@@ -13,9 +17,9 @@ import (
 	"github.com/northpole-workshop/northpole/processors/packer/outputs"
 )
 
-// ReadBack is what a run left in Kafka: the input records, as the packer read
+// Run is what a run left in Kafka: the input records, as the packer read
 // them, and its five result sets deduplicated by key (outputs.Read).
-type ReadBack struct {
+type Run struct {
 	Toys, Boxes []record.Input
 	Goka        results.Set
 	// DeadLetters are Goka.Dead's records whole, as the packer wrote them.
@@ -24,11 +28,11 @@ type ReadBack struct {
 }
 
 // Inputs are the toys and then the boxes.
-func (r ReadBack) Inputs() []record.Input { return slices.Concat(r.Toys, r.Boxes) }
+func (r Run) Inputs() []record.Input { return slices.Concat(r.Toys, r.Boxes) }
 
 // Read reads the input topics and the packer's result topics of t.
-func Read(ctx context.Context, kc kafkaconf.Config, t packer.Topics) (ReadBack, error) {
-	var r ReadBack
+func Read(ctx context.Context, kc kafkaconf.Config, t packer.Topics) (Run, error) {
+	var r Run
 	var err error
 	if r.Toys, err = topicread.Inputs(ctx, kc, t.Toys, record.Toys); err != nil {
 		return r, fmt.Errorf("read input topic %s: %w", t.Toys, err)
@@ -42,9 +46,4 @@ func Read(ctx context.Context, kc kafkaconf.Config, t packer.Topics) (ReadBack, 
 	}
 	r.Goka, r.DeadLetters, r.Raw = out.Set, out.DeadLetters, out.Raw
 	return r, nil
-}
-
-// ReadBack reads the pipeline's topics (Read).
-func (p *Pipeline) ReadBack(ctx context.Context) (ReadBack, error) {
-	return Read(ctx, p.cfg.Kafka, p.cfg.Packer.Topics)
 }

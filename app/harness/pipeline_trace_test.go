@@ -1,4 +1,4 @@
-package sleigh_test
+package harness_test
 
 import (
 	"context"
