@@ -13,7 +13,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
-	"github.com/northpole-workshop/northpole/internal/testsupport/plans"
+	"github.com/northpole-workshop/northpole/internal/testsupport/sqltest"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testpostgres"
 	"github.com/northpole-workshop/northpole/processors/packer/readback"
@@ -31,7 +31,7 @@ func TestGokaAndSQLOnKafka(t *testing.T) {
 	}
 	const runs = 30
 	for i := range runs {
-		r := plans.Random(int64(500 + i))
+		r := randomPlan(int64(500 + i))
 		r.Toys, r.Boxes = 100+int(r.Seed%5)*50, 100+int(r.Seed%3)*80
 		r.Cut = 0 // Goka reads everything the elves send, final heartbeats included
 		if r.Start.Before(producers.DefaultStart) && i%2 == 0 {
@@ -71,7 +71,7 @@ func readBack(t *testing.T, read func() error) {
 	t.Fatalf("reading the topics back: %v", err)
 }
 
-func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r plans.Run) {
+func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r planRun) {
 	pc := harness.Named(testkafka.Unique("sqlit"))
 	pc.Kafka = kc
 	pc.Packer.Partitions = r.Partitions
@@ -133,7 +133,7 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r plans.Run
 	if err != nil {
 		t.Fatal(err)
 	}
-	report("sqlite", plans.Differences(got, want))
+	report("sqlite", sqltest.Differences(got, want))
 
 	if dsn, ok := testpostgres.Optional(t); ok {
 		schema := testpostgres.Schema("np_goka")
@@ -151,7 +151,7 @@ func gokaRun(t *testing.T, ctx context.Context, kc kafkaconf.Config, r plans.Run
 		if err != nil {
 			t.Fatal(err)
 		}
-		report("postgres", plans.Differences(got, want))
+		report("postgres", sqltest.Differences(got, want))
 	}
 	c := want.Counts()
 	if c.Packed == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/internal/testsupport/sqltest"
 )
 
 // clockRun is one randomized input aimed at the clock (the watermark,
@@ -216,11 +217,11 @@ func (r clockRun) String() string {
 // engine, all five sets.
 func TestRandomizedClocksEqualReference(t *testing.T) {
 	const runs = 40
-	eachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
+	sqltest.EachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
 		var total, late, packed, closedOnes, spread, deep, lateCopies, reused, dup, hallPairs, badLines int
 		for i := range runs {
 			r := randomClockRun(int64(i + 1))
-			got := runAndCompare(t, e, inputs(r.recs...), r.w, r.l)
+			got := sqltest.RunAndCompare(t, e, inputs(r.recs...), r.w, r.l)
 			if t.Failed() {
 				t.Fatalf("%v: stopping at the first run that differs", r)
 			}
@@ -229,7 +230,7 @@ func TestRandomizedClocksEqualReference(t *testing.T) {
 			late += c.Late
 			packed += c.Packed
 			closedOnes += c.Unpacked + c.Spare
-			lc, ru := idReuse(got)
+			lc, ru := sqltest.IDReuse(got)
 			lateCopies += lc
 			reused += ru
 			for _, d := range got.Dead {

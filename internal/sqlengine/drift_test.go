@@ -8,6 +8,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/contractsql"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/internal/testsupport/sqltest"
 	"github.com/northpole-workshop/northpole/risingwave"
 )
 
@@ -41,7 +42,7 @@ func TestEnginesRunTheSameText(t *testing.T) {
 	check(t, "risingwave script", risingwave.ScriptRelations(script))
 
 	// Each engine equal to the shared text means all equal to each other.
-	eachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
+	sqltest.EachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
 		if _, err := e.Compute(context.Background(), nil, p); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/internal/sqlengine"
+	"github.com/northpole-workshop/northpole/internal/testsupport/sqltest"
 )
 
 // rec is one raw Kafka record of an edge case. Partition is the size's index
@@ -703,9 +704,9 @@ func TestEdgeCases(t *testing.T) {
 			}
 		}
 	}
-	eachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
+	sqltest.EachEngine(t, func(t *testing.T, e *sqlengine.Engine) {
 		for _, c := range cases {
-			got := runAndCompare(t, e, inputs(c.recs...), c.w, c.l)
+			got := sqltest.RunAndCompare(t, e, inputs(c.recs...), c.w, c.l)
 			for set, want := range c.want {
 				want = slices.Sorted(slices.Values(want))
 				if g := rows(got, set); !slices.Equal(g, want) {

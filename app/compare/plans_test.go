@@ -1,26 +1,24 @@
-// Package plans makes randomized inputs without Kafka, for the tests that
-// check an engine against the reference: the elves' deterministic plan
-// (producers.Plan), interleaved between elves and placed in partitions as
-// Kafka would place it.
-package plans
+package compare_test
+
+// Randomized inputs without Kafka, for the tests that hold the engines
+// against the reference: the elves' deterministic plan (producers.Plan),
+// interleaved between elves and placed in partitions as Kafka would place
+// them.
 
 import (
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/northpole-workshop/northpole/internal/record"
-	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
-// Run is one randomized input without Kafka: the elves' deterministic
+// planRun is one randomized input without Kafka: the elves' deterministic
 // plan, interleaved between elves and placed in partitions as Kafka would.
-type Run struct {
+type planRun struct {
 	Seed                   int64
 	Toys, Boxes, Elves     int
 	Partitions             int32
@@ -33,18 +31,18 @@ type Run struct {
 	Cut float64
 }
 
-func (r Run) String() string {
+func (r planRun) String() string {
 	return fmt.Sprintf("seed=%d toys=%d boxes=%d elves=%d p=%d start=%s W=%v L=%v spacing=%v disorder=%v late=%.2f dup=%.2f bad=%.2f cut=%.2f",
 		r.Seed, r.Toys, r.Boxes, r.Elves, r.Partitions, r.Start.Format(time.RFC3339), r.Window, r.Lateness, r.Spacing, r.Disorder, r.LateRate, r.DupRate, r.Bad, r.Cut)
 }
 
-// Random is the run of seed: counts, partitions, W and L, spacing,
+// randomPlan is the run of seed: counts, partitions, W and L, spacing,
 // disorder and rates drawn at random, a third of the runs across the Unix
 // epoch and a third cut short.
-func Random(seed int64) Run {
+func randomPlan(seed int64) planRun {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	pick := func(ds ...time.Duration) time.Duration { return ds[rng.IntN(len(ds))] }
-	r := Run{
+	r := planRun{
 		Seed:       seed,
 		Toys:       50 + rng.IntN(400),
 		Boxes:      50 + rng.IntN(400),
@@ -72,11 +70,11 @@ func Random(seed int64) Run {
 	return r
 }
 
-// Inputs makes the run's records: each stream's plan, its elves' messages
+// inputs makes the run's records: each stream's plan, its elves' messages
 // interleaved at random (each elf keeps its own order, as producers.Run
 // does), the final heartbeats last, partitions by FNV-1a of the key as sarama
 // and goka place them, offsets in order.
-func (r Run) Inputs(t testing.TB) []record.Input {
+func (r planRun) inputs(t testing.TB) []record.Input {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(r.Seed), 11))
 	var out []record.Input
@@ -145,29 +143,4 @@ func partitionOf(key []byte, n int32) int32 {
 		p = -p
 	}
 	return p
-}
-
-// Differences are the rows in which got differs from want, and the dead
-// letters whose reasons differ: a row for row comparison, dead reasons included
-// (results.Compare leaves them out, as engines are compared in production;
-// here the SQL must also use the same reason as record.Parse).
-func Differences(got, want results.Set) []string {
-	var out []string
-	for _, d := range results.Compare(got, want) {
-		out = append(out, fmt.Sprintf("%s: only SQL %v, only reference %v", d.Set, d.OnlyA, d.OnlyB))
-	}
-	reasons := func(s results.Set) map[string]string {
-		m := map[string]string{}
-		for _, d := range s.Dead {
-			m[fmt.Sprintf("%s/%d@%d", d.Stream, d.Partition, d.Offset)] = d.Reason
-		}
-		return m
-	}
-	g, w := reasons(got), reasons(want)
-	for _, k := range slices.Sorted(maps.Keys(g)) {
-		if wr, ok := w[k]; ok && wr != g[k] {
-			out = append(out, fmt.Sprintf("dead %s: SQL reason %q, reference %q", k, g[k], wr))
-		}
-	}
-	return out
 }
