@@ -2,6 +2,7 @@ package sleigh_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/kfakebroker"
 	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/stopping"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/processors/sleigh"
 )
@@ -99,5 +103,63 @@ func TestStopUnderReaders(t *testing.T) {
 		if pages.Load() < 32 {
 			t.Errorf("round %d: %d pages read before the stop, want at least 32", round, pages.Load())
 		}
+	}
+}
+
+// TestBrokerGoneKeepsTheManifest: when the broker goes away under a running
+// sleigh, its view waits for it (goka's auto-reconnect) with the manifest
+// it has: the summary still counts every pair, and the sleigh does not
+// stop. Before, the view's error stopped the sleigh, and a restart read the
+// manifest again from nothing.
+func TestBrokerGoneKeepsTheManifest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test; -short skips it")
+	}
+	broker, err := kfakebroker.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := sleigh.DefaultConfig()
+	cfg.Kafka = kafkaconf.Config{Brokers: broker.Addrs()}
+	cfg.Topic, cfg.Group = "gone-packed", "gone"
+	s, err := sleigh.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const pairs = 200
+	var ps []results.Packed
+	for i := range pairs {
+		ps = append(ps, results.Packed{ToyID: fmt.Sprintf("t%d", i), BoxID: fmt.Sprintf("b%d", i), Line: "M", Size: "M", WindowStart: "2026-12-24T10:00:00Z"})
+	}
+	produce(ctx, t, cfg, ps...)
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(rctx) }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if sum, err := s.Summary(); err == nil && sum.Complete && sum.Pairs == pairs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sleigh did not count %d pairs within a minute", pairs)
+		}
+	}
+	broker.Close()
+	select {
+	case err := <-ran:
+		t.Fatalf("the sleigh stopped when the broker went away: %v", err)
+	case <-time.After(3 * time.Second):
+	}
+	if sum, err := s.Summary(); err != nil || sum.Pairs != pairs {
+		t.Errorf("with the broker gone the summary counts %d pairs (%v), want %d", sum.Pairs, err, pairs)
+	}
+	stop()
+	if err := <-ran; err != nil && !errors.Is(err, stopping.ErrIncomplete) {
+		t.Errorf("stopping with the broker gone: %v", err)
 	}
 }
