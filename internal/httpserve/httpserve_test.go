@@ -97,7 +97,9 @@ func TestServeCutsOffASlowRequest(t *testing.T) {
 	if d := time.Since(began); d < shutdownGrace {
 		t.Errorf("Serve returned %v after the stop, before the grace %v", d, shutdownGrace)
 	}
-	<-got // the client's answer was cut off; any outcome will do
+	if err := <-got; err != nil {
+		t.Logf("the client's answer was cut off: %v", err) // any outcome will do
+	}
 }
 
 // TestServeOnAClosedListener: a listener that fails is Serve's error, with
