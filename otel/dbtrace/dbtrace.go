@@ -192,7 +192,7 @@ func NewPgxTracer(tp trace.TracerProvider, system string) pgx.QueryTracer {
 
 type pgxSpanKey struct{}
 
-// of is the tracer for conn's database and server.
+// of is the tracer for a connection of config cc (nil: none known).
 func (p *PgxTracer) of(cc *pgx.ConnConfig) *Tracer {
 	if cc == nil {
 		return p.t
@@ -200,32 +200,38 @@ func (p *PgxTracer) of(cc *pgx.ConnConfig) *Tracer {
 	return newTracer(p.t.tracer, DB{System: p.t.db.System, Namespace: cc.Database, Host: cc.Host, Port: int(cc.Port)})
 }
 
-func (p *PgxTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	var cc *pgx.ConnConfig
-	if conn != nil {
-		cc = conn.Config()
+// onConn is the tracer for conn (nil: none known).
+func (p *PgxTracer) onConn(conn *pgx.Conn) *Tracer {
+	if conn == nil {
+		return p.t
 	}
-	ctx, span := p.of(cc).Start(ctx, data.SQL)
+	return p.of(conn.Config())
+}
+
+// end ends the span ctx carries: with the rows a statement that did not
+// fail returned or wrote, or with its error.
+func end(ctx context.Context, tag pgconn.CommandTag, err error) {
+	span, _ := ctx.Value(pgxSpanKey{}).(trace.Span)
+	if span != nil && err == nil {
+		span.SetAttributes(attribute.Int64("db.response.returned_rows", tag.RowsAffected()))
+	}
+	End(span, err)
+}
+
+func (p *PgxTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	ctx, span := p.onConn(conn).Start(ctx, data.SQL)
 	return context.WithValue(ctx, pgxSpanKey{}, span)
 }
 
 func (p *PgxTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	span, _ := ctx.Value(pgxSpanKey{}).(trace.Span)
-	if span != nil && data.Err == nil {
-		span.SetAttributes(attribute.Int64("db.response.returned_rows", data.CommandTag.RowsAffected()))
-	}
-	End(span, data.Err)
+	end(ctx, data.CommandTag, data.Err)
 }
 
 // TraceCopyFromStart starts the span of a COPY ... FROM STDIN into
 // data.TableName (pgx's CopyFrom), named as the conventions name an
 // operation on a collection: "COPY <table>".
 func (p *PgxTracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
-	var cc *pgx.ConnConfig
-	if conn != nil {
-		cc = conn.Config()
-	}
-	t := p.of(cc)
+	t := p.onConn(conn)
 	table := strings.Join(data.TableName, ".")
 	attrs := append(append(make([]attribute.KeyValue, 0, len(t.base)+3), t.base...),
 		semconv.DBOperationName("COPY"), semconv.DBCollectionName(table), semconv.DBQueryText("COPY "+table+" FROM STDIN"))
@@ -234,11 +240,7 @@ func (p *PgxTracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, data
 }
 
 func (p *PgxTracer) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceCopyFromEndData) {
-	span, _ := ctx.Value(pgxSpanKey{}).(trace.Span)
-	if span != nil && data.Err == nil {
-		span.SetAttributes(attribute.Int64("db.response.returned_rows", data.CommandTag.RowsAffected()))
-	}
-	End(span, data.Err)
+	end(ctx, data.CommandTag, data.Err)
 }
 
 // TraceConnectStart starts the span of a connect, "connect" with the
