@@ -48,7 +48,7 @@ const (
 // return before it exits by itself: each service gives up on its broker
 // after stopping.Grace and says what it left undone; this catches what
 // does not.
-const stopDeadline = 2*stopping.Grace + 2*time.Second
+const stopDeadline = 2 * stopping.Grace
 
 // exitError carries a specific exit code (exitUsage, exitDiffer,
 // exitMapDiffers).
