@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -41,6 +42,24 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.StringVar(&cfg.InstanceID, "instance-id", cfg.InstanceID, "static consumer-group member id: a restarted instance with the same id resumes at once (never share one between live instances)")
 	fs.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep goka tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
 	fs.DurationVar(&cfg.CleanEvery, "clean-every", cfg.CleanEvery, "how often to delete the clock table's records that no restart needs (0: never, and the table grows with every record)")
+	fs.Var((*kibValue)(&cfg.FetchBudget), "fetch-budget-kib", "KiB of records each group asks for at once over all its partitions, shared by them (each gets 64 to 1024 KiB): what a packer consuming at full speed holds grows with it")
+}
+
+// kibValue is a flag in KiB for a size the configuration keeps in bytes.
+type kibValue int
+
+func (v *kibValue) String() string { return strconv.Itoa(int(*v) >> 10) }
+func (v *kibValue) Type() string   { return "int" }
+func (v *kibValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a whole number of KiB, got %q", s)
+	}
+	if n < 0 || n > 1<<20 {
+		return fmt.Errorf("want 0 to %d KiB, got %d", 1<<20, n)
+	}
+	*v = kibValue(n << 10)
+	return nil
 }
 
 func newPackerCmd() *cobra.Command {

@@ -144,3 +144,34 @@ func TestConfigInternalTopics(t *testing.T) {
 		t.Errorf("tables %q and %q", c.clockTable(), c.slotTable())
 	}
 }
+
+// TestFetchPerPartition: the budget is shared by the partitions, within
+// [64 KiB, 1 MiB], so that a fetch's size does not grow with them.
+func TestFetchPerPartition(t *testing.T) {
+	for _, tc := range []struct {
+		budget     int
+		partitions int32
+		want       int32
+	}{
+		{0, 4, 512 << 10}, // the default budget
+		{DefaultFetchBudget, 1, 1 << 20},
+		{DefaultFetchBudget, 2, 1 << 20},
+		{DefaultFetchBudget, 16, 128 << 10},
+		{DefaultFetchBudget, 64, 64 << 10},
+		{DefaultFetchBudget, 1000, 64 << 10},
+		{64 << 20, 4, 1 << 20},
+		{1, 1, 64 << 10},
+	} {
+		c := DefaultConfig()
+		c.FetchBudget, c.Partitions = tc.budget, tc.partitions
+		if got := c.FetchPerPartition(); got != tc.want {
+			t.Errorf("budget %d over %d partitions: %d bytes a partition, want %d", tc.budget, tc.partitions, got, tc.want)
+		}
+	}
+	c := DefaultConfig()
+	c.Kafka.Brokers = []string{"localhost:9092"}
+	c.FetchBudget = -1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "fetch budget") {
+		t.Errorf("a negative budget: %v, want an error naming the fetch budget", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -113,6 +114,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 	// clock group's pauses (align.go).
 	sc := gokakit.Sarama(kc, group)
 	sc.Consumer.Group.InstanceId = p.cfg.InstanceID
+	sc.Consumer.Fetch.Default = p.cfg.FetchPerPartition()
 	cgb := goka.ConsumerGroupBuilderWithConfig(sc)
 	if group == p.cfg.clockGroup() {
 		cgb = p.aligner.capture(cgb)
@@ -127,6 +129,8 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 			return seq.producer(p.tracingOf(group).Producer(inner), p.metrics), nil
 		}),
 		goka.WithContextWrapper(seq.barrier),
+		// The consumer that recovers the tables fetches as the group does.
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(p.recoveryConfig(group))),
 	)
 	store := gokastore.Memory()
 	if p.cfg.StorageDir != "" {
@@ -140,6 +144,14 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 		opts = append(opts, goka.WithNilHandling(goka.NilProcess), goka.WithUpdateCallback(p.recoverClock))
 	}
 	return opts
+}
+
+// recoveryConfig is the sarama configuration of the consumer that
+// recovers a group's table, with the group's fetch size.
+func (p *Packer) recoveryConfig(group string) *sarama.Config {
+	sc := gokakit.Sarama(p.cfg.Kafka, group)
+	sc.Consumer.Fetch.Default = p.cfg.FetchPerPartition()
+	return sc
 }
 
 // storageBuilder is inner, through which the groups also find the storages
