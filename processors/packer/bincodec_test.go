@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lovoo/goka"
 	"go.opentelemetry.io/otel/trace"
@@ -19,7 +20,7 @@ var someTrace = traceRef{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4
 
 func TestBinCodecRoundTrip(t *testing.T) {
 	obs := validRecord{Stream: record.Boxes, Partition: 3, Offset: 1 << 40, Line: "XL", ID: "box-ü-1", Heartbeat: true,
-		MadeUS: -5, MadeAt: "2026-12-24T00:00:00.000001Z", ArrivedUS: 1_798_070_400_000_001, Dup: true, Raw: []byte{0, 0xff, '{'}, Key: []byte("XL"),
+		MadeUS: -5, MadeNS: 999, ArrivedUS: 1_798_070_400_000_001, Dup: true, Raw: []byte{0, 0xff, '{'}, Key: []byte("XL"),
 		RawCut: results.Cut{Bytes: 9, SHA256: "ab"}, Trace: someTrace}
 	ev := decision{Rec: obs, Class: classItem, Window: 10_000_000, Rank: 7, Max: 7_000_000, Closed: []closedWindow{{Start: 0, Toys: 2, Boxes: 3}, {Start: 10, Toys: 0, Boxes: 1}}}
 	cases := []struct {
@@ -148,6 +149,29 @@ func TestStreamClockBinSize(t *testing.T) {
 		ks := keyStreams{Key: strings.Repeat("k", 200), Toys: c, Boxes: c}
 		if got, want := ks.binSize(), len(appendStr(nil, ks.Key))+2*len(c.appendBin(nil)); got != want {
 			t.Errorf("keyStreams %+v: binSize %d, want %d", c, got, want)
+		}
+	}
+}
+
+// TestMadeAtFromNumbers: a late row's made_at, rebuilt from the floor
+// microseconds and the nanoseconds past them, is the text FormatTime makes
+// of the input's made_at, before and after the epoch, at the contract's
+// extreme years.
+func TestMadeAtFromNumbers(t *testing.T) {
+	for _, s := range []string{
+		"2026-12-24T00:00:05.123Z", "2026-12-24T00:00:05.123456789Z", "2026-12-24T00:00:05Z",
+		"1969-12-31T23:59:59.999999999Z", "1969-12-31T23:59:59.000000001Z", "1960-01-01T00:00:00.5Z",
+		"0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000000001Z", "9999-12-31T23:59:59.999999999Z",
+		"2026-12-24T01:00:05.25+01:00",
+	} {
+		in, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// UnixMicro floors (record.MadeAtMicros, TestMadeAtMicrosFloors).
+		o := validRecord{MadeUS: in.UnixMicro(), MadeNS: subMicro(in)}
+		if got, want := o.madeAt(), record.FormatTime(in); got != want {
+			t.Errorf("%s: made_at %s, want %s", s, got, want)
 		}
 	}
 }

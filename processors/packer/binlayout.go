@@ -22,7 +22,7 @@ import (
 // One layout is read: the version byte's. A packer whose layout differs runs
 // under a new group name (and so new internal topics); a value of another
 // version is refused, never guessed at.
-const binVersion = 11
+const binVersion = 12
 
 // A valid record, on the loop topics and inside a decision.
 
@@ -40,7 +40,7 @@ func (o *validRecord) appendBin(b []byte) []byte {
 	b = appendStr(b, o.ID)
 	b = append(b, flag(o.Heartbeat, 1)|flag(o.Dup, 2))
 	b = binary.AppendVarint(b, o.MadeUS)
-	b = appendStr(b, o.MadeAt)
+	b = binary.AppendUvarint(b, uint64(o.MadeNS))
 	b = binary.AppendVarint(b, o.ArrivedUS)
 	b = appendBytes(b, o.Raw)
 	b = appendBytes(b, o.Key)
@@ -58,7 +58,11 @@ func (o *validRecord) readBin(r *binReader) {
 	f := r.byte1()
 	o.Heartbeat, o.Dup = f&1 != 0, f&2 != 0
 	o.MadeUS = r.varint()
-	o.MadeAt = r.str()
+	if ns := r.uvarint(); ns < 1000 {
+		o.MadeNS = int16(ns)
+	} else if r.err == nil {
+		r.err = errBadNanos
+	}
 	o.ArrivedUS = r.varint()
 	o.Raw = r.bytes()
 	o.Key = r.bytes()
@@ -66,6 +70,9 @@ func (o *validRecord) readBin(r *binReader) {
 	o.RawCut.SHA256 = r.str()
 	o.Trace.readBin(r)
 }
+
+// errBadNanos: made_at's part below a microsecond is 0 to 999 ns.
+var errBadNanos = errors.New("bad nanoseconds of made_at")
 
 // A record's trace context, in a valid record and in a slot.
 

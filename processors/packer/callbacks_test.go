@@ -419,7 +419,7 @@ func TestCallbackDuplicateDeadLetterFromSlots(t *testing.T) {
 	p := newTesterPipeline(t)
 	raw := `{"toy_id":"a","size":"M","made_at":"2026-12-24T00:00:02Z","anything":[1,2]}`
 	ev := &decision{Rec: validRecord{Stream: record.Toys, Partition: 2, Offset: 77, Line: "M", ID: "a", Dup: true,
-		MadeUS: micros("00:00:02"), MadeAt: at("00:00:02"), Raw: []byte(raw), Key: []byte("M")},
+		MadeUS: micros("00:00:02"), Raw: []byte(raw), Key: []byte("M")},
 		Class: classDuplicate, Window: micros("00:00:00"), Max: micros("00:00:02")}
 	p.tt.Consume(p.cfg.clockTable(), "M", ev)
 	m := p.expectOne("decision of a duplicate", p.dead)
@@ -584,7 +584,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	// comes through the clock group's loop, which hands a record to the same
 	// decisions as the input callback (the way a stray record reaches them).
 	observed := &validRecord{Stream: record.Toys, Partition: 0, Offset: offT, Line: "M", ID: "t1",
-		MadeUS: micros("00:00:01"), MadeAt: at("00:00:01"), Raw: []byte(toyValue), Key: []byte("M")}
+		MadeUS: micros("00:00:01"), Raw: []byte(toyValue), Key: []byte("M")}
 	redeliver := func(obs *validRecord) {
 		t.Helper()
 		p.tt.Consume(p.cfg.clockGroup()+"-loop", "M", obs)
@@ -617,7 +617,7 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 		t.Fatalf("clock of the duplicate: %s", show(c))
 	}
 	dupObs := *observed
-	dupObs.Offset, dupObs.MadeUS, dupObs.MadeAt = offDup, micros("00:00:03"), at("00:00:03")
+	dupObs.Offset, dupObs.MadeUS = offDup, micros("00:00:03")
 	dupObs.Raw = []byte(*dup.val.(*DeadLetter).Value)
 	redeliver(&dupObs)
 	p.expectNone("duplicate redelivered", p.clockTab, p.dead)

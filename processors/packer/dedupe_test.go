@@ -538,7 +538,7 @@ func TestDedupeRedeliveryWritesNothing(t *testing.T) {
 		if x == record.Boxes {
 			value = boxValue(id, "M", at(made))
 		}
-		return &validRecord{Stream: x, Partition: 0, Offset: off, Line: "M", ID: id, MadeUS: micros(made), MadeAt: at(made),
+		return &validRecord{Stream: x, Partition: 0, Offset: off, Line: "M", ID: id, MadeUS: micros(made),
 			Raw: []byte(value), Key: []byte("M")}
 	}
 	item := u.toy("a", "M", at("00:00:01"))
@@ -662,7 +662,7 @@ func TestDedupeAcrossSourcePartitions(t *testing.T) {
 	u := newUnitPipeline(t)
 	obs := func(part int32, off int64, made string) *validRecord {
 		value := toyValue("a", "M", at(made))
-		return &validRecord{Stream: record.Toys, Partition: part, Offset: off, Line: "M", ID: "a", MadeUS: micros(made), MadeAt: at(made),
+		return &validRecord{Stream: record.Toys, Partition: part, Offset: off, Line: "M", ID: "a", MadeUS: micros(made),
 			Raw: []byte(value), Key: []byte("M")}
 	}
 	for i, s := range []struct {

@@ -155,7 +155,7 @@ func TestRowsFitInARecord(t *testing.T) {
 			sr := p.spareRow(slot, ws)
 			check("spare", itemKey(slot.Line, slot.Window, slot.Box), sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
 			// The longest topic name Kafka allows, and the widest position.
-			o := &validRecord{Stream: record.Toys, Partition: math.MaxInt32, Offset: math.MaxInt64, Line: "XL", ID: id, MadeAt: record.FormatMicros(0)}
+			o := &validRecord{Stream: record.Toys, Partition: math.MaxInt32, Offset: math.MaxInt64, Line: "XL", ID: id, MadeUS: -1, MadeNS: 999}
 			lk := lateKey(strings.Repeat("t", 249), o.Partition, o.Offset)
 			lr := p.lateRow(o, lk)
 			check("late", lk, lr, map[string]results.Cut{"id": lr.IDCut}, map[string]string{"id": lr.ID})

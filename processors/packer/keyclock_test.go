@@ -776,7 +776,6 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 			}
 			o.MadeUS = base.UnixMicro() + o.MadeUS*1_000_000 + frac[k]
 			made := record.FormatTime(time.UnixMicro(o.MadeUS))
-			o.MadeAt = made
 			var v string
 			switch {
 			case o.Heartbeat:
@@ -802,7 +801,7 @@ func TestClockApplyRandomMatchesContract(t *testing.T) {
 			case classItem:
 				byRank[fmt.Sprintf("%s/%d/%d", o.Stream, ev.Window, ev.Rank)] = o.ID
 			case classLate:
-				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, ID: o.ID, Line: "M", Size: "M", MadeAt: o.MadeAt})
+				got.Late = append(got.Late, results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, ID: o.ID, Line: "M", Size: "M", MadeAt: o.madeAt()})
 			case classDuplicate:
 				got.Dead = append(got.Dead, results.Dead{Stream: string(o.Stream), Offset: o.Offset, Reason: string(record.ReasonDuplicate)})
 			}

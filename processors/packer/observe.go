@@ -41,7 +41,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 		obs := &validRecord{
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
 			Line: r.Line, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
-			MadeUS: r.MadeAtMicros(), MadeAt: record.FormatTime(r.MadeAt),
+			MadeUS: r.MadeAtMicros(), MadeNS: subMicro(r.MadeAt),
 			Trace: p.traceOf(ctx),
 		}
 		if p.metrics != nil {

@@ -34,7 +34,7 @@ func (p *Packer) spareRow(slot *slotState, ws string) *results.Spare {
 }
 
 func (p *Packer) lateRow(o *validRecord, key string) *results.Late {
-	r := &results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, Line: o.Line, Size: lineSize(o.Line), MadeAt: o.MadeAt}
+	r := &results.Late{Stream: string(o.Stream), Partition: o.Partition, Offset: o.Offset, Line: o.Line, Size: lineSize(o.Line), MadeAt: o.madeAt()}
 	r.ID, r.IDCut = splitID(o.ID)
 	if room := p.lim.rowRoom(key, 1); mayNotFit(room, r.ID) {
 		fitText(room, []*string{&r.ID}, []*results.Cut{&r.IDCut})
