@@ -26,6 +26,10 @@ func sleighKafka(kc kafkaconf.Config, environ []string) (args, env []string) {
 	if kc.FlushFrequency > 0 {
 		add("--kafka-flush", kc.FlushFrequency.String())
 	}
+	add("--kafka-compression", kc.Compression)
+	if kc.CommitEvery > 0 {
+		add("--kafka-commit-every", kc.CommitEvery.String())
+	}
 	s := kc.Security
 	if s.TLS {
 		args = append(args, "--tls")

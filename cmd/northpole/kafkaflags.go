@@ -18,6 +18,8 @@ type kafkaOptions struct {
 	brokers  string
 	retryFor time.Duration
 	flush    time.Duration
+	compress string
+	commit   time.Duration
 	sec      kafkaconf.Security
 	// inProcessDefault: no --brokers means the in-process Kafka, not
 	// $NORTHPOLE_BROKERS (the demo, the bench).
@@ -32,6 +34,9 @@ func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
 		kafkaconf.DefaultRetryFor.String()+"; $"+kafkaconf.EnvRetryFor+")")
 	fs.DurationVar(&o.flush, "kafka-flush", 0, "how long a written record may wait in the client's buffer to be batched with others: lower is less latency per hop, higher is less CPU at low rates (default "+
 		kafkaconf.DefaultFlushFrequency.String()+")")
+	fs.StringVar(&o.compress, "kafka-compression", "", "compression of written batches: "+strings.Join(kafkaconf.Compressions, ", ")+" (default "+kafkaconf.DefaultCompression+"; a batch it does not make smaller is sent uncompressed)")
+	fs.DurationVar(&o.commit, "kafka-commit-every", 0, "how often goka processors commit their consumed offsets: after a crash, what came after the last commit is processed again (default "+
+		kafkaconf.DefaultCommitEvery.String()+")")
 }
 
 // bindReader binds the flags of a command that only reads Kafka: the
@@ -53,7 +58,8 @@ func (o *kafkaOptions) bindReader(fs *pflag.FlagSet, brokersHelp string) {
 // unless inProcessDefault). Brokers may be empty when the caller has its
 // own default (the demo's in-process Kafka).
 func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
-	kc := kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(o.brokers), ClientID: clientID, Security: o.sec, RetryFor: o.retryFor, FlushFrequency: o.flush}
+	kc := kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(o.brokers), ClientID: clientID, Security: o.sec, RetryFor: o.retryFor, FlushFrequency: o.flush,
+		Compression: o.compress, CommitEvery: o.commit}
 	kc, err := kc.FromEnv(!o.inProcessDefault)
 	if err != nil {
 		return kafkaconf.Config{}, usageErr("%w", err)
@@ -67,6 +73,8 @@ var kafkaSettingFlags = map[string]string{
 	"Brokers":                     "--brokers",
 	"RetryFor":                    "--kafka-retry-for or $" + kafkaconf.EnvRetryFor,
 	"FlushFrequency":              "--kafka-flush",
+	"Compression":                 "--kafka-compression",
+	"CommitEvery":                 "--kafka-commit-every",
 	"Security.TLS":                "--tls or $" + kafkaconf.EnvTLS,
 	"Security.TLSCAFile":          "--tls-ca or $" + kafkaconf.EnvTLSCA,
 	"Security.TLSCertFile":        "--tls-cert or $" + kafkaconf.EnvTLSCert,

@@ -54,3 +54,33 @@ func TestKafkaOptionsFlush(t *testing.T) {
 		t.Errorf("negative --kafka-flush: %v, want a usage error", err)
 	}
 }
+
+// TestKafkaOptionsCommitAndCompression: --kafka-commit-every reaches goka's
+// consumers, and a compression nobody knows is a usage error that names
+// the flag.
+func TestKafkaOptionsCommitAndCompression(t *testing.T) {
+	o := kafkaOptions{brokers: "k:9092", commit: time.Second, compress: "lz4"}
+	kc, err := o.config("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kc.Sarama().Consumer.Offsets.AutoCommit.Interval; got != time.Second {
+		t.Errorf("commit interval = %v, want 1s", got)
+	}
+	if kc.Compression != "lz4" {
+		t.Errorf("compression = %q, want lz4", kc.Compression)
+	}
+	o.commit = 0
+	if kc, _ = o.config("test"); kc.Sarama().Consumer.Offsets.AutoCommit.Interval != kafkaconf.DefaultCommitEvery {
+		t.Errorf("default commit interval = %v, want %v", kc.Sarama().Consumer.Offsets.AutoCommit.Interval, kafkaconf.DefaultCommitEvery)
+	}
+	o.compress = "brotli"
+	_, err = o.config("test")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("--kafka-compression brotli: %v, want a usage error", err)
+	}
+	if err := withKafkaFlags(err); !strings.Contains(err.Error(), "--kafka-compression") {
+		t.Errorf("--kafka-compression brotli: %v, want the flag named", err)
+	}
+}

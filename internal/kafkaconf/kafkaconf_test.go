@@ -39,6 +39,10 @@ func TestConfigValidate(t *testing.T) {
 		{"no port", Config{Brokers: []string{"kafka"}}, "not host:port"},
 		{"negative flush", Config{Brokers: []string{"k:9092"}, FlushFrequency: -1}, "flush frequency"},
 		{"negative retry", Config{Brokers: []string{"k:9092"}, RetryFor: -time.Second}, "retry duration"},
+		{"negative commit interval", Config{Brokers: []string{"k:9092"}, CommitEvery: -time.Second}, "commit interval"},
+		{"unknown compression", Config{Brokers: []string{"k:9092"}, Compression: "brotli"}, `compression "brotli"`},
+		{"zstd", Config{Brokers: []string{"k:9092"}, Compression: "zstd"}, ""},
+		{"none", Config{Brokers: []string{"k:9092"}, Compression: "none"}, ""},
 		{"every error at once", Config{Brokers: []string{"kafka"}, RetryFor: -time.Second, Security: Security{SASLUser: "elf"}}, "not host:port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

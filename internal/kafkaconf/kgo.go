@@ -36,11 +36,8 @@ func (c Config) Kgo() []kgo.Opt {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(c.FlushFrequency),
 		kgo.ProducerBatchMaxBytes(ProducerMaxBytes),
-		// kgo's default, said out loud: goka's own (sarama) producer sends
-		// uncompressed, these send snappy when it makes a batch smaller. Against none,
-		// neither the packer's nor Apache Kafka's CPU per event differed beyond
-		// noise (PERFORMANCE.md), and loop and table topics take less disk.
-		kgo.ProducerBatchCompression(kgo.SnappyCompression(), kgo.NoCompression()),
+		// A codec sends uncompressed a batch it does not make smaller.
+		kgo.ProducerBatchCompression(compression(c.Compression), kgo.NoCompression()),
 		kgo.RecordDeliveryTimeout(retryFor),
 		// kgo fails a record after four "unknown topic" answers by default.
 		// Our topics exist before anything is written to them, and a broker
@@ -150,4 +147,21 @@ func (c Config) NewReaderClient(ctx context.Context) (*kgo.Client, error) {
 		return nil, fmt.Errorf("connect to kafka %v: %w", c.Brokers, c.explain(err))
 	}
 	return cl, nil
+}
+
+// compression is the kgo codec of a Config.Compression that Validate
+// accepted.
+func compression(name string) kgo.CompressionCodec {
+	switch name {
+	case "gzip":
+		return kgo.GzipCompression()
+	case "snappy":
+		return kgo.SnappyCompression()
+	case "lz4":
+		return kgo.Lz4Compression()
+	case "zstd":
+		return kgo.ZstdCompression()
+	default:
+		return kgo.NoCompression()
+	}
 }
