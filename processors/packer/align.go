@@ -27,9 +27,6 @@ import (
 // results do not depend on it: only the order in which the two inputs
 // interleave changes, and the contract does not depend on that.
 
-// alignEvery is how often the aligner looks at the inputs.
-const alignEvery = 100 * time.Millisecond
-
 // aligner follows the clock group's two inputs, partition by partition.
 type aligner struct {
 	// made is the greatest made_at (µs) of the valid records processed,
@@ -110,7 +107,7 @@ func (al alignment) pause(bound int64) [2]bool {
 }
 
 // align pauses and resumes the clock group's input partitions every
-// alignEvery until ctx ends. An error leaves every partition resumed: the
+// Config.AlignEvery until ctx ends. An error leaves every partition resumed: the
 // aligner only saves memory, never holds records back for long.
 func (p *Packer) align(ctx context.Context) {
 	a := p.aligner
@@ -125,7 +122,7 @@ func (p *Packer) align(ctx context.Context) {
 	listed := p.metrics.listed(topics[:])
 	bound := p.params.WindowUS + p.params.LatenessUS
 	paused := make([][2]bool, len(a.next[0]))
-	t := time.NewTicker(alignEvery)
+	t := time.NewTicker(p.cfg.alignEvery())
 	defer t.Stop()
 	defer func() { // a processor of the next run starts with everything resumed
 		if g := a.group.Load(); g != nil {
