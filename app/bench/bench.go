@@ -201,7 +201,8 @@ const VariantsHelp = `Variants (--variants, comma-separated; the first is the ba
               "handover s"), as the lines of a partition grow
   disk        --storage-dir (LevelDB) instead of memory
   real        the real broker of --brokers (skipped without --brokers)
-  live        fixed input rate, latency percentiles
+  live        fixed input rate (--live-rate), latency percentiles; on the
+              real broker of --brokers when given, else on kfake
   hop         not the packer: one goka group that consumes toys and boxes and
               writes each record into its group table (one consume and one
               write per event, no packing logic), the floor of one stage
@@ -528,6 +529,9 @@ func (b *Bench) variants() []Variant {
 			v.Name, v.Hop = "one goka hop (floor)", true
 		case "live":
 			v.Name, v.Live, v.LiveRate = fmt.Sprintf("live %.0f/s", c.LiveRate), true, c.LiveRate
+			if len(c.Real.Brokers) > 0 {
+				v.Broker = "real"
+			}
 		case "scale":
 			if len(c.Real.Brokers) > 0 {
 				v.Broker = "real"
