@@ -508,9 +508,7 @@ func (b *Bench) variants() []Variant {
 		case "lines":
 			// Every count, the first too, so that the runs compare among
 			// themselves on one broker: the real one when given.
-			if len(c.Real.Brokers) > 0 {
-				v.Broker = "real"
-			}
+			v.Broker = b.realWhenGiven()
 			for _, h := range c.Halls {
 				w := v
 				w.Name, w.ID, w.Halls, w.Handover = fmt.Sprintf("%d lines", 4*max(h, 1)), fmt.Sprintf("lines%d", 4*max(h, 1)), h, true
@@ -529,13 +527,9 @@ func (b *Bench) variants() []Variant {
 			v.Name, v.Hop = "one goka hop (floor)", true
 		case "live":
 			v.Name, v.Live, v.LiveRate = fmt.Sprintf("live %.0f/s", c.LiveRate), true, c.LiveRate
-			if len(c.Real.Brokers) > 0 {
-				v.Broker = "real"
-			}
+			v.Broker = b.realWhenGiven()
 		case "scale":
-			if len(c.Real.Brokers) > 0 {
-				v.Broker = "real"
-			}
+			v.Broker = b.realWhenGiven()
 			for _, n := range c.Instances {
 				w := v
 				w.Name, w.ID, w.Instances = fmt.Sprintf("%d instances", n), fmt.Sprintf("scale%d", n), n
@@ -549,6 +543,15 @@ func (b *Bench) variants() []Variant {
 		out = append(out, v)
 	}
 	return out
+}
+
+// realWhenGiven is the broker of the variants that run on the real Kafka of
+// --brokers when there is one, and on kfake without.
+func (b *Bench) realWhenGiven() string {
+	if len(b.cfg.Real.Brokers) > 0 {
+		return "real"
+	}
+	return "kfake"
 }
 
 // Run measures every variant in turn, on an in-process kfake but for the

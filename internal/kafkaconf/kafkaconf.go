@@ -77,7 +77,7 @@ const DefaultRetryFor = 2 * time.Minute
 // Apache Kafka 4.1.1 at 2,000 records/s, 15 ms against 5 ms halved the
 // packer's and the broker's CPU per event, and the p99 from an input to its
 // packed row (three writes: the elves', the clock table's, the row's) went
-// from 18 to 34 ms, within the 50 ms goal (PERFORMANCE.md, "Live").
+// from 19-29 to 34-41 ms, within the 50 ms goal (PERFORMANCE.md, "Live").
 const DefaultFlushFrequency = 15 * time.Millisecond
 
 // DefaultCompression: snappy when it makes a batch smaller, else none (kgo's
