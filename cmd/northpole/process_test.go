@@ -40,3 +40,25 @@ func TestBenchWorkerNeedsItsWorker(t *testing.T) {
 		t.Errorf("bench-worker without $%s: exit %d, %s\nwant a usage error naming it", bench.WorkerEnv, code, out)
 	}
 }
+
+// TestProcessPackerSettingFlags: a fetch budget and an aligner interval
+// that cannot work are usage errors that say what is wrong, before any
+// Kafka is touched.
+func TestProcessPackerSettingFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fetch-budget-kib", "lots"}, "want a whole number of KiB"},
+		{[]string{"--fetch-budget-kib", "-1"}, "want 0 to"},
+		{[]string{"--align-every", "-1s"}, "align-every must not be negative"},
+		{[]string{"--kafka-compression", "brotli"}, `compression "brotli" is not one of`},
+		{[]string{"--kafka-commit-every", "-1s"}, "commit interval -1s is negative"},
+	} {
+		args := append([]string{"process", "packer", "--brokers", "127.0.0.1:1"}, tc.args...)
+		out, code := runCLI(t, context.Background(), args...)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, %s\nwant a usage error saying %q", tc.args, code, out, tc.want)
+		}
+	}
+}
