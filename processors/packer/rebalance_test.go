@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,11 +109,11 @@ func TestCrashRebalanceManyLines(t *testing.T) {
 		// Down until its session has timed out and the two others hold
 		// every partition; then back until it holds its share again.
 		began := time.Now()
-		waitShares(t, ctx, slices.Delete(slices.Clone(addrs), i, i+1), int(s.partitions), int(s.partitions)/2)
+		waitShares(t, ctx, slices.Delete(slices.Clone(addrs), i, i+1), int(s.partitions), int(s.partitions)/2, logPath)
 		t.Logf("instance %d killed; the two others held every partition %v later", i, time.Since(began).Round(100*time.Millisecond))
 		began = time.Now()
 		procs[i] = startPackerProcess(t, bin, args(i), logPath)
-		waitShares(t, ctx, addrs, int(s.partitions), int(s.partitions)/instances)
+		waitShares(t, ctx, addrs, int(s.partitions), int(s.partitions)/instances, logPath)
 		t.Logf("instance %d restarted; it held its share %v later", i, time.Since(began).Round(100*time.Millisecond))
 	}
 	t.Logf("%v: killed a packer %d times with SIGKILL", s, kills)
@@ -236,21 +238,36 @@ func waitConsumed(t *testing.T, ctx context.Context, pk *packer.Packer, held [2]
 	}
 }
 
-// freeAddr is a loopback address with a port free now.
+// freeAddr is a loopback address with a port free now, below the kernel's
+// ephemeral range: a restarted packer listens on it again, and a port in that
+// range may meanwhile be the local end of some test's broker connection.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
 	}
-	defer lis.Close()
-	return lis.Addr().String()
+	for range 100 {
+		lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(low-10000)))
+		if err != nil {
+			continue
+		}
+		defer lis.Close()
+		return lis.Addr().String()
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // waitShares waits until the packers serving /healthz on addrs run and
 // between them hold each of the partitions of both groups once, each at
-// least share of them. It fails the test when that does not come within a minute.
-func waitShares(t *testing.T, ctx context.Context, addrs []string, partitions, share int) {
+// least share of them. It fails the test, with the tail of the packers' log,
+// when that does not come within a minute.
+func waitShares(t *testing.T, ctx context.Context, addrs []string, partitions, share int, logPath string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -281,7 +298,8 @@ func waitShares(t *testing.T, ctx context.Context, addrs []string, partitions, s
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the packers never shared the partitions, each at least %d: %v", share, last)
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("the packers never shared the partitions, each at least %d: %v\npacker log tail:\n%s", share, last, tail(string(b), 3000))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
