@@ -146,8 +146,8 @@ type Result struct {
 	// records; kfake frees whole batches below the log start at once.
 	//
 	// RestartReadySeconds is the wall time from starting the same worker
-	// again (same group, topics and storage) to its ReadyLine: both groups
-	// have recovered their tables from what was kept and consume.
+	// again (same group, topics and storage) to its ReadyLine: the group
+	// has recovered its table from what was kept and consumes.
 	// RestartMaxRSSMiB is that process's peak RSS (VmHWM) at that moment.
 	CleanWaitSeconds       float64      `json:"clean_wait_s,omitempty"`
 	CleanWaitCPUSeconds    float64      `json:"clean_wait_packer_cpu_s,omitempty"`
@@ -160,7 +160,7 @@ type Result struct {
 	RestartMaxRSSMiB       float64      `json:"restart_max_rss_mib,omitempty"`
 	// HandoverSeconds, for a variant with Handover, is the wall time from
 	// stopping the one of two instances that holds the clock table until
-	// the other runs with every partition of both groups (handover).
+	// the other runs with every partition (handover).
 	// HandoverExitSeconds is the part of it until the leaver had exited.
 	HandoverSeconds     float64 `json:"handover_s,omitempty"`
 	HandoverExitSeconds float64 `json:"handover_exit_s,omitempty"`
@@ -264,7 +264,7 @@ type Config struct {
 	// Instances are the scale variant's packer counts, one run each.
 	Instances []int
 	// JoinFirst: the scale variant starts its packers and waits until
-	// every one holds partitions of both groups before the elves write,
+	// every one holds partitions before the elves write,
 	// instead of starting them on the backlog. The rate then includes the
 	// elves' writing beside the packers: not a backlog's. For a broker
 	// that does not delay a group's first join (kfake; Kafka waits
@@ -665,7 +665,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 		return err
 	}
 	lag := func(ctx context.Context) (int64, error) { return outputs.Lag(ctx, cfg) }
-	graphs := p.Packer().Graphs()
+	graphs := []*goka.GroupGraph{p.Packer().Graph()}
 	what := "packer"
 	if v.Hop {
 		topics := []string{cfg.Topics.Toys, cfg.Topics.Boxes}

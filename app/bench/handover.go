@@ -18,8 +18,8 @@ const handoverWait = 2 * time.Minute
 // group; once they hold every partition between them, the one that holds
 // the clock group's first partition (the larger table: a line's clock for
 // every line) is stopped, and HandoverSeconds is the wall time from its
-// SIGTERM until the other runs, holding every partition of both groups with
-// their tables recovered. That is what an operator waits when an instance
+// SIGTERM until the other runs, holding every partition with its table
+// recovered. That is what an operator waits when an instance
 // leaves: the group's rebalance, and the survivor reading the leaver's
 // tables.
 func (b *Bench) handover(ctx context.Context, w Worker, env []string, r *Result) error {

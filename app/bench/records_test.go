@@ -12,9 +12,9 @@ import (
 )
 
 // TestTopicUsesOfThePacker: the kinds and readers derived from the packer's
-// graphs are its design (docs/ARCHITECTURE.md): the inputs and every loop
-// read once, the clock table read as a stream by the slots stage, the slots
-// group's table read by none (a group table is read only to recover).
+// graph are its design (docs/ARCHITECTURE.md): the inputs and the loop
+// read once, the clock table read by none (a group table is read only to
+// recover).
 func TestTopicUsesOfThePacker(t *testing.T) {
 	c := packer.DefaultConfig()
 	c.Kafka = kafkaconf.Config{Brokers: []string{"k:9092"}}
@@ -23,13 +23,13 @@ func TestTopicUsesOfThePacker(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, u := range topicUses(p.Graphs()) {
+	for _, u := range topicUses([]*goka.GroupGraph{p.Graph()}) {
 		got = append(got, fmt.Sprintf("%s %s %d", u.kind, u.topic, u.readers))
 	}
 	want := []string{
 		"inputs boxes 1", "inputs toys 1",
 		"loops packer-clock-loop 1",
-		"tables packer-clock-table 1", "tables packer-slots-table 0",
+		"tables packer-clock-table 0",
 		"outputs dead-letters 0", "outputs late 0", "outputs packed 0", "outputs spare 0", "outputs unpacked 0",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lovoo/goka"
+
 	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/procfs"
@@ -63,29 +65,22 @@ type ScaleOut struct {
 	VerifyMS    int64 `json:"verify_ms"`
 }
 
-// InstanceResult is one packer instance of a scale-out run. The packer is
-// two goka groups (ARCHITECTURE.md): the clock group consumes the inputs,
-// the slots group the clock's decisions (one per input event), and each
-// assigns its partitions on its own, so an instance may hold the clock
-// stage of some lines and the slots stage of others.
+// InstanceResult is one packer instance of a scale-out run: the packer is
+// one goka group (ARCHITECTURE.md), whose partitions its instances share.
 type InstanceResult struct {
 	Instance int `json:"instance"`
-	// Partitions and SlotsPartitions are those its clock and slots groups
-	// held when the group was quiet (its Health); PartitionShare is their
-	// number over twice the topic's.
-	Partitions      []int32 `json:"clock_partitions"`
-	SlotsPartitions []int32 `json:"slots_partitions"`
-	PartitionShare  float64 `json:"partition_share"`
+	// Partitions are those it held when the group was quiet (its Health);
+	// PartitionShare is their number over the topic's.
+	Partitions     []int32 `json:"partitions"`
+	PartitionShare float64 `json:"partition_share"`
 	// ExpectedShare is the share of the work the spread of lines puts on
-	// those partitions (producers.Spread, both groups' partitions), what
-	// its partitions should give it.
+	// those partitions (producers.Spread), what its partitions should give
+	// it.
 	ExpectedShare float64 `json:"expected_work_share"`
-	// Consumed are the input events (toys and boxes, heartbeats too) its
-	// clock group consumed, SlotsConsumed the decisions its slots group
-	// consumed (Health). WorkShare is their sum over all instances'.
-	Consumed      int64   `json:"consumed"`
-	SlotsConsumed int64   `json:"slots_consumed"`
-	WorkShare     float64 `json:"work_share"`
+	// Consumed are the input events (toys and boxes, heartbeats too) it
+	// consumed (Health). WorkShare is that over all instances'.
+	Consumed  int64   `json:"consumed"`
+	WorkShare float64 `json:"work_share"`
 	// CPUSeconds is the process's user+system CPU over its whole life
 	// (rusage); CPUPerEventUS is that over its share of the input events
 	// (WorkShare × Result.InputEvents): what an input event costs the
@@ -118,7 +113,7 @@ func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, pr
 		return r, err
 	}
 	defer stopReceiver()
-	uses := topicUses(p.Packer().Graphs())
+	uses := topicUses([]*goka.GroupGraph{p.Packer().Graph()})
 	before, err := endOffsetsByTopic(ctx, kc, topicsOf(uses), true)
 	if err != nil {
 		return r, err
@@ -189,11 +184,11 @@ func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, pr
 	}
 	sc.shares(r.InputEvents, v.Partitions, spread, p.Config().Boxes.Spread(int(v.Partitions)))
 	for _, in := range sc.Instances {
-		b.progress("  instance %d: partitions clock %s, slots %s (%.0f %%); consumed %d inputs and %d decisions (%.1f %% of the work, %.1f %% expected from the lines); %.1f µs CPU per event of its share",
-			in.Instance, formatParts(in.Partitions), formatParts(in.SlotsPartitions), 100*in.PartitionShare, in.Consumed, in.SlotsConsumed, 100*in.WorkShare, 100*in.ExpectedShare, in.CPUPerEventUS)
+		b.progress("  instance %d: partitions %s (%.0f %%); consumed %d inputs (%.1f %% of the work, %.1f %% expected from the lines); %.1f µs CPU per event of its share",
+			in.Instance, formatParts(in.Partitions), 100*in.PartitionShare, in.Consumed, 100*in.WorkShare, 100*in.ExpectedShare, in.CPUPerEventUS)
 	}
 	if !sc.Complete {
-		b.progress("  the clock groups counted %d of the %d input events: partitions changed hands after consuming began, the shares are of the last assignment", sc.Consumed, r.InputEvents)
+		b.progress("  the instances counted %d of the %d input events: partitions changed hands after consuming began, the shares are of the last assignment", sc.Consumed, r.InputEvents)
 	}
 	if err := b.verify(ctx, kc, cfg, sc); err != nil {
 		return r, err
@@ -235,11 +230,10 @@ func (b *Bench) startInstances(ctx context.Context, n int, cfg packer.Config, en
 	return ins, nil
 }
 
-// waitJoined waits until the instances' groups hold every partition among
-// them, each instance some of both groups' when there are enough
-// (Config.JoinFirst).
+// waitJoined waits until the instances hold every partition among them,
+// each instance some when there are enough (Config.JoinFirst).
 func (b *Bench) waitJoined(ctx context.Context, ins []instance, cfg packer.Config) error {
-	b.progress("  waiting until every packer holds partitions of both groups (join first)")
+	b.progress("  waiting until every packer holds partitions (join first)")
 	stopped := anyStopped(ins)
 	for {
 		if held(healths(ctx, ins, cfg), int(cfg.Partitions), true) {
@@ -256,11 +250,11 @@ func (b *Bench) waitJoined(ctx context.Context, ins []instance, cfg packer.Confi
 }
 
 // settleWait bounds how long the bench waits, at zero lag, for the
-// packers' groups to hold every partition again.
+// packers to hold every partition again.
 const settleWait = 30 * time.Second
 
-// settledHealths reads the instances' Health once their groups hold every
-// partition among them: at zero lag a group may still be rebalancing (a
+// settledHealths reads the instances' Health once they hold every
+// partition among them: at zero lag the group may still be rebalancing (a
 // late joiner), and a packer in a rebalance holds nothing. After
 // settleWait it returns what it last read.
 func (b *Bench) settledHealths(ctx context.Context, ins []instance, cfg packer.Config) []InstanceResult {
@@ -271,32 +265,28 @@ func (b *Bench) settledHealths(ctx context.Context, ins []instance, cfg packer.C
 			return hs
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			b.progress("  the packers' groups did not hold every partition within %s of zero lag: their health as it was", settleWait)
+			b.progress("  the packers did not hold every partition within %s of zero lag: their health as it was", settleWait)
 			return hs
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-// held says whether the instances' groups hold all of partitions among
-// them, each exactly once; with each, also whether every instance holds
-// some of both groups' (when there are at least as many partitions as
-// instances).
+// held says whether the instances hold all of partitions among them, each
+// exactly once; with each, also whether every instance holds some (when
+// there are at least as many partitions as instances).
 func held(hs []InstanceResult, partitions int, each bool) bool {
-	clock, slots := map[int32]int{}, map[int32]int{}
+	count := map[int32]int{}
 	for _, h := range hs {
-		if h.HealthError != "" || each && partitions >= len(hs) && (len(h.Partitions) == 0 || len(h.SlotsPartitions) == 0) {
+		if h.HealthError != "" || each && partitions >= len(hs) && len(h.Partitions) == 0 {
 			return false
 		}
 		for _, p := range h.Partitions {
-			clock[p]++
-		}
-		for _, p := range h.SlotsPartitions {
-			slots[p]++
+			count[p]++
 		}
 	}
 	for p := range int32(partitions) {
-		if clock[p] != 1 || slots[p] != 1 {
+		if count[p] != 1 {
 			return false
 		}
 	}
@@ -350,33 +340,20 @@ func stopInstances(ins []instance, r *Result) error {
 	return errors.Join(errs...)
 }
 
-// healths reads each instance's Health: the partitions its groups hold and
-// the records they consumed.
+// healths reads each instance's Health: the partitions it holds and the
+// input records it consumed.
 func healths(ctx context.Context, ins []instance, cfg packer.Config) []InstanceResult {
-	gi := cfg.GroupInputs()
-	clock, slots := gi[0], gi[1]
 	out := make([]InstanceResult, len(ins))
 	for i, in := range ins {
-		out[i] = InstanceResult{Instance: i + 1, Partitions: []int32{}, SlotsPartitions: []int32{}}
+		out[i] = InstanceResult{Instance: i + 1, Partitions: []int32{}}
 		h, err := fetchHealth(ctx, in.health)
 		if err != nil {
 			out[i].HealthError = err.Error()
 			continue
 		}
 		for _, g := range h.Groups {
-			var n uint
-			switch g.Group {
-			case clock.Group:
-				out[i].Partitions = g.Partitions
-				n = g.Consumed[cfg.Topics.Toys] + g.Consumed[cfg.Topics.Boxes]
-				out[i].Consumed = int64(n)
-			case slots.Group:
-				out[i].SlotsPartitions = g.Partitions
-				for _, t := range slots.Topics {
-					n += g.Consumed[t]
-				}
-				out[i].SlotsConsumed = int64(n)
-			}
+			out[i].Partitions = g.Partitions
+			out[i].Consumed = int64(g.Consumed[cfg.Topics.Toys] + g.Consumed[cfg.Topics.Boxes])
 		}
 	}
 	return out
@@ -411,7 +388,7 @@ func (s *ScaleOut) shares(events int64, partitions int32, toys, boxes producers.
 	s.Consumed = 0
 	for _, in := range s.Instances {
 		s.Consumed += in.Consumed
-		all += in.Consumed + in.SlotsConsumed
+		all += in.Consumed
 	}
 	s.Complete = s.Consumed == events
 	expected := func(ps []int32) float64 {
@@ -425,11 +402,11 @@ func (s *ScaleOut) shares(events int64, partitions int32, toys, boxes producers.
 	}
 	for i := range s.Instances {
 		in := &s.Instances[i]
-		in.PartitionShare = float64(len(in.Partitions)+len(in.SlotsPartitions)) / float64(2*partitions)
-		in.ExpectedShare = (expected(in.Partitions) + expected(in.SlotsPartitions)) / 2
+		in.PartitionShare = float64(len(in.Partitions)) / float64(partitions)
+		in.ExpectedShare = expected(in.Partitions)
 		in.WorkShare, in.CPUPerEventUS = 0, 0
 		if all > 0 {
-			in.WorkShare = float64(in.Consumed+in.SlotsConsumed) / float64(all)
+			in.WorkShare = float64(in.Consumed) / float64(all)
 		}
 		if in.WorkShare > 0 && events > 0 {
 			in.CPUPerEventUS = in.CPUSeconds * 1e6 / (in.WorkShare * float64(events))

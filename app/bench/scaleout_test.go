@@ -56,20 +56,17 @@ func TestBenchScaleOut(t *testing.T) {
 	if len(s.Instances) != 2 {
 		t.Fatalf("%d instances reported, want 2: %+v", len(s.Instances), s.Instances)
 	}
-	var clock, slots []int32
+	var parts []int32
 	var cpu float64
 	for _, in := range s.Instances {
-		if in.HealthError != "" || len(in.Partitions) == 0 || len(in.SlotsPartitions) == 0 || in.Consumed == 0 || in.SlotsConsumed == 0 || in.WorkShare <= 0 || in.CPUSeconds <= 0 {
+		if in.HealthError != "" || len(in.Partitions) == 0 || in.Consumed == 0 || in.WorkShare <= 0 || in.CPUSeconds <= 0 {
 			t.Errorf("instance %d got no share: %+v", in.Instance, in)
 		}
-		clock, slots = append(clock, in.Partitions...), append(slots, in.SlotsPartitions...)
+		parts = append(parts, in.Partitions...)
 		cpu += in.CPUSeconds
 	}
-	all := []int32{0, 1, 2, 3, 4, 5, 6, 7}
-	for name, ps := range map[string][]int32{"clock": clock, "slots": slots} {
-		if slices.Sort(ps); !slices.Equal(ps, all) {
-			t.Errorf("the %s group's partitions over the instances: %v, want each of 0-7 once", name, ps)
-		}
+	if slices.Sort(parts); !slices.Equal(parts, []int32{0, 1, 2, 3, 4, 5, 6, 7}) {
+		t.Errorf("the partitions over the instances: %v, want each of 0-7 once", parts)
 	}
 	// Both joined before the elves wrote: no partition changed hands, so
 	// the instances' counts add up to every input event.
@@ -89,25 +86,25 @@ func TestBenchScaleOut(t *testing.T) {
 
 // TestShares: the work share is an instance's records over all instances',
 // its CPU per event is over its share of the input events, the expected
-// share is the spread's over both groups' partitions, and the counts are
-// complete only when the clock groups saw every input event.
+// share is the spread's over its partitions, and the counts are complete
+// only when the instances saw every input event.
 func TestShares(t *testing.T) {
 	sp := producers.Spread{Lines: []int{1, 1, 1, 1}, Share: []float64{0.4, 0.3, 0.2, 0.1}}
 	s := ScaleOut{Instances: []InstanceResult{
-		{Partitions: []int32{0, 1}, SlotsPartitions: []int32{2, 3}, Consumed: 600, SlotsConsumed: 300, CPUSeconds: 0.01},
-		{Partitions: []int32{2, 3}, SlotsPartitions: []int32{0, 1}, Consumed: 400, SlotsConsumed: 700, CPUSeconds: 0.02},
+		{Partitions: []int32{0, 1, 2}, Consumed: 600, CPUSeconds: 0.01},
+		{Partitions: []int32{3}, Consumed: 400, CPUSeconds: 0.02},
 	}}
 	s.shares(1000, 4, sp, sp)
 	a, b := s.Instances[0], s.Instances[1]
 	near := func(x, want float64) bool { return math.Abs(x-want) < 1e-9 }
-	if !near(a.WorkShare, 0.45) || !near(b.WorkShare, 0.55) {
-		t.Errorf("work shares %v, %v; want 0.45, 0.55", a.WorkShare, b.WorkShare)
+	if !near(a.WorkShare, 0.6) || !near(b.WorkShare, 0.4) {
+		t.Errorf("work shares %v, %v; want 0.6, 0.4", a.WorkShare, b.WorkShare)
 	}
-	if !near(a.CPUPerEventUS, 0.01*1e6/450) || !near(b.CPUPerEventUS, 0.02*1e6/550) {
+	if !near(a.CPUPerEventUS, 0.01*1e6/600) || !near(b.CPUPerEventUS, 0.02*1e6/400) {
 		t.Errorf("CPU per event %v, %v", a.CPUPerEventUS, b.CPUPerEventUS)
 	}
-	if !near(a.ExpectedShare, 0.5) || !near(a.PartitionShare, 0.5) {
-		t.Errorf("instance 1: expected %v, partitions %v; want 0.5, 0.5", a.ExpectedShare, a.PartitionShare)
+	if !near(a.ExpectedShare, 0.9) || !near(a.PartitionShare, 0.75) {
+		t.Errorf("instance 1: expected %v, partitions %v; want 0.9, 0.75", a.ExpectedShare, a.PartitionShare)
 	}
 	if !s.Complete || s.Consumed != 1000 {
 		t.Errorf("consumed %d, complete %v; want 1000, true", s.Consumed, s.Complete)
@@ -118,27 +115,23 @@ func TestShares(t *testing.T) {
 	}
 }
 
-// TestHeld: every partition of both groups held once among the
-// instances; with each, every instance holds some of both when there are
-// enough partitions.
+// TestHeld: every partition held once among the instances; with each,
+// every instance holds some when there are enough partitions.
 func TestHeld(t *testing.T) {
-	in := func(clock, slots []int32) InstanceResult {
-		return InstanceResult{Partitions: clock, SlotsPartitions: slots}
-	}
+	in := func(ps []int32) InstanceResult { return InstanceResult{Partitions: ps} }
 	for _, tc := range []struct {
 		name      string
 		hs        []InstanceResult
 		p         int
 		all, each bool
 	}{
-		{"shared", []InstanceResult{in([]int32{0, 1}, []int32{2, 3}), in([]int32{2, 3}, []int32{0, 1})}, 4, true, true},
-		{"one holds all", []InstanceResult{in([]int32{0, 1, 2, 3}, []int32{0, 1, 2, 3}), in(nil, nil)}, 4, true, false},
-		{"one has no slots", []InstanceResult{in([]int32{0, 1}, []int32{0, 1, 2, 3}), in([]int32{2, 3}, nil)}, 4, true, false},
-		{"a partition not yet assigned", []InstanceResult{in([]int32{0}, []int32{2, 3}), in([]int32{2, 3}, []int32{0, 1})}, 4, false, false},
-		{"a partition held twice", []InstanceResult{in([]int32{0, 1}, []int32{2, 3}), in([]int32{1, 2, 3}, []int32{0, 1})}, 4, false, false},
-		{"rebalancing: nothing held", []InstanceResult{in(nil, []int32{0, 1}), in(nil, []int32{2, 3})}, 4, false, false},
-		{"health not read", []InstanceResult{in([]int32{0, 1}, []int32{0, 1}), {HealthError: "refused"}}, 2, false, false},
-		{"more instances than partitions", []InstanceResult{in([]int32{0}, []int32{0}), in(nil, nil)}, 1, true, true},
+		{"shared", []InstanceResult{in([]int32{0, 1}), in([]int32{2, 3})}, 4, true, true},
+		{"one holds all", []InstanceResult{in([]int32{0, 1, 2, 3}), in(nil)}, 4, true, false},
+		{"a partition not yet assigned", []InstanceResult{in([]int32{0}), in([]int32{2, 3})}, 4, false, false},
+		{"a partition held twice", []InstanceResult{in([]int32{0, 1}), in([]int32{1, 2, 3})}, 4, false, false},
+		{"rebalancing: nothing held", []InstanceResult{in(nil), in(nil)}, 4, false, false},
+		{"health not read", []InstanceResult{in([]int32{0, 1}), {HealthError: "refused"}}, 2, false, false},
+		{"more instances than partitions", []InstanceResult{in([]int32{0}), in(nil)}, 1, true, true},
 	} {
 		if got := held(tc.hs, tc.p, false); got != tc.all {
 			t.Errorf("%s: held = %v, want %v", tc.name, got, tc.all)

@@ -122,7 +122,7 @@ func TestBenchStateAfterRun(t *testing.T) {
 		}
 		kept, written, size = kept+ts.Kept, written+ts.Written, size+ts.Bytes
 	}
-	if got, want := strings.Join(suffixes, ","), "clock-loop:loops,clock-table:tables,slots-table:tables"; got != want {
+	if got, want := strings.Join(suffixes, ","), "clock-loop:loops,clock-table:tables"; got != want {
 		t.Errorf("internal topics %s, want %s", got, want)
 	}
 	if kept != r.InternalRecordsKept || written != r.InternalRecordsWritten || size != r.InternalBytes {

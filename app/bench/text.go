@@ -59,7 +59,7 @@ State (--restart, on by default; not the live and hop variants): once the
 packer's lag is zero it runs on for two of its cleaning intervals and a
 second (2 × 2 s + 1 s), so that its cleaner deletes the records of its clock
 table that no restart needs; then it is stopped, the bench reads its internal
-topics (<group>-clock-loop, <group>-clock-table, <group>-slots-table) and
+topics (<group>-clock-loop, <group>-clock-table) and
 starts the same packer again. That tail is left out of events/s, packer
 µs/ev and the broker's figures (they stop at zero lag, plus the packer's
 exit, as without --restart); max RSS MiB is the peak over the whole life,
@@ -78,15 +78,15 @@ tail included. A second table, per variant:
                     them at once
   restart s         wall time from starting the packer again (same group,
                     topics and storage: the disk variant keeps its LevelDB)
-                    to its "packer ready" line: both groups have recovered
-                    their tables and consume
+                    to its "packer ready" line: the group has recovered
+                    its table and consumes
   restart RSS MiB   the restarted packer's peak RSS (VmHWM) at that moment
   handover s        the lines variant only ("-" otherwise): two packers
                     join the group; once they hold every partition, the one
                     holding the clock table is stopped (SIGTERM), and this is
-                    the wall time until the other runs with every partition
-                    of both groups, their tables recovered: a rebalance that
-                    moves the state
+                    the wall time until the other runs with every
+                    partition, its table recovered: a rebalance that moves
+                    the state
 --restart=false stops the packer at zero lag and measures none of this
 (about 5 s and a restart less per variant).
 
@@ -114,18 +114,16 @@ instance's. Then a table per run:
                     below are the last assignment's)
   reference         "equal" when the five result sets equal the batch
                     reference and no key was written twice with two values
-And a line per instance (the packer is two goka groups, each assigning its
-partitions on its own: the clock group reads the inputs, the slots group
-the clock's decisions, one per input event):
-  clock, slots partitions   those each of its groups held at zero lag
-                    (its Health)
-  parts %           their number over twice the topic's partitions
-  inputs, decisions records its clock group and its slots group consumed
-                    (Health: since each last got its partitions; when the
-                    inputs of all instances sum below the events, partitions
-                    changed hands after consuming began, a line says so,
-                    and the counts are the last owners')
-  work %            its inputs and decisions over all instances'
+And a line per instance (the packer is one goka group, whose partitions
+its instances share):
+  partitions        those it held at zero lag (its Health)
+  parts %           their number over the topic's partitions
+  inputs            input records it consumed (Health: since it last got
+                    its partitions; when the inputs of all instances sum
+                    below the events, partitions changed hands after
+                    consuming began, a line says so, and the counts are the
+                    last owners')
+  work %            its inputs over all instances'
   lines %           the share of the work the lines on its partitions
                     should carry (producers.Spread: FNV-1a puts lines on
                     partitions unevenly, so an even split of partitions is
@@ -323,15 +321,15 @@ func writeScaleTable(w io.Writer, rs []Result) {
 	}
 	tw.Flush()
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\tinstances\tinstance\tclock partitions\tslots partitions\tparts %\tinputs\tdecisions\twork %\tlines %\tµs/ev\tCPU s\tmax RSS MiB\t")
+	fmt.Fprintln(tw, "round\tinstances\tinstance\tpartitions\tparts %\tinputs\twork %\tlines %\tµs/ev\tCPU s\tmax RSS MiB\t")
 	for _, r := range runs {
 		for _, in := range r.Scale.Instances {
 			if in.HealthError != "" {
-				fmt.Fprintf(tw, "%d\t%d\t%d\thealth not read: %s\t\t\t\t\t\t\t\t%.1f\t%.0f\t\n", r.Round, r.Instances, in.Instance, in.HealthError, in.CPUSeconds, in.MaxRSSMiB)
+				fmt.Fprintf(tw, "%d\t%d\t%d\thealth not read: %s\t\t\t\t\t\t%.1f\t%.0f\t\n", r.Round, r.Instances, in.Instance, in.HealthError, in.CPUSeconds, in.MaxRSSMiB)
 				continue
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.0f\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t\n", r.Round, r.Instances, in.Instance, formatParts(in.Partitions),
-				formatParts(in.SlotsPartitions), 100*in.PartitionShare, in.Consumed, in.SlotsConsumed, 100*in.WorkShare, 100*in.ExpectedShare, in.CPUPerEventUS, in.CPUSeconds, in.MaxRSSMiB)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t\n", r.Round, r.Instances, in.Instance, formatParts(in.Partitions),
+				100*in.PartitionShare, in.Consumed, 100*in.WorkShare, 100*in.ExpectedShare, in.CPUPerEventUS, in.CPUSeconds, in.MaxRSSMiB)
 		}
 	}
 	tw.Flush()

@@ -151,18 +151,20 @@ func checkPackerMetrics(t *testing.T, rcv *metricsink.Receiver, pc packer.Config
 		}
 		return m
 	}
-	clockGroup, slotsGroup := pc.Groups()[0], pc.Groups()[1]
+	clockGroup := pc.Groups()[0]
 	for topic, read := range map[string]int{pc.Topics.Toys: len(run.Toys), pc.Topics.Boxes: len(run.Boxes)} {
 		got := rcv.Sum("messaging.client.consumed.messages", with("messaging.destination.name", topic, "messaging.consumer.group.name", clockGroup))
 		if got != float64(read) {
 			t.Errorf("packer: %v records of %s consumed in the metrics, %d read back", got, topic, read)
 		}
 	}
-	table := pc.GroupInputs()[1].Topics[0]
+	table := clockGroup + "-table"
 	wrote := rcv.Sum("messaging.client.sent.messages", with("messaging.destination.name", table))
-	took := rcv.Sum("messaging.client.consumed.messages", with("messaging.destination.name", table, "messaging.consumer.group.name", slotsGroup))
-	if wrote == 0 || wrote != took || wrote > float64(len(run.Toys)+len(run.Boxes)) {
-		t.Errorf("packer: %v decisions written to %s and %v consumed, for %d input records", wrote, table, took, len(run.Toys)+len(run.Boxes))
+	if wrote == 0 || wrote > float64(len(run.Toys)+len(run.Boxes)) {
+		t.Errorf("packer: %v decisions written to %s for %d input records", wrote, table, len(run.Toys)+len(run.Boxes))
+	}
+	if took := rcv.Sum("messaging.client.consumed.messages", with("messaging.destination.name", table)); took != 0 {
+		t.Errorf("packer: %v records of %s consumed: the table is read only to recover", took, table)
 	}
 	if run.Raw.Duplicates != 0 {
 		t.Fatalf("%d rows were written twice: the metrics count writes, the sets rows", run.Raw.Duplicates)

@@ -44,7 +44,7 @@ func TestValidPrefix(t *testing.T) {
 	c := harness.Named(long)
 	tp := c.Packer.Topics
 	names := []string{tp.Toys, tp.Boxes, tp.Packed, tp.Unpacked, tp.Spare, tp.Late, tp.Dead,
-		c.Packer.Group + "-slots-table", c.Packer.Group + "-sleigh-table"}
+		c.Packer.Group + "-clock-table", c.Packer.Group + "-sleigh-table"}
 	for _, g := range c.Packer.GroupInputs() {
 		names = append(names, g.Topics...)
 	}

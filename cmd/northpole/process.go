@@ -34,7 +34,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.StringVar(&t.Spare, "spare-topic", t.Spare, "output: boxes left without a toy when their window closed, keyed by line|<window start, µs>|box_id")
 	fs.StringVar(&t.Late, "late-topic", t.Late, "output: late toys and boxes, one per late record, keyed by its topic/partition/offset")
 	fs.StringVar(&t.Dead, "dead-topic", t.Dead, "output: dead letters and duplicates (an id again in the same window), with the raw record and the reason, keyed by topic/partition/offset")
-	fs.StringVar(&cfg.Group, "group", cfg.Group, "prefix of the goka groups (<group>-clock, -slots) and their topics")
+	fs.StringVar(&cfg.Group, "group", cfg.Group, "prefix of the goka group (<group>-clock) and its topics")
 	fs.Int32Var(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of every topic; existing input topics must match")
 	fs.Int16Var(&cfg.Replication, "replication", cfg.Replication, "replication factor of the topics the packer creates")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W (whole microseconds, > 0)")
@@ -70,11 +70,11 @@ func newPackerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "packer",
 		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
-		Long: `Runs the two goka groups of the packer (clock, slots) until
+		Long: `Runs the packer's goka group (<group>-clock) until
 interrupted. Topics are created if missing; an input topic whose partition
 count differs from --partitions is refused. Several instances with the same
 --group share the partitions. It prints "` + packer.ReadyPrefix + `: ..." on stderr
-once both groups have joined, recovered their tables and consume. See
+once its group has joined, recovered its table and consumes. See
 docs/ARCHITECTURE.md.
 
 Keys are packing lines (M, or M/hall-7 with elves --halls): lines are what
@@ -84,7 +84,7 @@ instance per partition (docs/PERFORMANCE.md, "Scale-out").
 
 With --listen it serves GET /healthz there: its state as JSON (each goka
 group's state, partitions and records consumed and written since start),
-with status 200 while both groups run and 503 while they start, rebalance or
+with status 200 while the group runs and 503 while it starts, rebalances or
 recover, for a container's or an orchestrator's probe.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,5 +1,5 @@
-// Package gokakit is what every goka processor of northpole (the packer's
-// two groups, the sleigh, the bench's one-hop floor) is built with: goka's
+// Package gokakit is what every goka processor of northpole (the packer,
+// the sleigh, the bench's one-hop floor) is built with: goka's
 // options from a kafkaconf.Config, a group name and a logger (Options), a
 // goka.Producer on franz-go's kgo client (Builder), and goka's log in slog
 // (Logger). Each processor appends only what is its own (the packer: its

@@ -46,15 +46,7 @@ func newRelay(t *testing.T, tp trace.TracerProvider) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- proc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	gokatest.Run(t, proc)
 	return &relay{tt: tt, out: tt.NewQueueTracker("out")}
 }
 

@@ -22,7 +22,7 @@ import (
 // One layout is read: the version byte's. A packer whose layout differs runs
 // under a new group name (and so new internal topics); a value of another
 // version is refused, never guessed at.
-const binVersion = 12
+const binVersion = 13
 
 // A valid record, on the loop topics and inside a decision.
 
@@ -36,6 +36,7 @@ func (o *validRecord) appendBin(b []byte) []byte {
 	b = appendStr(b, string(o.Stream))
 	b = binary.AppendVarint(b, int64(o.Partition))
 	b = binary.AppendVarint(b, o.Offset)
+	b = binary.AppendVarint(b, o.Via)
 	b = appendStr(b, o.Line)
 	b = appendStr(b, o.ID)
 	b = append(b, flag(o.Heartbeat, 1)|flag(o.Dup, 2))
@@ -53,6 +54,7 @@ func (o *validRecord) readBin(r *binReader) {
 	o.Stream = record.Stream(r.str())
 	o.Partition = int32(r.varint())
 	o.Offset = r.varint()
+	o.Via = r.varint()
 	o.Line = r.str()
 	o.ID = r.str()
 	f := r.byte1()

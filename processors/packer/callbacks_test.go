@@ -9,20 +9,18 @@ package packer
 //     declares that topic as an input stream consumes it. Loopbacks go to
 //     "<group>-loop", which the group consumes. tt.Consume returns only when
 //     every group has consumed every queued message, so after one Consume the
-//     whole pipeline (observe, admit and clock, then slots) has run.
+//     whole callback (observe, admit, clock and slots) has run.
 //   - Every topic has one partition (partition 0), and each topic's offsets
 //     are assigned by the tester, 0, 1, 2, ... in Consume order. The hasher is
 //     therefore not exercised, and a record cannot be delivered twice at the
 //     same offset through tt.Consume. Redeliveries are simulated by consuming
-//     a crafted message into a stage's input: a *validRecord (with the offset
-//     of an earlier record) into "packer-clock-loop", where the clock group
-//     takes a record it was handed by another partition, and a *decision
-//     into "packer-clock-table".
-//   - A group table's storage is the tester's, and the one the group's
-//     callbacks set the values at other keys in (the dedupe entries, the
-//     slots). The tester recovers no table and restores no slots (the
-//     packer's slots restore is Run's alone): expectRecovered does what a
-//     restart does, through recoverClock and restoreSlots.
+//     a crafted *validRecord (with the offset of an earlier record) into
+//     "packer-clock-loop", where the clock group takes a record it was
+//     handed by another partition.
+//   - The group table's storage is the tester's, and the one the callbacks
+//     set the values at other keys in (the dedupe entries, the slots). The
+//     tester recovers no table: expectRecovered does what a restart does,
+//     through recoverClock.
 //   - No crash, rebalance or table recovery with partial state can be
 //     simulated; those are for the integration tests against a broker.
 //   - tt.Consume(topic, key, nil) delivers a null value, as Kafka does for a
@@ -34,7 +32,6 @@ package packer
 // in run.go (hasher, nil handling, ...) are what these tests run.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -55,6 +52,7 @@ import (
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 	"github.com/northpole-workshop/northpole/internal/record"
 	"github.com/northpole-workshop/northpole/internal/results"
+	"github.com/northpole-workshop/northpole/internal/testsupport/gokatest"
 )
 
 type testerPipeline struct {
@@ -64,7 +62,7 @@ type testerPipeline struct {
 	cfg Config
 	// trackers of every topic the tests look at
 	dead, packed, unpacked, spare, late *tester.QueueTracker
-	clockLoop, clockTab, slotTable      *tester.QueueTracker
+	clockLoop, clockTab                 *tester.QueueTracker
 }
 
 func newTesterPipeline(t testing.TB) *testerPipeline {
@@ -85,28 +83,18 @@ func newTracedTesterPipeline(t testing.TB, tracer trace.TracerProvider) *testerP
 	}
 	tt := tester.New(t)
 	quiet := gokakit.Logger(slog.New(slog.DiscardHandler))
-	for _, gg := range pk.Graphs() {
-		// The processors get Run's own options (hasher, and whatever else Run
-		// sets), then the tester, which replaces every builder that would
-		// reach Kafka, and a quiet logger. The tester's storage is wrapped as
-		// Run wraps its own.
-		group := string(gg.Group())
-		opts := append(pk.options(group), goka.WithTester(tt), goka.WithLogger(quiet),
-			goka.WithStorageBuilder(pk.storageBuilder(tt.StorageBuilder())))
-		proc, err := goka.NewProcessor(nil, gg, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- proc.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("processor %s: %v", gg.Group(), err)
-			}
-		})
+	// The processor gets Run's own options (hasher, and whatever else Run
+	// sets), then the tester, which replaces every builder that would
+	// reach Kafka, and a quiet logger. The tester's storage is wrapped as
+	// Run wraps its own.
+	opts, _ := pk.options()
+	opts = append(opts, goka.WithTester(tt), goka.WithLogger(quiet),
+		goka.WithStorageBuilder(pk.storageBuilder(tt.StorageBuilder())))
+	proc, err := goka.NewProcessor(nil, pk.Graph(), opts...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	gokatest.Run(t, proc)
 	p := &testerPipeline{t: t, tt: tt, pk: pk, cfg: cfg}
 	tp := cfg.Topics
 	p.dead = tt.NewQueueTracker(tp.Dead)
@@ -116,7 +104,6 @@ func newTracedTesterPipeline(t testing.TB, tracer trace.TracerProvider) *testerP
 	p.late = tt.NewQueueTracker(tp.Late)
 	p.clockLoop = tt.NewQueueTracker(cfg.clockGroup() + "-loop")
 	p.clockTab = tt.NewQueueTracker(string(goka.GroupTable(goka.Group(cfg.clockGroup()))))
-	p.slotTable = tt.NewQueueTracker(cfg.slotTable())
 	return p
 }
 
@@ -141,11 +128,11 @@ func (p *testerPipeline) hasEntry(t *testing.T, x record.Stream, size string, wi
 	return b != nil
 }
 
-// slot is the slot at key, in the slots group table's storage; nil when
-// there is none.
+// slot is the slot at key, in the clock table's storage; nil when there is
+// none.
 func (p *testerPipeline) slot(t *testing.T, key string) *slotState {
 	t.Helper()
-	b, err := p.pk.slotStores.m[0].store.Get(key)
+	b, err := p.pk.clockStores.m[0].store.Get(key)
 	if err != nil {
 		t.Fatalf("slot %s: %v", key, err)
 	}
@@ -411,27 +398,6 @@ func TestCallbackReusedIDIsANewItem(t *testing.T) {
 	p.expectNone("reused ids", p.dead, p.late)
 }
 
-// TestCallbackDuplicateDeadLetterFromSlots: the slots group writes a
-// duplicate's dead letter from the clock's decision, which carries the raw
-// record: a decision consumed into the clock table, with no input record
-// behind it, is reported.
-func TestCallbackDuplicateDeadLetterFromSlots(t *testing.T) {
-	p := newTesterPipeline(t)
-	raw := `{"toy_id":"a","size":"M","made_at":"2026-12-24T00:00:02Z","anything":[1,2]}`
-	ev := &decision{Rec: validRecord{Stream: record.Toys, Partition: 2, Offset: 77, Line: "M", ID: "a", Dup: true,
-		MadeUS: micros("00:00:02"), Raw: []byte(raw), Key: []byte("M")},
-		Class: classDuplicate, Window: micros("00:00:00"), Max: micros("00:00:02")}
-	p.tt.Consume(p.cfg.clockTable(), "M", ev)
-	m := p.expectOne("decision of a duplicate", p.dead)
-	dl := m.val.(*DeadLetter)
-	if m.key != "toys/2/77" || dl.Reason != record.ReasonDuplicate || dl.Partition != 2 || dl.Offset != 77 || dl.Key != "M" || dl.Value == nil || *dl.Value != raw {
-		t.Errorf("dead letter %s, want toys/2/77 with the raw record", show([]kv{m}))
-	}
-	if _, ok := p.pk.clockStores.m[0].keyClocks["M"]; ok {
-		t.Errorf("the clock group took part")
-	}
-}
-
 func TestCallbackPackedRow(t *testing.T) {
 	p := newTesterPipeline(t)
 	w0, w10 := micros("00:00:00"), micros("00:00:10")
@@ -455,11 +421,10 @@ func TestCallbackPackedRow(t *testing.T) {
 		t.Errorf("packed %s => %+v, want %s => %+v", m.key, m.val, itemKey("M", w10, "t3"), want)
 	}
 	// The slot of (M, window 0, rank 1) holds both items until the window
-	// closes; the slots group's table gets no record of it.
+	// closes, in the storage only.
 	if s := p.slot(t, slotKey("M", w0, 1)); s == nil || s.Toy != "t1" || s.Box != "b1" || s.Closed {
 		t.Errorf("slot state %+v, want toy t1 and box b1", s)
 	}
-	p.expectNone("slots", p.slotTable)
 }
 
 func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
@@ -501,7 +466,7 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 		t.Errorf("clock after closing: open %+v, closed %+v", clk.Open, ev.Closed)
 	}
 	// A closed window's slots are forgotten: nothing mentions them again.
-	if n := len(storageContents(t, p.pk.slotStores.m[0].store)); n != 0 {
+	if n := len(slotContents(t, p.pk.clockStores.m[0])); n != 0 {
 		t.Errorf("%d slots kept after every window closed", n)
 	}
 
@@ -515,7 +480,7 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 	drain(p.clockTab)
 	p.heartbeat(record.Toys, "M", at("00:01:00"))
 	p.heartbeat(record.Boxes, "M", at("00:01:00"))
-	p.expectNone("heartbeats after closing", p.unpacked, p.spare, p.packed, p.slotTable)
+	p.expectNone("heartbeats after closing", p.unpacked, p.spare, p.packed)
 	for _, m := range drain(p.clockTab) {
 		if ev := m.val.(*decision); len(ev.Closed) > 0 {
 			t.Errorf("a heartbeat after closing closed %+v", ev.Closed)
@@ -564,22 +529,23 @@ func TestCallbackLateRow(t *testing.T) {
 	p.expectNone("no more", p.late, p.dead, p.unpacked)
 }
 
-// TestCallbackRedeliveryNotCountedTwice replays each stage's input for an
-// already handled record (the tester cannot redeliver one of its own offsets,
-// so the replays are crafted) and checks that no rank is counted twice, that
-// a record the clock applied already writes nothing at all, and that the
-// slots group's replayed outputs are identical under the same key.
+// TestCallbackRedeliveryNotCountedTwice delivers again records already
+// handled (the tester cannot redeliver one of its own offsets, so the
+// redeliveries are crafted) and checks that no rank is counted twice and
+// that a record the clock applied already, in a packer that did not
+// restart (no replays), writes nothing at all. Replays after a restart are
+// TestDedupeDeadLetterFromDecision's and TestHorizonRestartFromSuffix's.
 func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	p := newTesterPipeline(t)
 	w0 := micros("00:00:00")
 	toyValue := `{"toy_id":"t1","size":"M","made_at":"2026-12-24T00:00:01Z"}`
 	offT := p.send(record.Toys, "M", toyValue)
 	p.box("b1", "M", at("00:00:02"))
-	first := p.expectOne("packed", p.packed)
+	p.expectOne("packed", p.packed)
 	if !p.hasEntry(t, record.Toys, "M", w0, "t1") {
 		t.Fatalf("no dedupe entry of t1")
 	}
-	lastClock := drain(p.clockTab)
+	drain(p.clockTab)
 	// The tester cannot deliver toys offset offT again, so the redelivery
 	// comes through the clock group's loop, which hands a record to the same
 	// decisions as the input callback (the way a stray record reaches them).
@@ -597,19 +563,8 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	redeliver(observed)
 	p.expectNone("redelivered record", p.clockTab, p.dead, p.packed)
 
-	// 2. The clock table event that packed t1 is consumed again by the slots
-	// stage: the same packed row again, same key, same value.
-	p.tt.Consume(p.cfg.clockTable(), "M", lastClock[len(lastClock)-1].val)
-	drain(p.clockTab) // the crafted message itself
-	again := p.expectOne("replayed packed", p.packed)
-	if again.key != first.key || !reflect.DeepEqual(again.val, first.val) {
-		t.Errorf("replay produced %s => %+v, first %s => %+v", again.key, again.val, first.key, first.val)
-	}
-
-	// 3. A duplicate, then its redelivery: the clock has applied it, so the
-	// redelivery writes nothing, not even its dead letter, which the
-	// decision in the table holds. The slots group processing that decision
-	// again writes the same dead letter again (consumers deduplicate by key).
+	// 2. A duplicate, then its redelivery: the clock has applied it, so the
+	// redelivery writes nothing, not even its dead letter.
 	offDup := p.toy("t1", "M", at("00:00:03"))
 	dup := p.expectOne("duplicate", p.dead)
 	c := drain(p.clockTab)
@@ -621,17 +576,11 @@ func TestCallbackRedeliveryNotCountedTwice(t *testing.T) {
 	dupObs.Raw = []byte(*dup.val.(*DeadLetter).Value)
 	redeliver(&dupObs)
 	p.expectNone("duplicate redelivered", p.clockTab, p.dead)
-	p.tt.Consume(p.cfg.clockTable(), "M", c[0].val)
-	drain(p.clockTab)
-	dup2 := p.expectOne("duplicate's decision replayed", p.dead)
-	if dup2.key != dup.key || dup.key != fmt.Sprintf("toys/0/%d", offDup) || !reflect.DeepEqual(dup2.val, dup.val) {
-		t.Errorf("replayed duplicate %s, first %s", show([]kv{dup2}), show([]kv{dup}))
-	}
 	// The original redelivered after the duplicate: nothing.
 	redeliver(observed)
 	p.expectNone("old record redelivered", p.dead, p.clockTab)
 
-	// 4. Had t1 been counted twice, the next box (rank 2) would pack with it.
+	// 3. Had t1 been counted twice, the next box (rank 2) would pack with it.
 	p.box("b2", "M", at("00:00:04"))
 	p.expectNone("second box", p.packed)
 	p.heartbeat(record.Toys, "M", at("00:00:15"))
@@ -680,19 +629,25 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 	if len(recs) == 0 {
 		t.Fatal("empty clock table")
 	}
-	end := recs[len(recs)-1].offset + 1
 	live := &unitPipeline{t: t, pk: p.pk, cfg: p.cfg}
+	all := p.committed()
 
-	fresh := startUnit(t, p.cfg, recs)
-	expectSameClocks(t, "restored from the whole table", live, fresh)
-	// Until the slots group processes a record, the restored slots keep
-	// also the windows that closed: the group may process their closing
-	// again. Those are exactly the slots the live group forgot.
-	liveSlots, restoredSlots := storageContents(t, live.slotPart().store), storageContents(t, fresh.slotPart().store)
+	// With nothing committed, every decision is a replay: the restored
+	// slots keep also the windows that closed, whose closing a replay
+	// writes again. Those are exactly the slots the live callbacks forgot.
+	fresh := startUnit(t, p.cfg, recs, [nInputs]int64{})
+	expectSameClocks(t, "restored from the whole table, nothing committed", live, fresh)
+	if n := len(fresh.clockPart().replays); n != len(recs) {
+		t.Errorf("restored with nothing committed: %d replays, want %d", n, len(recs))
+	}
+	liveSlots, restoredSlots := slotContents(t, live.clockPart()), slotContents(t, fresh.clockPart())
 	closed := map[string]bool{}
-	for _, c := range fresh.slotPart().closedInRestore {
-		for k := 1; k <= max(c.w.Toys, c.w.Boxes); k++ {
-			closed[slotKey(c.line, c.w.Start, k)] = true
+	for _, r := range recs {
+		ev := decodeDecision(t, r.value)
+		for _, c := range ev.Closed {
+			for k := 1; k <= max(c.Toys, c.Boxes); k++ {
+				closed[slotKey(ev.Rec.Line, c.Start, k)] = true
+			}
 		}
 	}
 	for k, v := range restoredSlots {
@@ -707,31 +662,41 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 			t.Errorf("live slot %q not restored", k)
 		}
 	}
-	if err := fresh.slotPart().settle(end); err != nil {
-		t.Fatal(err)
+	// With every record committed, none is: the slots are the live ones.
+	fresh = startUnit(t, p.cfg, recs, all)
+	if n := len(fresh.clockPart().replays); n != 0 {
+		t.Errorf("restored with everything committed: %d replays", n)
 	}
-	expectSameSlots(t, "restored from the whole table, settled", live, fresh)
+	expectSameSlots(t, "restored from the whole table, everything committed", live, fresh)
 
 	// Restarts from suffixes: a mark every few records, as the cleaner
 	// would keep one every horizonEvery.
 	h := newHorizon()
 	for i, r := range recs {
-		h.observe(r.offset, decodeDecision(t, r.value))
+		f := factOf(decodeDecision(t, r.value))
+		h.observe(r.offset, &f)
 		if i%5 == 4 || i == len(recs)-1 {
 			h.mark(r.offset)
 		}
 	}
 	for _, m := range h.marks {
 		what := fmt.Sprintf("restored from offset %d (mark at %d)", m.keep, m.at)
-		fresh := startUnit(t, p.cfg, recs[m.keep-recs[0].offset:])
+		fresh := startUnit(t, p.cfg, recs[m.keep-recs[0].offset:], all)
 		expectSameClocks(t, what, live, fresh)
-		if err := fresh.slotPart().settle(end); err != nil {
-			t.Fatal(err)
-		}
 		expectSameSlots(t, what, live, fresh)
 		dropped = max(dropped, m.keep)
 	}
 	return dropped
+}
+
+// committed are the offsets of the inputs after every record consumed:
+// what the group has committed once it processed them all.
+func (p *testerPipeline) committed() [nInputs]int64 {
+	var at [nInputs]int64
+	for i, topic := range p.pk.inputTopics() {
+		at[i] = p.tt.NewQueueTracker(topic).Hwm()
+	}
+	return at
 }
 
 // expectSameClocks fails unless got, a packer restarted from the clock
@@ -758,9 +723,10 @@ func expectSameClocks(t testing.TB, what string, live, got *unitPipeline) {
 	// The dedupe entries; goka also keeps each line's last decision at the
 	// line's key, which nothing reads, and which a restart from a suffix
 	// lacks for a line whose last decision a walk's piece made needless.
+	// The slots are expectSameSlots'.
 	want, have := storageContents(t, live.clockPart().store), storageContents(t, got.clockPart().store)
 	for _, m := range []map[string]string{want, have} {
-		maps.DeleteFunc(m, func(k, _ string) bool { return !strings.Contains(k, "|") })
+		maps.DeleteFunc(m, func(k, _ string) bool { return !strings.Contains(k, "|") || isSlotKey(k) })
 	}
 	if !reflect.DeepEqual(have, want) {
 		t.Errorf("%s: clock storage differs (%d keys, want %d):\n got %q\nwant %q", what, len(have), len(want), have, want)
@@ -772,7 +738,7 @@ func expectSameClocks(t testing.TB, what string, live, got *unitPipeline) {
 // expectSameSlots fails unless got's slots storage is live's.
 func expectSameSlots(t testing.TB, what string, live, got *unitPipeline) {
 	t.Helper()
-	want, have := storageContents(t, live.slotPart().store), storageContents(t, got.slotPart().store)
+	want, have := slotContents(t, live.clockPart()), slotContents(t, got.clockPart())
 	if !reflect.DeepEqual(have, want) {
 		t.Errorf("%s: slots differ (%d, want %d):\n got %q\nwant %q", what, len(have), len(want), have, want)
 	}

@@ -12,19 +12,18 @@ import (
 
 // The clock stage, its goka side: one state machine per key (keyClock,
 // keyclock.go; the key is a packing line) applies the records of that key in offset
-// order, decides lateness and ranks, and closes windows. The stage writes
-// only its table, one record per event: the decision, which holds
-// the record it was made for and its stream's greatest made_at after it. The
-// table's changelog is the slots stage's input, and the states are never
-// written at all: goka's recovery of the table restores them from the
-// decisions (recoverClock). So an event's decision and the state it leaves
+// order, decides lateness and ranks, and closes windows. It writes one
+// record of its table per event: the decision, which holds the record it
+// was made for and its stream's greatest made_at after it, and which the
+// slots then join (slots.go). The states are never written at all: goka's
+// recovery of the table restores them from the decisions (recoverClock). So an event's decision and the state it leaves
 // are one Kafka record, and what an event writes does not grow with the
 // state (a line's open windows, thousands while one input is consumed far
 // ahead of the other).
 //
-// The table keeps only what a restart needs: the slots group deletes the
+// The table keeps only what a restart needs: the cleaner deletes the
 // records before the oldest one that a window still open, or the last
-// decision of a (line, stream, partition), needs (horizon.go). A restore
+// decision of a (line, stream, partition), or a replay needs (horizon.go). A restore
 // from such a suffix gives the same open windows, watermarks, offsets and
 // dedupe entries as one from the first record (see keyClock.restore).
 
@@ -58,6 +57,10 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 		ctx.Fail(fmt.Errorf("dedupe entries of line %s in partition %d of %s: %w", obs.Line, ctx.Partition(), part.topic, err))
 	}
 	ctx.SetValue(kc.Ev)
+	if part.horizon != nil {
+		part.facts.push(factOf(kc.Ev))
+	}
+	p.emitRows(ctx, part, kc.Ev)
 	// SetValue has encoded it. Kept, it would hold a piece of the walk and
 	// its record's bytes, a slice of the consumer's whole fetched batch.
 	*kc.Ev = decision{}
@@ -66,8 +69,10 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 // recoverClock is the clock group's update callback: goka calls it for each
 // record of the clock table, in order, while it recovers a partition, before
 // the partition's callbacks run. It restores the clock of the decision's
-// key from it and sets the dedupe entry that the decision made; goka's
-// default keeps the record at its key, where nothing reads it.
+// key from it, sets the dedupe entry that the decision made, fills the
+// slots, and keeps the decision when its record will be delivered again
+// (replay.go); goka's default keeps the record at its key, where nothing
+// reads it.
 func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
 	if err := goka.DefaultUpdate(ctx, s, key, value); err != nil || value == nil {
 		return err
@@ -104,6 +109,14 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 			return recoverError(ctx, err)
 		}
 	}
+	if err := part.restoreSlots(ctx.Offset(), ev); err != nil {
+		return recoverError(ctx, err)
+	}
+	if h := part.horizon; h != nil {
+		f := factOf(ev)
+		h.follow(ctx.Offset(), &f)
+	}
+	part.noteReplay(ctx.Offset(), ev)
 	return nil
 }
 

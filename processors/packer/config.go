@@ -42,8 +42,8 @@ func NamedTopics(prefix string) Topics {
 type Config struct {
 	Kafka  kafkaconf.Config
 	Topics Topics
-	// Group prefixes the two goka groups (<group>-clock, -slots) and so their
-	// loop and table topics.
+	// Group prefixes the goka group (<group>-clock) and so its loop and
+	// table topics.
 	Group string
 	// Partitions of every topic the packer creates. Existing input topics must
 	// have exactly this many: co-partitioning is what makes the join correct.
@@ -87,8 +87,8 @@ type Config struct {
 	// (metrics.go; otel/README.md lists them). Nil: nothing is counted.
 	// Not serialized, as Tracer.
 	Meter metric.MeterProvider `json:"-"`
-	// Ready, when set, is called once in each Run, when both groups have
-	// joined and recovered their tables and consume: not when Run fails or
+	// Ready, when set, is called once in each Run, when the group has
+	// joined and recovered its table and consumes: not when Run fails or
 	// stops first. Not serialized, as a function cannot be.
 	Ready func() `json:"-"`
 }
@@ -210,22 +210,17 @@ func (c Config) params() paramsUS {
 }
 
 func (c Config) clockGroup() string { return c.Group + "-clock" }
-func (c Config) slotsGroup() string { return c.Group + "-slots" }
 
-// clockTable is the clock group's own table: each line's clock, and the
-// dedupe entries (dedupe.go). The record of each event is the decision the
-// slots group reads, and the only durable copy of the state that event
-// left: its topic is never compacted, and the records before what a
-// restart needs are deleted (horizon.go).
+// clockTable is the clock group's own table: each line's clock, the dedupe
+// entries (dedupe.go) and the slots (slots.go). The record of each event is
+// its decision, the only durable copy of the state that event left: its
+// topic is never compacted, and the records before what a restart needs are
+// deleted (horizon.go).
 func (c Config) clockTable() string { return string(goka.GroupTable(goka.Group(c.clockGroup()))) }
 
 // clockLoop is the clock group's loop, goka's name for it: records of a
 // line that came in another partition than its line's (dedupe.go).
 func (c Config) clockLoop() string { return c.clockGroup() + "-loop" }
-
-// slotTable is the slots group's own table. It is never written: it gives
-// the group a storage per partition, where the slots live (slots.go).
-func (c Config) slotTable() string { return string(goka.GroupTable(goka.Group(c.slotsGroup()))) }
 
 type internalKind int
 
@@ -243,13 +238,14 @@ type internalTopic struct {
 // and the tables.
 func (c Config) internalTopics() []internalTopic {
 	return []internalTopic{
-		{c.clockLoop(), loopTopic}, {c.clockTable(), tableTopic}, {c.slotTable(), tableTopic},
+		{c.clockLoop(), loopTopic}, {c.clockTable(), tableTopic},
 	}
 }
 
-// Groups are the goka groups of the packer, in pipeline order.
+// Groups are the goka groups of the packer: the clock group alone, which
+// reads each input record once.
 func (c Config) Groups() []string {
-	return []string{c.clockGroup(), c.slotsGroup()}
+	return []string{c.clockGroup()}
 }
 
 // GroupInput is one goka group of the packer and every topic it consumes.
@@ -258,12 +254,11 @@ type GroupInput struct {
 	Topics []string
 }
 
-// GroupInputs are the packer's groups, in pipeline order, each with every
-// topic it consumes, its loop and the table it reads as a stream included:
-// what a reader from outside measures the group's lag over.
+// GroupInputs are the packer's groups, each with every topic it consumes,
+// its loop included: what a reader from outside measures the group's lag
+// over.
 func (c Config) GroupInputs() []GroupInput {
 	return []GroupInput{
 		{c.clockGroup(), []string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop()}},
-		{c.slotsGroup(), []string{c.clockTable()}},
 	}
 }

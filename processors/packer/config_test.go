@@ -92,27 +92,25 @@ func TestConfigParamsAndGroups(t *testing.T) {
 		t.Errorf("params = %+v", p)
 	}
 	c.Group = "g"
-	if got := c.Groups(); strings.Join(got, ",") != "g-clock,g-slots" {
+	if got := c.Groups(); strings.Join(got, ",") != "g-clock" {
 		t.Errorf("Groups = %v", got)
 	}
 	pk, err := New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, gg := range pk.Graphs() {
-		if string(gg.Group()) != c.Groups()[i] {
-			t.Errorf("graph %d is group %q, want %q", i, gg.Group(), c.Groups()[i])
-		}
+	if gg := pk.Graph(); string(gg.Group()) != c.Groups()[0] {
+		t.Errorf("graph is group %q, want %q", gg.Group(), c.Groups()[0])
 	}
 }
 
 // TestConfigValidateInternalTopicCollision: a role topic that is also one of
-// the packer's own topics (<group>-clock-loop, -clock-table, -slots-table)
-// cannot work: with late = "packer-clock-table",
-// late rows would be decoded by the slots stage as the clock's decisions.
+// the packer's own topics (<group>-clock-loop, -clock-table)
+// cannot work: with late = "packer-clock-table", late rows would be
+// recovered as the clock's decisions.
 // Validate must refuse such configurations.
 func TestConfigValidateInternalTopicCollision(t *testing.T) {
-	internal := []string{"packer-clock-loop", "packer-clock-table", "packer-slots-table"}
+	internal := []string{"packer-clock-loop", "packer-clock-table"}
 	for _, name := range internal {
 		c := validConfig()
 		c.Topics.Late = name
@@ -128,20 +126,18 @@ func TestConfigValidateInternalTopicCollision(t *testing.T) {
 	}
 }
 
-// TestConfigInternalTopics: the clock table is the slots group's input and
-// the only durable copy of the state, so it is a table topic (never
-// compacted, no retention: only the packer deletes its records, horizon.go);
-// the slots group's table is one too, though never written, since goka
-// checks its settings; the loop is a stream.
+// TestConfigInternalTopics: the clock table is the only durable copy of the
+// state, so it is a table topic (never compacted, no retention: only the
+// packer deletes its records, horizon.go); the loop is a stream.
 func TestConfigInternalTopics(t *testing.T) {
 	c := validConfig()
 	c.Group = "g"
-	want := []internalTopic{{"g-clock-loop", loopTopic}, {"g-clock-table", tableTopic}, {"g-slots-table", tableTopic}}
+	want := []internalTopic{{"g-clock-loop", loopTopic}, {"g-clock-table", tableTopic}}
 	if got := c.internalTopics(); !slices.Equal(got, want) {
 		t.Errorf("internal topics %+v, want %+v", got, want)
 	}
-	if c.clockTable() != "g-clock-table" || c.slotTable() != "g-slots-table" {
-		t.Errorf("tables %q and %q", c.clockTable(), c.slotTable())
+	if c.clockTable() != "g-clock-table" {
+		t.Errorf("table %q", c.clockTable())
 	}
 }
 

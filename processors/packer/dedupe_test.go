@@ -21,25 +21,28 @@ import (
 	"github.com/northpole-workshop/northpole/internal/results"
 )
 
-// unitPipeline runs the two groups' callbacks directly, without goka: an
-// input record goes through observe (and so admit and the clock), each
-// decision the clock sets is encoded as goka would write it to the clock
-// table, and the slots group's callback gets it decoded, at its offset in
-// that table. goka's tester does the same wiring, but at a cost per record
-// that rules out the long runs which show that state stays bounded, and
-// without the table's records at hand, which restarts from a suffix need.
-// Every record is in partition 0, and the packer has one partition, so no
-// record is looped.
+// unitPipeline runs the group's callbacks directly, without goka: an input
+// record goes through observe (and so admit, the clock and the slots), and
+// each decision the clock sets is encoded as goka would write it to the
+// clock table and acknowledged at its offset there, as goka tells the
+// storage (held.SetOffset). goka's tester does the same wiring, but at a
+// cost per record that rules out the long runs which show that state stays
+// bounded, and without the table's records at hand, which restarts from a
+// suffix need. Every record is in partition 0, and the packer has one
+// partition, so no record is looped.
 type unitPipeline struct {
 	t     testing.TB
 	pk    *Packer
 	cfg   Config
 	next  map[record.Stream]int64 // the next input offset of each stream
 	table []tableRecord           // the clock table, record i at offset i
-	fed   int                     // the table records the slots group has processed
+	acked int                     // the table records acknowledged
+	loops int64                   // the next loop offset (redeliver)
 	rows  []unitRow               // everything written to an output, in order
-	// clockStore counts the clock storage's calls, for what a callback
-	// must not do.
+	// held is the clock table's storage as goka holds it; clockStore
+	// counts the calls to the storage beneath, for what a callback must
+	// not do.
+	held       storage.Storage
 	clockStore *countingStorage
 }
 
@@ -50,10 +53,10 @@ type tableRecord struct {
 	value  []byte
 }
 
-// unitRow is one record a group wrote to an output topic, processing the
-// record at offset of its input.
+// unitRow is one record the group wrote to an output topic, processing the
+// record at offset of input.
 type unitRow struct {
-	group, topic, key string
+	input, topic, key string
 	offset            int64
 	val               any
 }
@@ -65,17 +68,15 @@ func newUnitPipeline(t testing.TB, edit ...func(*Config)) *unitPipeline {
 	for _, e := range edit {
 		e(&cfg)
 	}
-	return startUnit(t, cfg, nil)
+	return startUnit(t, cfg, nil, [nInputs]int64{})
 }
 
-// startUnit builds a packer and the storages goka would build for its
-// tables. With table, it starts as a restart does from that table (the
-// records the clock table holds, from its oldest kept): goka recovers the
-// clock group's table through recoverClock, and the slots group's storage,
-// when goka opens it, is filled from the same records (tableStores.restore,
-// as Run sets it, through restoreSlots). The slots group then resumes at
-// the end of table unless settle says otherwise.
-func startUnit(t testing.TB, cfg Config, table []tableRecord) *unitPipeline {
+// startUnit builds a packer and the storage goka would build for its table.
+// With table, it starts as a restart does from that table (the records the
+// clock table holds, from its oldest kept): goka recovers the table through
+// recoverClock, with committed the group's committed offsets of toys, boxes
+// and the loop, and marks it recovered.
+func startUnit(t testing.TB, cfg Config, table []tableRecord, committed [nInputs]int64) *unitPipeline {
 	t.Helper()
 	cfg.Partitions = 1
 	pk, err := New(cfg, nil)
@@ -83,66 +84,66 @@ func startUnit(t testing.TB, cfg Config, table []tableRecord) *unitPipeline {
 		t.Fatal(err)
 	}
 	u := &unitPipeline{t: t, pk: pk, cfg: cfg, next: map[record.Stream]int64{}}
-	if table != nil {
-		pk.slotStores.restore = func(partition int32, part *tablePart) error {
-			if partition != 0 {
-				return fmt.Errorf("restore of partition %d", partition)
-			}
-			for _, r := range table {
-				if err := pk.restoreSlots(part, r.offset, r.value); err != nil {
-					return fmt.Errorf("restore slots from offset %d: %w", r.offset, err)
-				}
-			}
-			return nil
+	pk.clockStores.open = func(partition int32, part *tablePart) error {
+		if partition != 0 {
+			return fmt.Errorf("open partition %d", partition)
 		}
+		part.committed = committed
+		return nil
 	}
 	mem := gokastore.Memory()
 	build := pk.storageBuilder(func(topic string, partition int32) (storage.Storage, error) {
 		store, err := mem(topic, partition)
-		if err == nil && topic == cfg.clockTable() {
+		if err == nil {
 			u.clockStore = &countingStorage{Storage: store}
 			return u.clockStore, nil
 		}
 		return store, err
 	})
-	for _, topic := range []string{cfg.clockTable(), cfg.slotTable()} {
-		store, err := build(topic, 0)
-		if err == nil {
-			err = store.Open()
+	store, err := build(cfg.clockTable(), 0)
+	if err == nil {
+		err = store.Open()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.held = store
+	for _, r := range table {
+		// goka hands the callback its own proxy of the storage.
+		if err := pk.recoverClock(changelogRecord{topic: cfg.clockTable(), offset: r.offset}, struct{ storage.Storage }{store}, r.key, r.value); err != nil {
+			t.Fatalf("recover the clock table at offset %d: %v", r.offset, err)
 		}
-		if err != nil {
+		if err := store.SetOffset(r.offset); err != nil {
 			t.Fatal(err)
 		}
-		if topic != cfg.clockTable() {
-			continue
-		}
-		for _, r := range table {
-			// goka hands the callback its own proxy of the storage.
-			if err := pk.recoverClock(changelogRecord{topic: topic, offset: r.offset}, struct{ storage.Storage }{store}, r.key, r.value); err != nil {
-				t.Fatalf("recover the clock table at offset %d: %v", r.offset, err)
-			}
-		}
+	}
+	if err := store.MarkRecovered(); err != nil {
+		t.Fatal(err)
 	}
 	// The table keeps its offsets: the records below the oldest kept are
 	// gone, and never read again.
 	if len(table) > 0 {
 		u.table = append(make([]tableRecord, table[0].offset), table...)
 	}
-	u.fed = len(u.table)
+	u.acked = len(u.table)
 	return u
 }
 
 func (u *unitPipeline) clockPart() *tablePart { return u.pk.clockStores.m[0] }
-func (u *unitPipeline) slotPart() *tablePart  { return u.pk.slotStores.m[0] }
 
-// send runs one raw input record through both groups; it returns its
-// offset.
+// send runs one raw input record through the group; it returns its offset.
 func (u *unitPipeline) send(x record.Stream, key, value string) int64 {
 	off := u.next[x]
 	u.next[x]++
-	u.pk.observe(x)(u.ctx("clock", u.pk.topicOf(x), key, off), []byte(value))
-	u.feed()
+	u.pk.observe(x)(u.ctx(u.pk.topicOf(x), key, off), []byte(value))
+	u.ack()
 	return off
+}
+
+// committed are the offsets of the inputs after every record sent: what
+// the group has committed once it processed them all.
+func (u *unitPipeline) committed() [nInputs]int64 {
+	return [nInputs]int64{u.next[record.Toys], u.next[record.Boxes], u.loops}
 }
 
 func (u *unitPipeline) toy(id, size, made string) int64 {
@@ -169,18 +170,23 @@ func heartbeatValue(size, made string) string {
 	return fmt.Sprintf(`{"heartbeat":true,"size":%q,"elf":"e","made_at":%q}`, size, made)
 }
 
-// redeliver hands obs to the clock group again, as the loop of a stray
-// record does: the way to deliver an input offset a second time.
+// redeliver hands obs to the group again, as the loop of a stray record
+// does: the way to deliver an input offset a second time.
 func (u *unitPipeline) redeliver(obs *validRecord) {
-	u.pk.stray(u.ctx("clock", u.cfg.clockGroup()+"-loop", obs.Line, 0), obs)
-	u.feed()
+	u.pk.stray(u.ctx(u.cfg.clockLoop(), obs.Line, u.loops), obs)
+	u.loops++
+	u.ack()
 }
 
-// feed has the slots group process the table records it has not yet.
-func (u *unitPipeline) feed() {
-	for ; u.fed < len(u.table); u.fed++ {
-		r := u.table[u.fed]
-		u.pk.forwardToSlots(u.ctx("slots", u.cfg.clockTable(), r.key, r.offset), decodeDecision(u.t, r.value))
+// ack acknowledges the table records written and not yet acknowledged,
+// as goka does: it tells the storage each one's offset, but for offset 0.
+func (u *unitPipeline) ack() {
+	for ; u.acked < len(u.table); u.acked++ {
+		if off := u.table[u.acked].offset; off != 0 {
+			if err := u.held.SetOffset(off); err != nil {
+				u.t.Fatal(err)
+			}
+		}
 	}
 }
 
@@ -193,8 +199,8 @@ func decodeDecision(t testing.TB, b []byte) *decision {
 	return v.(*decision)
 }
 
-func (u *unitPipeline) ctx(group, topic, key string, offset int64) *unitCtx {
-	return &unitCtx{u: u, group: group, topic: topic, key: key, offset: offset}
+func (u *unitPipeline) ctx(topic, key string, offset int64) *unitCtx {
+	return &unitCtx{u: u, topic: topic, key: key, offset: offset}
 }
 
 // take returns the rows written since the last take, of the topics given
@@ -223,9 +229,9 @@ type gokaCtx = goka.Context
 // call of it. Anything else panics on the nil embedded Context.
 type unitCtx struct {
 	gokaCtx
-	u                 *unitPipeline
-	group, topic, key string
-	offset            int64
+	u          *unitPipeline
+	topic, key string
+	offset     int64
 }
 
 func (c *unitCtx) Topic() goka.Stream       { return goka.Stream(c.topic) }
@@ -236,15 +242,12 @@ func (c *unitCtx) Headers() goka.Headers    { return nil }
 func (c *unitCtx) Timestamp() time.Time     { return unitArrival }
 func (c *unitCtx) Context() context.Context { return context.Background() }
 func (c *unitCtx) Fail(err error) {
-	c.u.t.Fatalf("%s callback at %s offset %d failed: %v", c.group, c.topic, c.offset, err)
+	c.u.t.Fatalf("callback at %s offset %d failed: %v", c.topic, c.offset, err)
 }
 
 // SetValue encodes v at once, as goka does: the clock hands over its own
 // state's decision, which the next record changes.
 func (c *unitCtx) SetValue(v any, _ ...goka.ContextOption) {
-	if c.group != "clock" {
-		c.u.t.Fatalf("the %s group wrote its table", c.group)
-	}
 	b, err := binCodec[decision, *decision]{}.Encode(v)
 	if err == nil {
 		err = c.u.clockPart().store.Set(c.key, b)
@@ -256,7 +259,7 @@ func (c *unitCtx) SetValue(v any, _ ...goka.ContextOption) {
 }
 
 func (c *unitCtx) Emit(topic goka.Stream, key string, v any, _ ...goka.ContextOption) {
-	c.u.rows = append(c.u.rows, unitRow{group: c.group, topic: string(topic), key: key, offset: c.offset, val: v})
+	c.u.rows = append(c.u.rows, unitRow{input: c.topic, topic: string(topic), key: key, offset: c.offset, val: v})
 }
 
 func (c *unitCtx) Loopback(key string, _ any, _ ...goka.ContextOption) {
@@ -293,13 +296,13 @@ func entryOf(rec *validRecord, window int64) dedupeEntry {
 }
 
 // dedupeEntries are the dedupe entries a clock storage holds: every key
-// with a '|' (the others are the sizes' decisions). Each must hold the
-// presence flag.
+// with a '|' but the slots' (the others are the sizes' decisions). Each
+// must hold the presence flag.
 func dedupeEntries(t testing.TB, store storage.Storage) map[string]dedupeEntry {
 	t.Helper()
 	out := map[string]dedupeEntry{}
 	for k, v := range storageContents(t, store) {
-		if !strings.Contains(k, "|") {
+		if !strings.Contains(k, "|") || isSlotKey(k) {
 			continue
 		}
 		parts := strings.SplitN(k, "|", 5)
@@ -576,18 +579,17 @@ func TestDedupeRedeliveryWritesNothing(t *testing.T) {
 	}
 }
 
-// TestDedupeDeadLetterComesFromSlots: the clock group writes nothing but
-// the decision for a duplicate, which holds the raw record; the slots group
-// writes its dead letter, from the decision alone, each time it processes
-// it.
-func TestDedupeDeadLetterComesFromSlots(t *testing.T) {
+// TestDedupeDeadLetterFromDecision: the decision of a duplicate holds the
+// raw record, and its dead letter is written from the decision alone: again,
+// the same, when a restart replays it.
+func TestDedupeDeadLetterFromDecision(t *testing.T) {
 	u := newUnitPipeline(t)
 	u.toy("a", "M", at("00:00:01"))
 	raw := `{"toy_id":"a","size":"M","made_at":"2026-12-24T00:00:02Z","note":"` + strings.Repeat("é", 10) + `"}`
 	off := u.send(record.Toys, "M", raw)
 	rows := u.take()
-	if len(rows) != 1 || rows[0].group != "slots" || rows[0].topic != u.cfg.Topics.Dead || rows[0].key != deadKey("toys", 0, off) {
-		t.Fatalf("rows of the duplicate: %+v, want one dead letter from the slots group", rows)
+	if len(rows) != 1 || rows[0].topic != u.cfg.Topics.Dead || rows[0].key != deadKey("toys", 0, off) {
+		t.Fatalf("rows of the duplicate: %+v, want one dead letter", rows)
 	}
 	dl := rows[0].val.(*DeadLetter)
 	if dl.Reason != record.ReasonDuplicate || dl.Stream != record.Toys || dl.Topic != "toys" || dl.Partition != 0 || dl.Offset != off ||
@@ -604,11 +606,12 @@ func TestDedupeDeadLetterComesFromSlots(t *testing.T) {
 			t.Errorf("decision of a %s carries raw %q, key %q, dup %v", ev.Class, ev.Rec.Raw, ev.Rec.Key, ev.Rec.Dup)
 		}
 	}
-	// The slots group processing the decision again writes the same
-	// dead letter again.
-	last := u.table[len(u.table)-1]
-	u.pk.forwardToSlots(u.ctx("slots", u.cfg.clockTable(), last.key, last.offset), decodeDecision(t, last.value))
-	if again := u.take(); len(again) != 1 || again[0].key != rows[0].key || !reflect.DeepEqual(again[0].val, rows[0].val) {
+	// A restart that did not commit the duplicate replays its decision
+	// when the record comes again: the same dead letter again.
+	re := startUnit(t, u.cfg, u.table, [nInputs]int64{inToys: off})
+	re.next[record.Toys] = off
+	re.send(record.Toys, "M", raw)
+	if again := re.take(); len(again) != 1 || again[0].key != rows[0].key || !reflect.DeepEqual(again[0].val, rows[0].val) {
 		t.Errorf("replayed decision wrote %+v, want %+v", again, rows)
 	}
 }
@@ -796,7 +799,7 @@ func (u *unitPipeline) expectBounded(what string, items map[dedupeEntry]bool) {
 			open[size+"|"+strconv.FormatInt(w.Start, 10)] = true
 		}
 	}
-	for k := range storageContents(t, u.slotPart().store) {
+	for k := range slotContents(t, u.clockPart()) {
 		i := strings.LastIndexByte(k, '|')
 		if i < 0 || !open[k[:i]] {
 			t.Fatalf("%s: slot %q kept, its window is not open", what, k)
@@ -838,8 +841,32 @@ func TestDedupeStateBoundedByOpenWindows(t *testing.T) {
 	if n := len(storageContents(t, u.clockPart().store)); n != 4 {
 		t.Errorf("after the final heartbeats the clock storage holds %d keys, want the 4 sizes' decisions", n)
 	}
-	if n := len(storageContents(t, u.slotPart().store)); n != 0 {
+	if n := len(slotContents(t, u.clockPart())); n != 0 {
 		t.Errorf("after the final heartbeats the slots storage holds %d slots", n)
 	}
 	t.Logf("%d inputs, %d items, at most %d dedupe entries at once", len(inputs), len(items), most)
+}
+
+// isSlotKey reports whether a clock storage key is a slot's (slotKey):
+// line, window and rank.
+func isSlotKey(k string) bool {
+	f := strings.Split(k, "|")
+	if len(f) != 3 {
+		return false
+	}
+	_, errW := strconv.ParseInt(f[1], 10, 64)
+	_, errR := strconv.Atoi(f[2])
+	return errW == nil && errR == nil
+}
+
+// slotContents are the slots a partition's storage holds, by key.
+func slotContents(t testing.TB, part *tablePart) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for k, v := range storageContents(t, part.store) {
+		if isSlotKey(k) {
+			out[k] = v
+		}
+	}
+	return out
 }

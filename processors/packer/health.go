@@ -15,12 +15,12 @@ import (
 )
 
 // Health is what a running packer says of itself to an operator: whether it
-// does its work, and what each of its goka groups reports. Consumer lag is
+// does its work, and what its goka group reports (a list, one group). Consumer lag is
 // the broker's to tell (the collector's kafkametrics receiver, or
 // kafka-consumer-groups.sh), or the packer's metrics' (metrics.go): goka
 // refreshes its own view of it once a minute.
 type Health struct {
-	// Running: both groups have joined, recovered their tables and consume.
+	// Running: the group has joined, recovered its table and consumes.
 	Running bool          `json:"running"`
 	Groups  []GroupHealth `json:"groups"`
 }
@@ -52,38 +52,33 @@ var stateNames = map[goka.State]string{
 	goka.ProcStateStopped:  "stopped",
 }
 
-// Health reports the packer's groups as goka sees them now.
+// Health reports the packer's group as goka sees it now.
 func (p *Packer) Health(ctx context.Context) Health {
-	procs := p.procs.Load()
-	if procs == nil {
+	proc := p.proc.Load()
+	if proc == nil {
 		return Health{Groups: []GroupHealth{}}
 	}
-	h := Health{Running: true}
-	for _, proc := range *procs {
-		g := GroupHealth{
-			Group:      string(proc.Graph().Group()),
-			State:      stateNames[proc.StateReader().State()],
-			Partitions: []int32{},
-			Consumed:   map[string]uint{},
-			Written:    map[string]uint{},
-		}
-		h.Running = h.Running && proc.Recovered()
-		sctx, cancel := context.WithTimeout(ctx, healthTimeout)
-		stats := proc.StatsWithContext(sctx)
-		cancel()
-		for part, ps := range stats.Group {
-			g.Partitions = append(g.Partitions, part)
-			for topic, in := range ps.Input {
-				g.Consumed[topic] += in.Count
-			}
-			for topic, out := range ps.Output {
-				g.Written[topic] += out.Count
-			}
-		}
-		slices.Sort(g.Partitions)
-		h.Groups = append(h.Groups, g)
+	g := GroupHealth{
+		Group:      string(proc.Graph().Group()),
+		State:      stateNames[proc.StateReader().State()],
+		Partitions: []int32{},
+		Consumed:   map[string]uint{},
+		Written:    map[string]uint{},
 	}
-	return h
+	sctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	stats := proc.StatsWithContext(sctx)
+	cancel()
+	for part, ps := range stats.Group {
+		g.Partitions = append(g.Partitions, part)
+		for topic, in := range ps.Input {
+			g.Consumed[topic] += in.Count
+		}
+		for topic, out := range ps.Output {
+			g.Written[topic] += out.Count
+		}
+	}
+	slices.Sort(g.Partitions)
+	return Health{Running: proc.Recovered(), Groups: []GroupHealth{g}}
 }
 
 // HealthHandler serves GET /healthz: the packer's Health as JSON, with 200

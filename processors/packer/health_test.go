@@ -61,20 +61,17 @@ func TestHealth(t *testing.T) {
 		t.Fatal("the packer was not ready in time")
 	}
 	code, got := getHealth(t, h)
-	if code != http.StatusOK || !got.Running || len(got.Groups) != 2 {
-		t.Fatalf("running: %d %+v, want 200, running, two groups", code, got)
+	if code != http.StatusOK || !got.Running || len(got.Groups) != 1 {
+		t.Fatalf("running: %d %+v, want 200, running, one group", code, got)
 	}
 	all := []int32{0, 1, 2, 3}
-	for i, g := range got.Groups {
-		if g.Group != cfg.Groups()[i] || g.State != "running" || !slices.Equal(g.Partitions, all) {
-			t.Errorf("group %+v, want %s running on partitions %v", g, cfg.Groups()[i], all)
-		}
+	if g := got.Groups[0]; g.Group != cfg.Groups()[0] || g.State != "running" || !slices.Equal(g.Partitions, all) {
+		t.Errorf("group %+v, want %s running on partitions %v", g, cfg.Groups()[0], all)
 	}
 
 	// Toys in one window, then a toy and a box far later, which close it
-	// for both streams: the clock group consumes them all and writes a
-	// decision each, the slots group consumes the decisions and writes the
-	// first window's toys as unpacked.
+	// for both streams: the group consumes them all, writes a decision
+	// each, and the first window's toys as unpacked.
 	const toys = 5
 	cl, err := hostile.NewProducer(cfg.Kafka)
 	if err != nil {
@@ -93,13 +90,13 @@ func TestHealth(t *testing.T) {
 	if err := hostile.Produce(ctx, cl, cfg.Topics.Toys, cfg.Topics.Boxes, recs); err != nil {
 		t.Fatal(err)
 	}
-	clock, slots := cfg.Groups()[0], cfg.Groups()[1]
+	clock := cfg.Groups()[0]
 	var last packer.Health
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, last = getHealth(t, h)
-		c, s := last.Groups[0], last.Groups[1]
-		if c.Consumed[cfg.Topics.Toys] == toys && s.Written[cfg.Topics.Unpacked] == toys-1 {
+		c := last.Groups[0]
+		if c.Consumed[cfg.Topics.Toys] == toys && c.Written[cfg.Topics.Unpacked] == toys-1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -107,8 +104,8 @@ func TestHealth(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if c, s := last.Groups[0], last.Groups[1]; c.Consumed[cfg.Topics.Toys] != toys || s.Written[cfg.Topics.Unpacked] != toys-1 {
-		t.Fatalf("the counts never reached %d toys consumed by %s and %d unpacked written by %s: %+v", toys, clock, toys-1, slots, last)
+	if c := last.Groups[0]; c.Consumed[cfg.Topics.Toys] != toys || c.Written[cfg.Topics.Unpacked] != toys-1 {
+		t.Fatalf("the counts never reached %d toys consumed and %d unpacked written by %s: %+v", toys, toys-1, clock, last)
 	}
 	if c := last.Groups[0]; c.Consumed[cfg.Topics.Boxes] != 1 || c.Written[clock+"-table"] != toys+1 {
 		t.Errorf("%s consumed %v and wrote %v, want 1 box and %d decisions to its table", clock, c.Consumed, c.Written, toys+1)

@@ -23,6 +23,16 @@ func hd(size string, x record.Stream, part int32, cl class, window int64, closed
 	return ev
 }
 
+// observeDecision has h observe the decision ev at offset.
+func observeDecision(h *horizon, offset int64, ev *decision) {
+	f := factOf(ev)
+	h.observe(offset, &f)
+}
+
+// upTo is the committed offsets of the inputs after every record of toys
+// below offset: a table whose decision i answers toy i.
+func upTo(offset int64) [nInputs]int64 { return [nInputs]int64{inToys: offset} }
+
 // piece makes ev carry a piece of walk id (its keys do not matter to the
 // horizon).
 func piece(ev *decision, id uint64, first, last bool) *decision {
@@ -75,54 +85,58 @@ func TestHorizonMarkKeep(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHorizon()
 			for i, ev := range c.evs {
-				h.observe(int64(i), ev)
+				observeDecision(h, int64(i), ev)
 			}
 			last := int64(len(c.evs) - 1)
 			h.mark(last)
-			if got := h.marks[len(h.marks)-1]; got != (horizonMark{at: last, keep: c.keep}) {
+			if got := h.marks[len(h.marks)-1]; got.at != last || got.keep != c.keep {
 				t.Errorf("mark %+v, want keep %d at %d", got, c.keep, last)
 			}
 		})
 	}
 }
 
-// TestHorizonObserveOnce: a restart observes the table while it restores
-// the slots, then processes part of it again; the records seen twice count
-// once.
+// TestHorizonObserveOnce: an offset the horizon followed already (the
+// recovery read a write whose acknowledgement comes after) counts once.
 func TestHorizonObserveOnce(t *testing.T) {
 	h := newHorizon()
 	evs := []*decision{hd("M", record.Toys, 0, classItem, 1), piece(hd("M", record.Boxes, 0, classHeartbeat, 5), 1, true, true), hd("M", record.Toys, 0, classHeartbeat, 5, 1)}
 	for i, ev := range evs {
-		h.observe(int64(i), ev)
+		observeDecision(h, int64(i), ev)
 	}
 	count, opened, lines := h.count, maps.Clone(h.opened), h.lines
 	for i, ev := range evs {
-		h.observe(int64(i), ev)
+		observeDecision(h, int64(i), ev)
 	}
 	// An item of the closed window at an old offset would open it again.
-	h.observe(1, hd("M", record.Toys, 0, classItem, 1))
+	observeDecision(h, 1, hd("M", record.Toys, 0, classItem, 1))
 	if h.count != count || !maps.Equal(h.opened, opened) || h.lines != lines || h.next != 3 {
 		t.Errorf("observing old offsets again changed the horizon: count %d opened %v lines %d next %d", h.count, h.opened, h.lines, h.next)
 	}
-	// The group's records from the next offset on count, and a mark is
-	// taken at the closing (offset 2) and every horizonEvery decisions.
+	// The records from the next offset on count, and a mark is taken at the
+	// closing (offset 2) and every horizonEvery decisions.
 	for off := int64(3); off < 3*horizonEvery; off++ {
-		h.observe(off, hd("M", record.Toys, 0, classHeartbeat, 5))
-		h.observe(off, hd("M", record.Toys, 0, classHeartbeat, 5))
+		observeDecision(h, off, hd("M", record.Toys, 0, classHeartbeat, 5))
+		observeDecision(h, off, hd("M", record.Toys, 0, classHeartbeat, 5))
 	}
 	want := []horizonMark{{at: 2, keep: 1}, {at: horizonEvery - 1, keep: 1}, {at: 2*horizonEvery - 1, keep: 1}, {at: 3*horizonEvery - 1, keep: 1}}
+	for i := range want {
+		want[i].pos = upTo(1) // every decision answers toy 0 or box 0
+		want[i].pos[inBoxes] = 1
+	}
 	if !slices.Equal(h.marks, want) {
 		t.Errorf("marks %+v, want %+v", h.marks, want)
 	}
 }
 
 // TestHorizonDeletable: the cleaner may delete below the keep of the last
-// mark taken before the slots group's committed offset (the next record it
-// processes), never one of a mark at or after it: the group may process
-// that record again. What it deleted is not offered again.
+// mark whose decisions' records the group has committed (a table here whose
+// decision i answers toy i), never one of a mark with a record after the
+// committed offset: the group may process that record again, and replay
+// its decision. What it deleted is not offered again.
 func TestHorizonDeletable(t *testing.T) {
 	h := newHorizon()
-	h.marks = []horizonMark{{at: 10, keep: 5}, {at: 20, keep: 8}, {at: 30, keep: 8}, {at: 40, keep: 15}}
+	h.marks = []horizonMark{{at: 10, keep: 5, pos: upTo(11)}, {at: 20, keep: 8, pos: upTo(21)}, {at: 30, keep: 8, pos: upTo(31)}, {at: 40, keep: 15, pos: upTo(41)}}
 	for i, s := range []struct {
 		committed int64
 		deleted   int64 // the cleaner deleted below it, after this step; 0: nothing
@@ -140,7 +154,7 @@ func TestHorizonDeletable(t *testing.T) {
 		{1000, 15, 15},
 		{1001, 0, 0}, // no newer mark
 	} {
-		if got := h.deletable(s.committed); got != s.want {
+		if got := h.deletable(upTo(s.committed)); got != s.want {
 			t.Errorf("step %d: deletable(%d) = %d, want %d (marks %+v, gone %d)", i, s.committed, got, s.want, h.marks, h.gone)
 		}
 		if s.deleted > 0 {
@@ -159,12 +173,12 @@ func TestHorizonDeletable(t *testing.T) {
 }
 
 // TestHorizonMarksNeverDecrease: over a long random run through the
-// groups, a mark taken after every decision never keeps less than the one
+// group, a mark taken after every decision never keeps less than the one
 // before, keeps no more than its own offset, and the cleaner is only
-// offered offsets that grow and that a mark before the committed offset
-// allowed; the slots group's own horizon takes a mark at least every
-// horizonEvery decisions (and at each closing), each equal to the one a
-// horizon over the table gives.
+// offered offsets that grow and that a mark whose records are committed
+// allowed; the partition's own horizon, fed by the acknowledgements, takes
+// a mark at least every horizonEvery decisions (and at each closing), each
+// equal to the one a horizon over the table gives.
 func TestHorizonMarksNeverDecrease(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	base := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)
@@ -176,7 +190,7 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 	h := newHorizon()
 	var every []horizonMark
 	for _, rec := range u.table {
-		h.observe(rec.offset, decodeDecision(t, rec.value))
+		observeDecision(h, rec.offset, decodeDecision(t, rec.value))
 		h.mark(rec.offset)
 		m := h.marks[len(h.marks)-1]
 		if m.keep > m.at {
@@ -192,18 +206,24 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 	if last := every[len(every)-1]; last.keep != h.lines || last.keep < int64(len(u.table))-4*snapshotEvery {
 		t.Errorf("the last mark %+v, after the final heartbeats, keeps more than the last complete walk (from %d of %d)", last, h.lines, len(u.table))
 	}
-	natural := u.slotPart().horizon.marks
+	natural := u.clockPart().horizon.marks
 	if len(natural) < len(u.table)/horizonEvery {
 		t.Fatalf("%d marks for %d decisions: fewer than one every %d", len(natural), len(u.table), horizonEvery)
 	}
 	for _, m := range natural {
 		if m != every[m.at] {
-			t.Errorf("the slots group's mark %+v, a horizon over the table %+v", m, every[m.at])
+			t.Errorf("the partition's mark %+v, a horizon over the table %+v", m, every[m.at])
 		}
 	}
+	// The group commits its inputs up to the records of the decisions
+	// before table offset committed.
 	var prev int64
 	for committed := int64(0); committed <= int64(len(u.table)); committed += int64(r.IntN(900)) {
-		got := u.slotPart().horizon.deletable(committed)
+		var inputs [nInputs]int64
+		if committed > 0 {
+			inputs = every[committed-1].pos
+		}
+		got := u.clockPart().horizon.deletable(inputs)
 		if got == 0 {
 			continue
 		}
@@ -216,7 +236,7 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 		if got != allowed || got <= prev {
 			t.Errorf("deletable(%d) = %d, after %d; the last mark before it keeps %d", committed, got, prev, allowed)
 		}
-		u.slotPart().horizon.deleted(got)
+		u.clockPart().horizon.deleted(got)
 		prev = got
 	}
 	if prev == 0 {
@@ -252,7 +272,7 @@ func TestHorizonRestartFromSuffix(t *testing.T) {
 			liveRows := slices.Clone(live.rows)
 			h := newHorizon()
 			for i, rec := range recs {
-				h.observe(rec.offset, decodeDecision(t, rec.value))
+				observeDecision(h, rec.offset, decodeDecision(t, rec.value))
 				if i%97 == 96 || i == len(recs)-1 {
 					h.mark(rec.offset)
 				}
@@ -267,38 +287,42 @@ func TestHorizonRestartFromSuffix(t *testing.T) {
 				what := fmt.Sprintf("restart from offset %d of %d (mark at %d)", m.keep, end, m.at)
 				suffix := recs[m.keep:]
 
-				// The slots group resumes at some committed offset after
-				// the mark: what it writes from there on is what the live
-				// group wrote from there on (earlier too, at times, but
-				// under the same keys, with the same values).
+				// The group resumes at the offsets it committed, past the
+				// records of the decisions up to the mark: the decisions
+				// after the records committed are replays, and what the
+				// restarted group writes for the records delivered again
+				// is what the live group wrote for them.
 				committed := m.at + 1 + r.Int64N(end-m.at)
-				re := startUnit(t, live.cfg, suffix)
-				re.fed = int(committed)
-				re.feed()
-				if committed == end {
-					// No record processed yet: the first one settles.
-					if err := re.slotPart().settle(end); err != nil {
-						t.Fatal(err)
-					}
+				var at [nInputs]int64
+				if committed > 0 {
+					at = posAt(t, recs, committed-1)
 				}
-				want := rowsByKey(t, liveRows, committed)
-				if got := rowsByKey(t, re.rows, committed); !reflect.DeepEqual(got, want) {
-					t.Errorf("%s, resuming at %d: rows differ:\n got %v\nwant %v", what, committed, got, want)
+				re := startUnit(t, live.cfg, suffix, at)
+				re.next = map[record.Stream]int64{record.Toys: at[inToys], record.Boxes: at[inBoxes]}
+				sent := map[record.Stream]int64{}
+				for _, in := range inputs[:split] {
+					if sent[in.x] >= at[streamIndex(in.x)] {
+						re.send(in.x, in.key, in.value)
+					}
+					sent[in.x]++
+				}
+				want := rowsByKey(t, liveRows, live.cfg, at)
+				if got := rowsByKey(t, re.rows, live.cfg, at); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s, resuming at %v: rows differ:\n got %v\nwant %v", what, at, got, want)
+				}
+				if n := len(re.clockPart().replays); n != 0 {
+					t.Errorf("%s: %d replays left after every record came again", what, n)
 				}
 				expectSameClocks(t, what, live, re)
 				expectSameSlots(t, what+", after processing to the end", live, re)
 
 				// Resuming at the end, both go on alike.
-				re = startUnit(t, live.cfg, suffix)
+				re = startUnit(t, live.cfg, suffix, live.committed())
 				re.next = maps.Clone(live.next)
-				if err := re.slotPart().settle(end); err != nil {
-					t.Fatal(err)
-				}
 				expectSameSlots(t, what, live, re)
-				// The restore observed the suffix: a mark at once bounds the
-				// table as one over the whole table does.
-				re.slotPart().horizon.mark(end - 1)
-				if got, want := re.slotPart().horizon.marks[len(re.slotPart().horizon.marks)-1], h.marks[len(h.marks)-1]; got != want {
+				// The recovery observed the suffix and marked at its end: a
+				// mark that bounds the table as one over the whole table does.
+				if got, want := re.clockPart().horizon.marks[len(re.clockPart().horizon.marks)-1], h.marks[len(h.marks)-1]; got != want {
 					t.Errorf("%s: a mark of the restarted group %+v, want %+v", what, got, want)
 				}
 				if i != len(h.marks)-1 {
@@ -329,12 +353,12 @@ func TestHorizonRestartFromSuffix(t *testing.T) {
 				full := newHorizon()
 				var keeps []int64
 				for _, rec := range live.table {
-					full.observe(rec.offset, decodeDecision(t, rec.value))
+					observeDecision(full, rec.offset, decodeDecision(t, rec.value))
 					full.mark(rec.offset)
 					keeps = append(keeps, full.marks[len(full.marks)-1].keep)
 				}
-				re.slotPart().horizon.mark(int64(len(live.table) - 1))
-				for _, m := range re.slotPart().horizon.marks {
+				re.clockPart().horizon.mark(int64(len(live.table) - 1))
+				for _, m := range re.clockPart().horizon.marks {
 					if m.keep != keeps[m.at] {
 						t.Errorf("%s: the restarted group's mark %+v, a horizon over the whole table keeps %d", what, m, keeps[m.at])
 					}
@@ -364,28 +388,32 @@ func TestHorizonRestartKeepsTheGreatestMadeAt(t *testing.T) {
 	}
 	h := newHorizon()
 	for _, rec := range u.table {
-		h.observe(rec.offset, decodeDecision(t, rec.value))
+		observeDecision(h, rec.offset, decodeDecision(t, rec.value))
 	}
 	h.mark(int64(len(u.table) - 1))
 	keep := h.marks[0].keep
 	if keep != 2 {
 		t.Fatalf("mark %+v, want one that drops the two heartbeats", h.marks[0])
 	}
-	re := startUnit(t, u.cfg, u.table[keep:])
+	re := startUnit(t, u.cfg, u.table[keep:], u.committed())
 	expectSameClocks(t, "restart without the heartbeats", u, re)
 	if got, want := re.clockPart().keyClocks["M"].Toys.Max, micros("00:01:40"); got != want {
 		t.Errorf("restarted toys' greatest made_at %d, want %d", got, want)
 	}
 }
 
-// rowsByKey are the slots group's rows written while it processed the
-// records from offset from on, by topic and key, with their JSON; a key
+// rowsByKey are the rows written while the group processed the input
+// records from offsets from on, by topic and key, with their JSON; a key
 // written with two values fails the test.
-func rowsByKey(t testing.TB, rows []unitRow, from int64) map[string]string {
+func rowsByKey(t testing.TB, rows []unitRow, c Config, from [nInputs]int64) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, r := range rows {
-		if r.group != "slots" || r.offset < from {
+		in := inToys
+		if r.input == c.Topics.Boxes {
+			in = inBoxes
+		}
+		if r.offset < from[in] {
 			continue
 		}
 		j, err := json.Marshal(r.val)
@@ -410,7 +438,7 @@ func rowList(t testing.TB, rows []unitRow) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("%s %s@%d %s %s", r.group, r.topic, r.offset, r.key, j))
+		out = append(out, fmt.Sprintf("%s@%d %s %s %s", r.input, r.offset, r.topic, r.key, j))
 	}
 	return out
 }
@@ -436,7 +464,7 @@ func TestHorizonQuietSizeDoesNotPinTheTable(t *testing.T) {
 		u.box(fmt.Sprint("b", i), "M", made)
 	}
 	// M's open windows are its last W + L: 300 records.
-	keep := u.slotPart().horizon.deletable(int64(len(u.table)))
+	keep := u.clockPart().horizon.deletable(u.committed())
 	if need := int64(len(u.table)) - 4*horizonEvery; keep < need {
 		t.Errorf("after %d decisions the cleaner may delete below %d only; the open windows need nothing below %d", len(u.table), keep, need)
 	}
@@ -444,7 +472,7 @@ func TestHorizonQuietSizeDoesNotPinTheTable(t *testing.T) {
 
 // TestHorizonNotKeptWithoutCleaning: with cleaning off (CleanEvery 0) no
 // cleaner ever trims the marks that a horizon takes at every window closing
-// and every horizonEvery decisions, so the slots group must not keep one:
+// and every horizonEvery decisions, so the partitions must not keep one:
 // memory would grow with every decision.
 func TestHorizonNotKeptWithoutCleaning(t *testing.T) {
 	u := newUnitPipeline(t, func(c *Config) { c.CleanEvery = 0 })
@@ -454,8 +482,20 @@ func TestHorizonNotKeptWithoutCleaning(t *testing.T) {
 		u.toy(fmt.Sprint("t", i), "M", made)
 		u.box(fmt.Sprint("b", i), "M", made)
 	}
-	for part, h := range u.pk.slotStores.horizons() {
+	for part, h := range u.pk.clockStores.horizons() {
 		t.Errorf("partition %d keeps a horizon with %d marks and %d window offsets after %d decisions, with nothing to trim them",
 			part, len(h.marks), len(h.firsts), len(u.table))
 	}
+}
+
+// posAt is where the inputs are after the record of the decision at
+// offset of recs: what the group commits once it processed them.
+func posAt(t testing.TB, recs []tableRecord, offset int64) [nInputs]int64 {
+	t.Helper()
+	var pos [nInputs]int64
+	for _, r := range recs[:offset+1] {
+		in, off := deliveredBy(&decodeDecision(t, r.value).Rec)
+		pos[in] = max(pos[in], off+1)
+	}
+	return pos
 }

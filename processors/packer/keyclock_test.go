@@ -462,7 +462,7 @@ func TestClockRestoreMatchesApply(t *testing.T) {
 				ev.Snapshot = &snapshot{Walk: uint64(i), First: true, Last: true, Keys: []keyStreams{{Key: "M", Toys: live.Toys.clone(), Boxes: live.Boxes.clone()}}}
 			}
 			evs = append(evs, ev)
-			h.observe(int64(i), &ev)
+			observeDecision(h, int64(i), &ev)
 			h.mark(int64(i))
 			keeps = append(keeps, h.marks[len(h.marks)-1].keep)
 		}

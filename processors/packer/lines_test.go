@@ -24,13 +24,12 @@ func (u *unitPipeline) lineState(line string) (open, dedupe, slots int) {
 		open = len(kc.Open)
 	}
 	for k := range storageContents(u.t, u.clockPart().store) {
-		if strings.HasPrefix(k, line+"|") {
-			dedupe++
-		}
-	}
-	for k := range storageContents(u.t, u.slotPart().store) {
-		if strings.HasPrefix(k, line+"|") {
+		switch {
+		case !strings.HasPrefix(k, line+"|"):
+		case isSlotKey(k):
 			slots++
+		default:
+			dedupe++
 		}
 	}
 	return open, dedupe, slots

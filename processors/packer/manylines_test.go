@@ -62,7 +62,7 @@ func TestManyLinesInOnePartition(t *testing.T) {
 		}
 	}
 
-	h := u.slotPart().horizon
+	h := u.clockPart().horizon
 	end := int64(len(u.table)) - 1
 	h.mark(end)
 	keep := h.marks[len(h.marks)-1].keep
@@ -72,7 +72,7 @@ func TestManyLinesInOnePartition(t *testing.T) {
 	if kept := end + 1 - keep; kept > 4*int64(len(lines)) {
 		t.Errorf("the table keeps %d records for %d lines whose windows all closed", kept, len(lines))
 	}
-	re := startUnit(t, u.cfg, u.table[keep:])
+	re := startUnit(t, u.cfg, u.table[keep:], u.committed())
 	expectSameClocks(t, fmt.Sprintf("restart from offset %d of %d", keep, end+1), u, re)
 	t.Logf("%d lines: %d decisions, the largest %d bytes, %d walks, the table keeps %d", len(lines), len(u.table), largest, walks, end+1-keep)
 }
@@ -95,7 +95,7 @@ func TestHallPerRecordCompletesWalks(t *testing.T) {
 			walks++
 		}
 	}
-	h := u.slotPart().horizon
+	h := u.clockPart().horizon
 	h.mark(int64(len(u.table)) - 1)
 	if walks < 3 || h.lines <= 0 {
 		t.Fatalf("%d walks completed over %d records, each of a new line; the last began at %d", walks, n, h.lines)
@@ -104,7 +104,7 @@ func TestHallPerRecordCompletesWalks(t *testing.T) {
 	// them all, and a restart restores every line from the lines' walks
 	// and the records of the open windows alike.
 	keep := h.marks[len(h.marks)-1].keep
-	re := startUnit(t, u.cfg, u.table[keep:])
+	re := startUnit(t, u.cfg, u.table[keep:], u.committed())
 	expectSameClocks(t, fmt.Sprintf("restart from %d", keep), u, re)
 }
 

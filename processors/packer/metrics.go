@@ -103,13 +103,12 @@ func sizeIndex(size string) int { return min(record.SizeRank(size), nSizes) }
 // lineSizeIndex is the size index of a line (M, M/hall-7).
 func lineSizeIndex(line string) int { return sizeIndex(lineSize(line)) }
 
-// The topics a group consumes, as consumedTopic indexes them: the clock
-// group's toys, boxes and loop, the slots group's clock table.
+// The topics the group consumes, as consumedTopic indexes them: toys,
+// boxes and the loop.
 const (
 	inToys = iota
 	inBoxes
 	inLoop
-	inTable
 	inTopics
 )
 
@@ -151,11 +150,11 @@ type metrics struct {
 	alignSets [2][]metric.ObserveOption // the inputs' partitions (toys, boxes)
 	lagSets   [inTopics][]metric.ObserveOption
 	inTopics  [inTopics]string
-	processed [2][]atomic.Int64 // next offset to process, loop and table (inLoop-2, inTable-2)
+	processed []atomic.Int64 // next offset to process in the loop
 	ends      [inTopics][]atomic.Int64
 	// stores and aligner of the packer's current run (Packer.newStores,
-	// runStages), for the gauges.
-	stores  atomic.Pointer[[2]*tableStores] // clock, slots
+	// runGroup), for the gauges.
+	stores  atomic.Pointer[tableStores]
 	aligner atomic.Pointer[aligner]
 
 	consumedInst, sentInst, rowsInst, deadInst    metric.Int64ObservableCounter
@@ -209,13 +208,13 @@ func newMetrics(mp metric.MeterProvider, c Config) (*metrics, error) {
 		}
 		return append(sets, metric.WithAttributeSet(attribute.NewSet(base...)))
 	}
-	m.inTopics = [inTopics]string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop(), c.clockTable()}
-	groups := [inTopics]string{c.clockGroup(), c.clockGroup(), c.clockGroup(), c.slotsGroup()}
+	m.inTopics = [inTopics]string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop()}
+	group := semconv.MessagingConsumerGroupName(c.clockGroup())
 	for i, topic := range m.inTopics {
 		m.consumedSets[i] = perPartition(append(server, kafka, semconv.MessagingOperationName(kafkatrace.OpProcess),
-			semconv.MessagingDestinationName(topic), semconv.MessagingConsumerGroupName(groups[i]))...)
+			semconv.MessagingDestinationName(topic), group)...)
 		m.consumed[i] = make([]atomic.Int64, len(m.consumedSets[i]))
-		m.lagSets[i] = perPartition(kafka, semconv.MessagingConsumerGroupName(groups[i]), semconv.MessagingDestinationName(topic))
+		m.lagSets[i] = perPartition(kafka, group, semconv.MessagingDestinationName(topic))
 	}
 	t := c.Topics
 	for _, topic := range []string{t.Packed, t.Unpacked, t.Spare, t.Late, t.Dead, c.clockTable(), c.clockLoop()} {
@@ -243,9 +242,7 @@ func newMetrics(mp metric.MeterProvider, c Config) (*metrics, error) {
 			m.deadSets[x] = append(m.deadSets[x], metric.WithAttributeSet(attribute.NewSet(ReasonKey.String(string(r)), semconv.MessagingDestinationName(topic))))
 		}
 	}
-	for i := range m.processed {
-		m.processed[i] = make([]atomic.Int64, c.Partitions)
-	}
+	m.processed = make([]atomic.Int64, c.Partitions)
 	for i := range m.ends {
 		m.ends[i] = make([]atomic.Int64, c.Partitions)
 	}
@@ -304,8 +301,8 @@ func (m *metrics) register(mt metric.Meter) error {
 // partition.
 func (m *metrics) consume(in int, partition int32, offset int64) {
 	m.consumed[in][slot(partition, len(m.consumed[in]))].Add(1)
-	if in >= inLoop && int(partition) < len(m.processed[in-inLoop]) {
-		m.processed[in-inLoop][partition].Store(offset + 1)
+	if in == inLoop && int(partition) < len(m.processed) {
+		m.processed[partition].Store(offset + 1)
 	}
 }
 
@@ -462,15 +459,15 @@ func (m *metrics) observeState(o metric.Observer) {
 	if stores == nil {
 		return
 	}
-	clock, slots := stores[0].state(), stores[1].state()
+	clock := stores.state()
 	for i := range nSizes {
 		o.ObserveInt64(m.windowsInst, clock.windows[i], m.sizeSets[i])
 		o.ObserveInt64(m.entriesInst, clock.entries[i], m.sizeSets[i])
-		o.ObserveInt64(m.slotsInst, slots.slots[i], m.sizeSets[i])
+		o.ObserveInt64(m.slotsInst, clock.slots[i], m.sizeSets[i])
 	}
 	parts := len(m.keptSets) - 1
-	for _, p := range slots.parts {
-		if k, ok := slots.kept[p]; ok && int(p) < parts {
+	for _, p := range clock.parts {
+		if k, ok := clock.kept[p]; ok && int(p) < parts {
 			o.ObserveInt64(m.keptInst, k, m.keptSets[p])
 		}
 	}
@@ -488,12 +485,7 @@ func (m *metrics) observeState(o metric.Observer) {
 		}
 		m.observeLag(o, inToys, p, a.next[0][p].Load())
 		m.observeLag(o, inBoxes, p, a.next[1][p].Load())
-		m.observeLag(o, inLoop, p, m.processed[0][p].Load())
-	}
-	for _, p := range slots.parts {
-		if int(p) < parts {
-			m.observeLag(o, inTable, p, m.processed[1][p].Load())
-		}
+		m.observeLag(o, inLoop, p, m.processed[p].Load())
 	}
 }
 

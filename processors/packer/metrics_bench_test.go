@@ -67,7 +67,7 @@ func BenchmarkRecordMetrics(b *testing.B) {
 						metrictest.Collect(b, rd, MetricRows)
 					}
 				}
-				u.rows, u.table, u.fed = u.rows[:0], u.table[:0], 0
+				u.rows, u.table, u.acked = u.rows[:0], u.table[:0], 0
 			}
 			b.ReportMetric(float64(cpuNanos()-c0)/float64(b.N), "cpu-ns/op")
 		})

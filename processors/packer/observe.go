@@ -68,19 +68,24 @@ func (p *Packer) stray(ctx goka.Context, msg any) {
 	if p.metrics != nil {
 		p.metrics.consume(inLoop, ctx.Partition(), ctx.Offset())
 	}
-	p.admit(ctx, msg.(*validRecord))
+	obs := msg.(*validRecord)
+	obs.Via = ctx.Offset() + 1
+	// The rows it brings are sent in the trace of the input record.
+	p.admit(resume(p.trace, ctx, obs.Trace), obs)
 }
 
 // admit classifies obs, a valid record of the line that is ctx's key, and
 // applies it to that line's clock. Late comes before duplicate: a toy or box
 // whose window has closed for its stream is late whatever ids came before
 // it, so only one that is not late looks its id up among its window's. A
-// record the clock has applied already (a redelivery) changes nothing and
-// writes nothing: its decision, dead letter included, is in the table.
+// record the clock has applied already (a redelivery) changes nothing: its
+// decision is in the table, and its rows are written again when they may
+// have been lost (replay).
 func (p *Packer) admit(ctx goka.Context, obs *validRecord) {
 	part := p.clockStores.of(ctx)
 	kc := part.clockOf(ctx.Key())
 	if kc.stream(obs.Stream).applied(obs.Partition, obs.Offset) {
+		p.replay(ctx, part, obs)
 		return
 	}
 	key := ""
@@ -105,9 +110,9 @@ func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason
 	ctx.Emit(goka.Stream(p.cfg.Topics.Dead), key, dl)
 }
 
-// emitDup reports a duplicate, from the decision that holds it: the slots
-// group sends it, as it sends late rows, so a duplicate's dead letter is
-// written exactly when its decision is in the clock table.
+// emitDup reports a duplicate, from the decision that holds it, as a late
+// row is (emitRows): a replay writes it again from the decision the table
+// kept.
 func (p *Packer) emitDup(ctx goka.Context, obs *validRecord) {
 	dl := newDeadLetter(obs.Stream, p.topicOf(obs.Stream), obs.Partition, obs.Offset, obs.Key, obs.Raw)
 	dl.ValueCut = obs.RawCut

@@ -12,8 +12,8 @@ const ReadyPrefix = "packer ready"
 
 // ReadyLine is the line a process running the packer of c prints once it is
 // ready (Config.Ready), for people and for the bench: ReadyPrefix, then what
-// it consumes, where, and its groups.
+// it consumes, where, and its group.
 func ReadyLine(c Config) string {
-	return fmt.Sprintf("%s: consuming %s, %s on %s (groups %s)", ReadyPrefix, c.Topics.Toys, c.Topics.Boxes,
-		strings.Join(c.Kafka.Brokers, ","), strings.Join(c.Groups(), ", "))
+	return fmt.Sprintf("%s: consuming %s, %s on %s (group %s)", ReadyPrefix, c.Topics.Toys, c.Topics.Boxes,
+		strings.Join(c.Kafka.Brokers, ","), c.clockGroup())
 }

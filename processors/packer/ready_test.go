@@ -67,7 +67,7 @@ func TestReadyLine(t *testing.T) {
 	cfg := packer.Named("rl")
 	cfg.Kafka = kafkaconf.Config{Brokers: []string{"k1:9092", "k2:9092"}}
 	got := packer.ReadyLine(cfg)
-	want := packer.ReadyPrefix + ": consuming rl-toys, rl-boxes on k1:9092,k2:9092 (groups rl-packer-clock, rl-packer-slots)"
+	want := packer.ReadyPrefix + ": consuming rl-toys, rl-boxes on k1:9092,k2:9092 (group rl-packer-clock)"
 	if got != want {
 		t.Errorf("ReadyLine = %q, want %q", got, want)
 	}

@@ -149,7 +149,7 @@ func TestAddedInstanceTakesItsShare(t *testing.T) {
 	spread := pl.elves(s, record.Toys).Spread(n)
 	a, stopA := startInstance(t, ctx, pl.cfg, "a")
 	b, stopB := startInstance(t, ctx, pl.cfg, "b")
-	half := func(goka [2][]int32) bool { return len(goka[0]) == n/2 && len(goka[1]) == n/2 }
+	half := func(goka []int32) bool { return len(goka) == n/2 }
 	waitHeld(t, ctx, a, half)
 	waitHeld(t, ctx, b, half)
 
@@ -157,21 +157,19 @@ func TestAddedInstanceTakesItsShare(t *testing.T) {
 	go func() { produced <- pl.produceAt(ctx, s, 400) }()
 	time.Sleep(2 * time.Second)
 
-	share := func(goka [2][]int32) bool { return len(goka[0]) >= n/3 && len(goka[1]) >= n/3 }
+	share := func(goka []int32) bool { return len(goka) >= n/3 }
 	began := time.Now()
 	c, stopC := startInstance(t, ctx, pl.cfg, "c")
 	heldC := waitHeld(t, ctx, c, share)
 	tookShare := time.Since(began)
 	working := waitConsumed(t, ctx, c, heldC, func(p int32) bool { return spread.Lines[p] > 0 })
-	t.Logf("%v: the third instance held %v (clock group) and %v (slots group) %v after it started, and had consumed records on each of them that carries a line %v after it started",
-		s, heldC[0], heldC[1], tookShare.Round(10*time.Millisecond), (tookShare + working).Round(10*time.Millisecond))
+	t.Logf("%v: the third instance held %v %v after it started, and had consumed records on each of them that carries a line %v after it started",
+		s, heldC, tookShare.Round(10*time.Millisecond), (tookShare + working).Round(10*time.Millisecond))
 	heldA, heldB := waitHeld(t, ctx, a, share), waitHeld(t, ctx, b, share)
-	for g := range 2 {
-		all := slices.Concat(heldA[g], heldB[g], heldC[g])
-		slices.Sort(all)
-		if len(slices.Compact(all)) != n || len(slices.Concat(heldA[g], heldB[g], heldC[g])) != n {
-			t.Errorf("group %d: A holds %v, B %v, C %v: not every partition once", g, heldA[g], heldB[g], heldC[g])
-		}
+	all := slices.Concat(heldA, heldB, heldC)
+	slices.Sort(all)
+	if len(slices.Compact(all)) != n || len(slices.Concat(heldA, heldB, heldC)) != n {
+		t.Errorf("A holds %v, B %v, C %v: not every partition once", heldA, heldB, heldC)
 	}
 
 	if err := <-produced; err != nil {
@@ -208,10 +206,10 @@ func startInstance(t *testing.T, ctx context.Context, cfg packer.Config, instanc
 	}
 }
 
-// waitConsumed waits until pk's groups have consumed records on each
-// partition of held that busy says carries work, and returns how long that
-// took. It fails the test when that does not come within two minutes.
-func waitConsumed(t *testing.T, ctx context.Context, pk *packer.Packer, held [2][]int32, busy func(int32) bool) time.Duration {
+// waitConsumed waits until pk has consumed records on each partition of
+// held that busy says carries work, and returns how long that took. It
+// fails the test when that does not come within two minutes.
+func waitConsumed(t *testing.T, ctx context.Context, pk *packer.Packer, held []int32, busy func(int32) bool) time.Duration {
 	t.Helper()
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -220,11 +218,9 @@ func waitConsumed(t *testing.T, ctx context.Context, pk *packer.Packer, held [2]
 	for {
 		consumed := pk.ConsumedByPartition(ctx)
 		idle = idle[:0]
-		for g := range held {
-			for _, p := range held[g] {
-				if busy(p) && (len(consumed) <= g || consumed[g][p] == 0) {
-					idle = append(idle, fmt.Sprintf("group %d partition %d", g, p))
-				}
+		for _, p := range held {
+			if busy(p) && consumed[p] == 0 {
+				idle = append(idle, fmt.Sprintf("partition %d", p))
 			}
 		}
 		if len(idle) == 0 {
@@ -264,9 +260,9 @@ func freeAddr(t *testing.T) string {
 }
 
 // waitShares waits until the packers serving /healthz on addrs run and
-// between them hold each of the partitions of both groups once, each at
-// least share of them. It fails the test, with the tail of the packers' log,
-// when that does not come within a minute.
+// between them hold each partition once, each at least share of them. It
+// fails the test, with the tail of the packers' log, when that does not
+// come within a minute.
 func waitShares(t *testing.T, ctx context.Context, addrs []string, partitions, share int, logPath string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -274,25 +270,21 @@ func waitShares(t *testing.T, ctx context.Context, addrs []string, partitions, s
 	var last []string
 	for {
 		last = last[:0]
-		held := [2][]int32{}
+		var held []int32
 		ok := true
 		for _, addr := range addrs {
 			h, err := healthOf(ctx, addr)
-			ok = ok && err == nil && h.Running && len(h.Groups) == 2
+			ok = ok && err == nil && h.Running && len(h.Groups) == 1
 			if !ok {
 				last = append(last, fmt.Sprintf("%s: %+v %v", addr, h, err))
 				break
 			}
-			for g := range held {
-				ok = ok && len(h.Groups[g].Partitions) >= share
-				held[g] = append(held[g], h.Groups[g].Partitions...)
-			}
-			last = append(last, fmt.Sprintf("%s holds %v and %v", addr, h.Groups[0].Partitions, h.Groups[1].Partitions))
+			ok = ok && len(h.Groups[0].Partitions) >= share
+			held = append(held, h.Groups[0].Partitions...)
+			last = append(last, fmt.Sprintf("%s holds %v", addr, h.Groups[0].Partitions))
 		}
-		for g := range held {
-			all := slices.Sorted(slices.Values(held[g]))
-			ok = ok && len(slices.Compact(all)) == len(held[g]) && len(held[g]) == partitions
-		}
+		all := slices.Sorted(slices.Values(held))
+		ok = ok && len(slices.Compact(all)) == len(held) && len(held) == partitions
 		if ok {
 			return
 		}

@@ -445,10 +445,10 @@ func TestStagesStartAgainAfterBrokerError(t *testing.T) {
 }
 
 // TestRevokedPartitionsLeaveMemory runs one packer instance, then a second
-// in the same groups, which takes half the partitions of each group from the
-// first: from then on the first keeps state (clocks, dedupe entries, slots,
-// horizons) only for the partitions goka says it holds, and cleans the clock
-// table only there. The results stay those of the reference.
+// in the same group, which takes half the partitions from the first: from
+// then on the first keeps state (clocks, dedupe entries, slots, horizons)
+// only for the partitions goka says it holds, and cleans the clock table
+// only there. The results stay those of the reference.
 func TestRevokedPartitionsLeaveMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
@@ -463,21 +463,19 @@ func TestRevokedPartitionsLeaveMemory(t *testing.T) {
 	start := func() (*packer.Packer, func()) { return startInstance(t, ctx, pl.cfg, "") }
 	all := []int32{0, 1, 2, 3}
 	a, stopA := start()
-	// Both of A's groups hold every partition, and its state all of them.
-	waitHeld(t, ctx, a, func(goka [2][]int32) bool { return slices.Equal(goka[0], all) && slices.Equal(goka[1], all) })
+	// A holds every partition, and its state all of them.
+	waitHeld(t, ctx, a, func(goka []int32) bool { return slices.Equal(goka, all) })
 
 	produced := make(chan error, 1)
 	go func() { produced <- pl.produceAt(ctx, s, 400) }()
 	time.Sleep(time.Second)
 	b, stopB := start()
-	// Each group split between A and B.
-	split := func(goka [2][]int32) bool { return len(goka[0]) == 2 && len(goka[1]) == 2 }
+	// The partitions split between A and B.
+	split := func(goka []int32) bool { return len(goka) == 2 }
 	heldA := waitHeld(t, ctx, a, split)
 	heldB := waitHeld(t, ctx, b, split)
-	for g := range 2 {
-		if both := slices.Concat(heldA[g], heldB[g]); len(slices.Compact(slices.Sorted(slices.Values(both)))) != len(all) {
-			t.Errorf("group %d: A holds %v, B %v: not every partition once", g, heldA[g], heldB[g])
-		}
+	if both := slices.Concat(heldA, heldB); len(slices.Compact(slices.Sorted(slices.Values(both)))) != len(all) {
+		t.Errorf("A holds %v, B %v: not every partition once", heldA, heldB)
 	}
 
 	if err := <-produced; err != nil {
@@ -492,25 +490,24 @@ func TestRevokedPartitionsLeaveMemory(t *testing.T) {
 	pl.checkRawPacked(t, ctx)
 }
 
-// waitHeld waits until pk runs, the partitions goka says its two groups hold
-// satisfy want, and its state is held for exactly those (clock group; slots
-// group and its cleaning): each group's partitions then. It fails the test
-// when that does not come within a minute.
-func waitHeld(t *testing.T, ctx context.Context, pk *packer.Packer, want func(goka [2][]int32) bool) [2][]int32 {
+// waitHeld waits until pk runs, the partitions goka says its group holds
+// satisfy want, and its state is held, and the clock table cleaned, for
+// exactly those: the partitions then. It fails the test when that does not
+// come within a minute.
+func waitHeld(t *testing.T, ctx context.Context, pk *packer.Packer, want func(goka []int32) bool) []int32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var last string
 	for {
 		h := pk.Health(ctx)
-		clock, slots, cleaned := pk.HeldPartitions()
-		if h.Running && len(h.Groups) == 2 {
-			goka := [2][]int32{h.Groups[0].Partitions, h.Groups[1].Partitions}
-			if want(goka) && slices.Equal(clock, goka[0]) && slices.Equal(slots, goka[1]) && slices.Equal(cleaned, goka[1]) {
+		held, cleaned := pk.HeldPartitions()
+		if h.Running && len(h.Groups) == 1 {
+			goka := h.Groups[0].Partitions
+			if want(goka) && slices.Equal(held, goka) && slices.Equal(cleaned, goka) {
 				return goka
 			}
-			last = fmt.Sprintf("goka holds %v (clock group) and %v (slots group); state is kept for %v and %v, the clock table cleaned in %v",
-				goka[0], goka[1], clock, slots, cleaned)
+			last = fmt.Sprintf("goka holds %v; state is kept for %v, the clock table cleaned in %v", goka, held, cleaned)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,7 +2,7 @@ package packer
 
 import "github.com/northpole-workshop/northpole/internal/results"
 
-// The result rows the slots stage writes, from a slot or a late record;
+// The result rows the packer writes, from a slot or a late record;
 // each bounded to fit in one Kafka record (fit.go).
 
 func (p *Packer) packedRow(slot *slotState, ws string) *results.Packed {

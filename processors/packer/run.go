@@ -20,7 +20,6 @@ import (
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/stopping"
-	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
 // EnsureTopics creates every topic the packer uses and refuses to go on when an
@@ -44,9 +43,9 @@ func (p *Packer) EnsureTopics(ctx context.Context) error {
 		}
 		return t
 	}
-	// The clock table's records are restored one by one (recoverClock,
-	// restoreSlots), and it is the slots group's input: no record may be
-	// compacted or deleted by age or size. The records no restart needs
+	// The clock table's records are restored one by one (recoverClock),
+	// and a restart replays the decisions of records it did not commit: no
+	// record may be compacted or deleted by age or size. The records no restart needs
 	// are deleted by the packer itself (horizon.go).
 	// Segments of 32 MiB: the broker frees a deleted record's disk only
 	// with its whole segment, once the log start has passed the segment's
@@ -93,14 +92,15 @@ const tableSegmentBytes = 32 << 20
 // goka checks that existing loop topics carry exactly this setting.
 const loopRetention = 7 * 24 * time.Hour
 
-// options are the goka options of one group: the common ones (gokakit) with
+// options are the goka options of the group: the common ones (gokakit) with
 // our topic settings, and what only the packer needs: its storage (a
-// directory, and the groups' access to the tables they join), writes in
+// directory, and access to its table's other keys), writes in
 // order (a sequencer around the producer, inorder.go), send spans that end
 // with Kafka's answer (tracing.go), its own topics
 // partitioned by line (hasherFor), static membership and tombstones
 // delivered.
-func (p *Packer) options(group string) []goka.ProcessorOption {
+func (p *Packer) options() ([]goka.ProcessorOption, *sequencer) {
+	group := p.cfg.clockGroup()
 	kc := p.cfg.Kafka
 	log := p.log.With("group", group)
 	tm := gokakit.TopicConfig(p.cfg.Replication)
@@ -108,17 +108,13 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 	tm.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
 	tm.Table.CleanupPolicy = "delete" // EnsureTopics' tables, which goka checks
 	seq := newSequencer()
-	p.seqs = append(p.seqs, seq)
 	producer := gokakit.ProducerByTopic(kc, group, log, p.hasherFor)
 	// The consumer group is the packer's own: static membership, and the
-	// clock group's pauses (align.go).
+	// aligner's pauses (align.go).
 	sc := gokakit.Sarama(kc, group)
 	sc.Consumer.Group.InstanceId = p.cfg.InstanceID
 	sc.Consumer.Fetch.Default = p.cfg.FetchPerPartition()
-	cgb := goka.ConsumerGroupBuilderWithConfig(sc)
-	if group == p.cfg.clockGroup() {
-		cgb = p.aligner.capture(cgb)
-	}
+	cgb := p.aligner.capture(goka.ConsumerGroupBuilderWithConfig(sc))
 	opts := append(gokakit.Options(kc, group, tm, log),
 		goka.WithConsumerGroupBuilder(cgb),
 		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
@@ -126,7 +122,7 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 			if err != nil {
 				return nil, err
 			}
-			return seq.producer(p.tracingOf(group).Producer(inner), p.metrics), nil
+			return seq.producer(p.trace.Producer(inner), p.metrics), nil
 		}),
 		goka.WithContextWrapper(seq.barrier),
 		// The consumer that recovers the tables fetches as the group does.
@@ -136,14 +132,11 @@ func (p *Packer) options(group string) []goka.ProcessorOption {
 	if p.cfg.StorageDir != "" {
 		store = gokastore.FreshLevelDB(filepath.Join(p.cfg.StorageDir, group), nil)
 	}
-	opts = append(opts, goka.WithStorageBuilder(p.storageBuilder(store)))
-	if group == p.cfg.clockGroup() {
-		// A null value (a tombstone) is a dead letter by the contract; goka's
-		// default drops it before any callback runs. Only the input stage gets
-		// nil messages: the later stages always write values.
-		opts = append(opts, goka.WithNilHandling(goka.NilProcess), goka.WithUpdateCallback(p.recoverClock))
-	}
-	return opts
+	// A null value (a tombstone) is a dead letter by the contract; goka's
+	// default drops it before any callback runs. The loop's values are never
+	// null.
+	return append(opts, goka.WithStorageBuilder(p.storageBuilder(store)),
+		goka.WithNilHandling(goka.NilProcess), goka.WithUpdateCallback(p.recoverClock)), seq
 }
 
 // recoveryConfig is the sarama configuration of the consumer that
@@ -154,11 +147,11 @@ func (p *Packer) recoveryConfig(group string) *sarama.Config {
 	return sc
 }
 
-// storageBuilder is inner, through which the groups also find the storages
-// of their tables at keys other than a callback's own (tablestores.go). Tests that
+// storageBuilder is inner, through which the group also finds the storage
+// of its table at keys other than a callback's own (tablestores.go). Tests that
 // replace the storage (goka's tester) wrap theirs with it too.
 func (p *Packer) storageBuilder(inner storage.Builder) storage.Builder {
-	return p.slotStores.builder(p.clockStores.builder(inner))
+	return p.clockStores.builder(inner)
 }
 
 // hasherFor partitions the packer's own topics (loop, tables) by line
@@ -175,12 +168,12 @@ func (p *Packer) hasherFor(topic string) func() hash.Hash32 {
 	return nil
 }
 
-// Run creates the topics and runs the two groups until ctx ends or one of
-// them fails for good. A cancelled ctx is a clean stop and returns nil. When a
-// group stops on a broker's passing state (a leader or coordinator moved, a
-// broker restarting), both start again from their committed offsets
+// Run creates the topics and runs the group until ctx ends or it fails for
+// good. A cancelled ctx is a clean stop and returns nil. When the group
+// stops on a broker's passing state (a leader or coordinator moved, a
+// broker restarting), it starts again from its committed offsets
 // (gokakit.Supervise), until such failures go on for longer than the Kafka
-// retry window without the groups getting to run.
+// retry window without the group getting to run.
 func (p *Packer) Run(ctx context.Context) error {
 	if err := p.EnsureTopics(ctx); err != nil {
 		// Stopped before it started: the same clean stop as below.
@@ -193,7 +186,7 @@ func (p *Packer) Run(ctx context.Context) error {
 	p.lim = lim
 	signalled := false // Config.Ready was called
 	err = gokakit.Supervise(ctx, p.log, p.cfg.Kafka.WithDefaults().RetryFor, func(ctx context.Context) (bool, error) {
-		ran, err := p.runStages(ctx, !signalled)
+		ran, err := p.runGroup(ctx, !signalled)
 		signalled = signalled || ran
 		return ran, err
 	})
@@ -203,48 +196,32 @@ func (p *Packer) Run(ctx context.Context) error {
 	return err
 }
 
-// runStages runs the two groups once, until ctx ends or one fails: ran
-// says whether both got to run (and, with signal, Config.Ready was called).
-func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err error) {
-	p.seqs = nil
+// runGroup runs the group once, until ctx ends or it fails: ran says
+// whether it got to run (and, with signal, Config.Ready was called).
+func (p *Packer) runGroup(ctx context.Context, signal bool) (ran bool, err error) {
 	p.newStores()
 	p.newAligner()
-	p.slotStores.restore = func(partition int32, part *tablePart) error {
-		err := p.readClockTable(ctx, partition, func(offset int64, value []byte) error {
-			return p.restoreSlots(part, offset, value)
-		})
-		if h := part.horizon; err == nil && h != nil && h.next > 0 {
-			// The bound at the last record restored is exact (see follow):
-			// the group's committed offset is past the mark the last
-			// cleaning used and at most the end. Without it a packer
-			// restarted on a quiet table would not clean until new
-			// records came.
-			h.mark(h.next - 1)
-		}
+	p.clockStores.open = func(partition int32, part *tablePart) error {
+		at, err := p.committedInputs(ctx, partition)
+		part.committed = at
 		return err
 	}
-	graphs := p.Graphs()
-	procs := make([]*goka.Processor, len(graphs))
-	for i, gg := range graphs {
-		proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, gg, p.options(string(gg.Group()))...)
-		if err != nil {
-			return false, fmt.Errorf("create goka processor %s: %w", gg.Group(), err)
-		}
-		procs[i] = proc
+	group := p.cfg.clockGroup()
+	opts, seq := p.options()
+	proc, err := goka.NewProcessor(p.cfg.Kafka.Brokers, p.Graph(), opts...)
+	if err != nil {
+		return false, fmt.Errorf("create goka processor %s: %w", group, err)
 	}
-	p.procs.Store(&procs)
-	defer p.procs.Store(nil)
+	p.proc.Store(proc)
+	defer p.proc.Store(nil)
 	g, gctx := errgroup.WithContext(ctx)
-	for i, proc := range procs {
-		group := graphs[i].Group()
-		g.Go(func() error {
-			p.log.Info("packer stage starting", "group", group)
-			if err := proc.Run(gctx); err != nil {
-				return fmt.Errorf("goka processor %s: %w", group, err)
-			}
-			return nil
-		})
-	}
+	g.Go(func() error {
+		p.log.Info("packer starting", "group", group)
+		if err := proc.Run(gctx); err != nil {
+			return fmt.Errorf("goka processor %s: %w", group, err)
+		}
+		return nil
+	})
 	running := make(chan bool, 1)
 	aligned := make(chan struct{})
 	go func() {
@@ -254,14 +231,14 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 	cleaned := make(chan struct{})
 	go func() {
 		defer close(cleaned)
-		all := allRunning(gctx, procs)
-		if all && signal && p.cfg.Ready != nil {
+		up := isRunning(gctx, proc)
+		if up && signal && p.cfg.Ready != nil {
 			p.cfg.Ready()
 		}
-		running <- all
-		if all && p.cfg.CleanEvery > 0 {
-			// Only once both groups have recovered: a clock group that is
-			// still reading its table must not see its start deleted.
+		running <- up
+		if up && p.cfg.CleanEvery > 0 {
+			// Only once the group has recovered: a group that is still
+			// reading its table must not see its start deleted.
 			p.clean(gctx, p.cfg.CleanEvery)
 		}
 	}()
@@ -274,46 +251,25 @@ func (p *Packer) runStages(ctx context.Context, signal bool) (ran bool, err erro
 	}
 	// goka reports every message that could not commit after a failed
 	// write; the first failure is the one that matters.
-	for _, s := range p.seqs {
-		if f := s.firstFailure(); f != nil {
-			return ran, fmt.Errorf("a write failed, so the packer stopped before committing the record it was for "+
-				"(it is processed again when the packer starts again): %w", f)
-		}
+	if f := seq.firstFailure(); f != nil {
+		return ran, fmt.Errorf("a write failed, so the packer stopped before committing the record it was for "+
+			"(it is processed again when the packer starts again): %w", f)
 	}
 	return ran, err
 }
 
 // client is a franz-go client of the packer's own, for what it does beside
-// goka: restoring the slots, cleaning the clock table.
+// goka: reading the group's committed offsets, cleaning the clock table.
 func (p *Packer) client() (*kgo.Client, error) {
 	kc := p.cfg.Kafka
 	return kgo.NewClient(append(kc.Kgo(), kgo.SeedBrokers(kc.Brokers...), kafkaconf.KgoLogger(p.log))...)
 }
 
-// readClockTable calls fn for each record of one partition of the clock
-// table, from the oldest kept to the end it has when the read starts.
-func (p *Packer) readClockTable(ctx context.Context, partition int32, fn func(offset int64, value []byte) error) error {
-	cl, err := p.client()
-	if err != nil {
-		return fmt.Errorf("restore slots: kafka client: %w", err)
-	}
-	defer cl.Close()
-	err = topicread.Partition(ctx, cl, p.cfg.clockTable(), partition, func(r *kgo.Record) error {
-		return fn(r.Offset, r.Value)
-	})
-	if err != nil {
-		return fmt.Errorf("restore slots from %s/%d: %w", p.cfg.clockTable(), partition, err)
-	}
-	return nil
-}
-
-// allRunning reports whether every processor came to run, recovered, before
-// ctx ended (goka's wait also returns for a processor that stopped).
-func allRunning(ctx context.Context, procs []*goka.Processor) bool {
-	for _, proc := range procs {
-		if err := proc.WaitForReadyContext(ctx); err != nil || !proc.Recovered() {
-			return false
-		}
+// isRunning reports whether proc came to run, recovered, before ctx ended
+// (goka's wait also returns for a processor that stopped).
+func isRunning(ctx context.Context, proc *goka.Processor) bool {
+	if err := proc.WaitForReadyContext(ctx); err != nil || !proc.Recovered() {
+		return false
 	}
 	return ctx.Err() == nil
 }

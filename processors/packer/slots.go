@@ -8,42 +8,34 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The slots stage is the windowed stream-table join of the packer: the
-// stream of ranked items (the clock's decisions, read from its table's
-// changelog) is joined with the slots, keyed by (line, window, rank).
-// The k-th toy and the k-th box of a window meet in slot k; a window's
-// closing tells the slots that will stay half-empty to report their item as
-// unpacked or spare, and then the window's slots are forgotten. A line's
-// slots live in the partition of its clock (Packer.hasherFor), in the
-// storage goka builds for the group's table, which is never written: the
-// slots are a function of the decisions, and when goka is assigned a
-// partition they are rebuilt from what the clock table holds (restoreSlots).
+// The slots are the windowed stream-table join of the packer: the stream
+// of ranked items (the clock's decisions) is joined with the slots, keyed by
+// (line, window, rank). The k-th toy and the k-th box of a window meet in
+// slot k; a window's closing tells the slots that will stay half-empty to
+// report their item as unpacked or spare, and then the window's slots are
+// forgotten. The slots live beside the line's clock, in the storage goka
+// builds for the clock table, at keys of their own (slotKey), and are never
+// written to Kafka: they are a function of the decisions, and goka's
+// recovery of the clock table rebuilds them (restoreSlots). The clock
+// callback joins each decision right after writing it (decide), so each
+// input record is read once.
 
-// forwardToSlots turns the clock's decisions into results: late rows and
-// duplicates' dead letters now, items into their (line, window, rank) slot,
-// and window closings into the slots that will stay half-empty.
-func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
-	ev := msg.(*decision)
-	if p.metrics != nil {
-		p.metrics.consume(inTable, ctx.Partition(), ctx.Offset())
-	}
-	part := p.slotStores.of(ctx)
-	if err := part.settle(ctx.Offset()); err != nil {
-		ctx.Fail(fmt.Errorf("forget slots in partition %d of %s: %w", ctx.Partition(), part.topic, err))
-	}
-	if part.horizon != nil {
-		part.horizon.observe(ctx.Offset(), ev)
-	}
-	r := ev.Rec
+// emitRows writes what decision ev means for the outputs: a late row or a
+// duplicate's dead letter, the item into its (line, window, rank) slot, and
+// each window it closes into the slots that will stay half-empty. decide
+// calls it for each new decision, and admit again for a record delivered
+// again whose decision the table kept (replay.go).
+func (p *Packer) emitRows(ctx goka.Context, part *tablePart, ev *decision) {
+	r := &ev.Rec
 	switch ev.Class {
 	case classLate:
 		key := lateKey(p.topicOf(r.Stream), r.Partition, r.Offset)
-		resume(p.trace.slots, ctx, r.Trace).Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(&r, key))
+		ctx.Emit(goka.Stream(p.cfg.Topics.Late), key, p.lateRow(r, key))
 		if p.metrics != nil {
 			p.metrics.row(rowLate, r.Line)
 		}
 	case classDuplicate:
-		p.emitDup(resume(p.trace.slots, ctx, r.Trace), &r)
+		p.emitDup(ctx, r)
 	case classItem:
 		p.slot(ctx, part, slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace, ArrivedUS: r.ArrivedUS})
 	}
@@ -52,8 +44,7 @@ func (p *Packer) forwardToSlots(ctx goka.Context, msg any) {
 			p.slot(ctx, part, slotKey(r.Line, c.Start, k), &slotMsg{Close: true, Line: r.Line, Window: c.Start, Trace: r.Trace})
 		}
 		// Nothing mentions a window after its closing: a later item of it
-		// would be late. A restart that processes this decision again
-		// rebuilds the slots first (restoreSlots).
+		// would be late.
 		if err := part.forgetWindow(r.Line, c, true); err != nil {
 			ctx.Fail(fmt.Errorf("forget the slots of window %d of line %s in partition %d of %s: %w", c.Start, r.Line, ctx.Partition(), part.topic, err))
 		}
@@ -71,22 +62,22 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, key string, m *slotMsg)
 	}
 	ws := record.FormatMicros(slot.Window)
 	t := p.cfg.Topics
-	// The trace is resumed only where a row is written.
+	// ctx is the callback's of the record that m is about, traced as it.
 	switch {
 	case slot.Toy != "" && slot.Box != "":
-		ctx = withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace, slot.BoxTrace)
+		ctx = withItems(ctx, slot.ToyTrace, slot.BoxTrace)
 		ctx.Emit(goka.Stream(t.Packed), itemKey(slot.Line, slot.Window, slot.Toy), p.packedRow(slot, ws))
 		if p.metrics != nil {
 			p.metrics.row(rowPacked, slot.Line)
 			p.metrics.packed(slot.Line, m.ArrivedUS) // m brought the later item
 		}
 	case slot.Closed && slot.Toy != "":
-		withItems(resume(p.trace.slots, ctx, m.Trace), slot.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(slot.Line, slot.Window, slot.Toy), p.unpackedRow(slot, ws))
+		withItems(ctx, slot.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(slot.Line, slot.Window, slot.Toy), p.unpackedRow(slot, ws))
 		if p.metrics != nil {
 			p.metrics.row(rowUnpacked, slot.Line)
 		}
 	case slot.Closed && slot.Box != "":
-		withItems(resume(p.trace.slots, ctx, m.Trace), slot.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(slot.Line, slot.Window, slot.Box), p.spareRow(slot, ws))
+		withItems(ctx, slot.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(slot.Line, slot.Window, slot.Box), p.spareRow(slot, ws))
 		if p.metrics != nil {
 			p.metrics.row(rowSpare, slot.Line)
 		}
@@ -160,36 +151,28 @@ func (t *tablePart) forgetWindow(line string, c closedWindow, whole bool) error 
 	return nil
 }
 
-// restoreSlots rebuilds the slots of one partition from the clock table's
-// records, oldest first (readClockTable reads them when goka opens the
-// partition's storage), without writing anything: items fill their slots,
-// closings mark theirs closed. The table holds every item of every window
-// that a decision still to be processed mentions (horizon.go), so those
-// windows' slots come back whole. Closed windows keep their slots until the
-// partition's first callback (settle): the group may process their closing
-// again, from its committed offset, and must find them as they were.
-func (p *Packer) restoreSlots(part *tablePart, offset int64, value []byte) error {
-	v, err := binCodec[decision, *decision]{}.Decode(value)
-	if err != nil {
-		return err
-	}
-	ev := v.(*decision)
-	if part.horizon != nil {
-		part.horizon.follow(offset, ev)
-	}
+// restoreSlots rebuilds the slots of one partition from the decision at
+// offset of the clock table, as goka's recovery reads them oldest first
+// (recoverClock), without writing anything: items fill their slots, closings
+// mark theirs closed. The table holds every item of every window that a
+// decision still to be replayed mentions (horizon.go), so those windows'
+// slots come back whole. Closed windows keep their slots until the recovery
+// ends (tablePart.recovered): a record delivered again may replay their
+// closing, and must find them as they were.
+func (t *tablePart) restoreSlots(offset int64, ev *decision) error {
 	r := &ev.Rec
 	if ev.Class == classItem {
-		if _, err := part.updateSlot(slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace}); err != nil {
+		if _, err := t.updateSlot(slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace}); err != nil {
 			return err
 		}
 	}
 	for _, c := range ev.Closed {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
-			if _, err := part.updateSlot(slotKey(r.Line, c.Start, k), &slotMsg{Close: true, Line: r.Line, Window: c.Start}); err != nil {
+			if _, err := t.updateSlot(slotKey(r.Line, c.Start, k), &slotMsg{Close: true, Line: r.Line, Window: c.Start}); err != nil {
 				return err
 			}
 		}
-		part.closedInRestore = append(part.closedInRestore, restoredClosing{at: offset, line: r.Line, w: c})
+		t.closedInRestore = append(t.closedInRestore, restoredClosing{at: offset, line: r.Line, w: c})
 	}
 	return nil
 }
@@ -202,26 +185,7 @@ type restoredClosing struct {
 	w    closedWindow
 }
 
-// settle, at the partition's first callback after its slots were restored,
-// forgets the slots of the windows closed before offset, the first the group
-// processes: no decision from there on mentions them. The windows closed
-// from there on are forgotten when their closing is processed.
-func (t *tablePart) settle(offset int64) error {
-	if t.closedInRestore == nil {
-		return nil
-	}
-	for _, c := range t.closedInRestore {
-		if c.at < offset {
-			if err := t.forgetWindow(c.line, c.w, false); err != nil {
-				return err
-			}
-		}
-	}
-	t.closedInRestore = nil
-	return nil
-}
-
-// slotStateCodec encodes the slots in the slots group's storage.
+// slotStateCodec encodes the slots in the clock group's storage.
 var slotStateCodec binCodec[slotState, *slotState]
 
 // slotMsg is what a decision brings to the slot (line, window, rank): an item

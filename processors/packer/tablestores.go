@@ -8,16 +8,12 @@ import (
 	"github.com/lovoo/goka/storage"
 )
 
-// tableStores are the storages of a group's own table, one per partition
-// the group holds, for the values a callback reads and writes at keys other
-// than its own: goka gives a callback only its current key's value. The
-// clock group's table holds the dedupe entries beside the key clocks, the
-// slots group's the slots. Neither is a Kafka record of its own: goka's
-// recovery of the clock table sets the key clocks and dedupe entries
-// again from its decisions (recoverClock), and the slots are rebuilt from
-// the same decisions when goka opens the slots group's storage (held.Open
-// runs restore, which reads the clock table through restoreSlots); the slots
-// group's table is never written.
+// tableStores are the storages of the clock group's table, one per
+// partition the group holds, for the values a callback reads and writes at
+// keys other than its own: goka gives a callback only its current key's
+// value. The table holds the dedupe entries and the slots beside the key
+// clocks. None is a Kafka record of its own: goka's recovery of the table
+// sets them again from its decisions (recoverClock).
 type tableStores struct {
 	topic string
 	// follow: each partition keeps a horizon (horizon.go), for the cleaner.
@@ -25,10 +21,11 @@ type tableStores struct {
 	// counts: each partition counts what it holds (partState), for the
 	// metrics.
 	counts bool
-	// restore, when set, fills a partition's new storage before goka uses it.
-	restore func(partition int32, part *tablePart) error
-	mu      sync.Mutex
-	m       map[int32]*tablePart
+	// open, when set, prepares a partition's new storage before goka
+	// recovers it.
+	open func(partition int32, part *tablePart) error
+	mu   sync.Mutex
+	m    map[int32]*tablePart
 }
 
 func newTableStores(topic string, follow, counts bool) *tableStores {
@@ -50,7 +47,7 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		if err != nil || topic != s.topic {
 			return store, err
 		}
-		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}}
+		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}, safe: -1}
 		if s.follow {
 			part.horizon = newHorizon()
 		}
@@ -60,9 +57,9 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		s.mu.Lock()
 		s.m[partition] = part
 		s.mu.Unlock()
-		h := &held{Storage: store, drop: func() { s.drop(partition, part) }}
-		if s.restore != nil {
-			h.restore = func() error { return s.restore(partition, part) }
+		h := &held{Storage: store, part: part, drop: func() { s.drop(partition, part) }}
+		if s.open != nil {
+			h.open = func() error { return s.open(partition, part) }
 		}
 		return h, nil
 	}
@@ -78,23 +75,40 @@ func (s *tableStores) drop(partition int32, part *tablePart) {
 	}
 }
 
-// held is a storage that the table's partition is held with: filled when
-// goka opens it (restore, when set), before goka recovers the table or runs
-// a callback of the partition, and dropped when goka closes it.
+// held is a storage that the table's partition is held with: prepared when
+// goka opens it (open, when set), before goka recovers the table or runs a
+// callback of the partition, told when the recovery ends and of the offset
+// of each decision written after it, and dropped when goka closes it.
 type held struct {
 	storage.Storage
-	restore func() error
-	drop    func()
+	part *tablePart
+	open func() error
+	drop func()
 }
 
 func (h *held) Open() error {
 	if err := h.Storage.Open(); err != nil {
 		return err
 	}
-	if h.restore == nil {
+	if h.open == nil {
 		return nil
 	}
-	return h.restore()
+	return h.open()
+}
+
+func (h *held) MarkRecovered() error {
+	if err := h.part.recovered(); err != nil {
+		return fmt.Errorf("end the recovery of %s: %w", h.part.topic, err)
+	}
+	return h.Storage.MarkRecovered()
+}
+
+// SetOffset is, after the recovery, goka's word that the decision written
+// at offset was acknowledged (goka's table writes, in the order the
+// sequencer releases them: the order of the writes).
+func (h *held) SetOffset(offset int64) error {
+	h.part.written(offset)
+	return h.Storage.SetOffset(offset)
 }
 
 func (h *held) Close() error {
@@ -102,19 +116,29 @@ func (h *held) Close() error {
 	return h.Storage.Close()
 }
 
-// tablePart is one partition of a table: its storage, the clock group's
-// clocks of the keys in it, which live in memory only (keyclock.go), and the
-// slots group's bookkeeping of what the clock table must keep (horizon.go;
-// nil when the packer does not clean the table) and of the windows its
-// restore saw closing (restoreSlots).
+// tablePart is one partition of the clock table: its storage, the clocks of
+// the keys in it, which live in memory only (keyclock.go), the bookkeeping
+// of what the table must keep (horizon.go; nil when the packer does not
+// clean the table), and what the recovery leaves for the records delivered
+// again (replay.go).
 type tablePart struct {
-	store           storage.Storage
-	topic           string
-	keyClocks       map[string]*keyClock
-	order           []string     // keyClocks' keys, in the order they were first seen
-	walk            snapshotWalk // over order, a piece at a time (clock.go)
-	ev              decision     // the decision being made, of whichever key (keyClock.Ev)
-	horizon         *horizon
+	store     storage.Storage
+	topic     string
+	keyClocks map[string]*keyClock
+	order     []string     // keyClocks' keys, in the order they were first seen
+	walk      snapshotWalk // over order, a piece at a time (clock.go)
+	ev        decision     // the decision being made, of whichever key (keyClock.Ev)
+	horizon   *horizon
+	// facts are the horizon's facts of the decisions written and not yet
+	// acknowledged, oldest first.
+	facts factQueue
+	// committed are the group's committed offsets of the partition's
+	// inputs when goka opened the storage; safe the offset of the last
+	// decision read in the recovery whose record they cover, -1 for none;
+	// replays the decisions after it, by record (replay.go).
+	committed       [nInputs]int64
+	safe            int64
+	replays         map[recordRef]*decision
 	closedInRestore []restoredClosing
 	// state counts what the partition holds, for the metrics; nil when
 	// they are off. A revoked partition's counts go with it.

@@ -11,15 +11,15 @@ import (
 	"github.com/northpole-workshop/northpole/otel/kafkatrace"
 )
 
-// newStageTracing traces the packer of c with tp (Config.Tracer; nil or a
-// no-op provider: off, at no cost). Each input record gets a CONSUMER span "process toys" or
-// "process boxes", child of the elves' "send" span found in its headers. Its
-// context then travels inside the values of the clock's changelog and the
-// loop topics (traceref.go), and the slot of its rank
-// remembers it, so that every output gets a PRODUCER span "send <topic>",
-// child of the record being processed: a packed pair's span (the record that
-// completed the pair) links to the records that brought the toy and the box,
-// an unpacked toy's or a spare box's (the record that closed the window) to
+// newTracing traces the packer of c with tp (Config.Tracer; nil or a no-op
+// provider: off, at no cost). Each input record gets a CONSUMER span
+// "process toys" or "process boxes", child of the elves' "send" span found
+// in its headers. Its context then travels inside the values of the clock
+// table and the loop (traceref.go), and the slot of its rank remembers it,
+// so that every output gets a PRODUCER span "send <topic>", child of the
+// record being processed: a packed pair's span (the record that completed
+// the pair) links to the records that brought the toy and the box, an
+// unpacked toy's or a spare box's (the record that closed the window) to
 // the record that brought the item. Dead letters set the status of their
 // spans to Error.
 //
@@ -29,23 +29,9 @@ import (
 //
 // Tracing changes no value, key or decision: replays make extra spans, never
 // different results.
-func newStageTracing(c Config, tp trace.TracerProvider) stageTracing {
-	g := func(group string) *kafkatrace.Goka {
-		return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: group, ClientID: gokakit.ClientID(group), Brokers: c.Kafka.Brokers,
-			OnSend: onSend})
-	}
-	return stageTracing{clock: g(c.clockGroup()), slots: g(c.slotsGroup())}
-}
-
-// stageTracing instruments the two groups; nil members do nothing.
-type stageTracing struct{ clock, slots *kafkatrace.Goka }
-
-// tracingOf is the instrumentation of group, one of the packer's two.
-func (p *Packer) tracingOf(group string) *kafkatrace.Goka {
-	if group == p.cfg.clockGroup() {
-		return p.trace.clock
-	}
-	return p.trace.slots
+func newTracing(c Config, tp trace.TracerProvider) *kafkatrace.Goka {
+	return kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: c.clockGroup(), ClientID: gokakit.ClientID(c.clockGroup()), Brokers: c.Kafka.Brokers,
+		OnSend: onSend})
 }
 
 // Attributes of the packer's own spans.
@@ -93,13 +79,13 @@ const attrIDMax = 256
 // traceOf is the trace context of the input record being processed in ctx,
 // which the clock's decision carries on; none with tracing off.
 func (p *Packer) traceOf(ctx goka.Context) traceRef {
-	if p.trace.clock == nil {
+	if p.trace == nil {
 		return traceRef{}
 	}
 	return traceRefOf(kafkatrace.SpanContext(ctx))
 }
 
-// resume continues, in a stage after the input, the trace of the record a
+// resume continues, in the loop's callback, the trace of the record a
 // message is about, from the traceRef the message carries (see traceref.go).
 func resume(g *kafkatrace.Goka, ctx goka.Context, ref traceRef) goka.Context {
 	if g == nil || !ref.valid() {

@@ -295,8 +295,8 @@ func TestTracingDeadLetters(t *testing.T) {
 			client = a.Value.AsString()
 		}
 	}
-	if want := gokakit.ClientID(p.cfg.slotsGroup()); client != want {
-		t.Errorf("duplicate's dead letter sent by %q, want the slots group's client %q", client, want)
+	if want := gokakit.ClientID(p.cfg.clockGroup()); client != want {
+		t.Errorf("duplicate's dead letter sent by %q, want the group's client %q", client, want)
 	}
 }
 

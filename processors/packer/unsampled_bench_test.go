@@ -16,8 +16,8 @@ import (
 // record that nobody samples, alone: the input's process middleware, its
 // trace context into the clock's decision and out of it, and for every
 // second record (the packer writes about half an output row per input
-// event) the slots stage resuming it, linking the slot's two items and
-// writing a row with its traceparent through goka's emit and the producer
+// event) linking the slot's two items and writing a row with its
+// traceparent through goka's emit and the producer
 // (internal/gokatest: what goka and gokakit's producer do with headers,
 // nothing else). "off" is the same path with tracing off; the difference
 // is the unsampled path's cost. Inputs come with an unsampled traceparent
@@ -77,14 +77,14 @@ func TestUnsampledRecordAllocations(t *testing.T) {
 // unsampledPath is the packer's tracing work for one input record.
 type unsampledPath struct {
 	process   goka.ProcessCallback
-	slots     *kafkatrace.Goka
-	in, out   goka.Context
+	in        goka.Context
+	emit      bool     // the record being processed writes a row
 	ref, prev traceRef // the last record's, decoded from its decision, and the one before
 	buf       []byte
 }
 
 func newUnsampledPath(tb testing.TB, sampler string, headers goka.Headers) *unsampledPath {
-	var clock, slots *kafkatrace.Goka
+	var g *kafkatrace.Goka
 	if sampler != "" {
 		env := map[string]string{"OTEL_TRACES_SAMPLER": sampler}
 		tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: discardExporter{}, Getenv: func(k string) string { return env[k] }})
@@ -92,34 +92,28 @@ func newUnsampledPath(tb testing.TB, sampler string, headers goka.Headers) *unsa
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-		tp := tel.TracerProvider("packer")
-		clock = kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: "packer-clock", ClientID: "packer-clock", Brokers: []string{"kafka:9092"}})
-		slots = kafkatrace.NewGoka(tp, kafkatrace.GokaConfig{Group: "packer-slots", ClientID: "packer-slots", Brokers: []string{"kafka:9092"}, OnSend: onSend})
+		g = kafkatrace.NewGoka(tel.TracerProvider("packer"), kafkatrace.GokaConfig{Group: "packer-clock", ClientID: "packer-clock", Brokers: []string{"kafka:9092"}, OnSend: onSend})
 	}
-	in, err := gokatest.New(gokatest.Record{Topic: "toys", Key: "M", Partition: 2, Offset: 7, Headers: headers}, nil)
+	in, err := gokatest.New(gokatest.Record{Topic: "toys", Key: "M", Partition: 2, Offset: 7, Headers: headers}, g.Producer(&gokatest.Producer{}))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out, err := gokatest.New(gokatest.Record{Topic: "packer-clock-table", Key: "M"}, slots.Producer(&gokatest.Producer{}))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &unsampledPath{slots: slots, in: in, out: out}
-	pk := &Packer{trace: stageTracing{clock: clock, slots: slots}}
-	p.process = clock.Process()(func(ctx goka.Context, _ any) {
+	p := &unsampledPath{in: in}
+	pk := &Packer{trace: g}
+	p.process = g.Process()(func(ctx goka.Context, _ any) {
 		ref := pk.traceOf(ctx)
 		p.buf = ref.appendBin(p.buf[:0])
 		p.prev = p.ref
 		p.ref.readBin(&binReader{b: p.buf})
+		if p.emit {
+			withItems(ctx, p.prev, p.ref).Emit("packed", "M|1|1", nil)
+		}
 	})
 	return p
 }
 
-// record is one input record; with emit, the slots stage writes a row.
+// record is one input record; with emit, it writes a row.
 func (p *unsampledPath) record(emit bool) {
+	p.emit = emit
 	p.process(p.in, []byte(`{}`))
-	if emit {
-		ctx := withItems(resume(p.slots, p.out, p.ref), p.prev, p.ref)
-		ctx.Emit("packed", "M|1|1", nil)
-	}
 }

@@ -13,10 +13,14 @@ type validRecord struct {
 	Stream    record.Stream `json:"x"`
 	Partition int32         `json:"p"`
 	Offset    int64         `json:"o"`
-	Line      string        `json:"l"` // the packing line: the Kafka key, a size or size/hall
-	ID        string        `json:"id,omitempty"`
-	Heartbeat bool          `json:"hb,omitempty"`
-	MadeUS    int64         `json:"t"` // made_at in µs, floor
+	// Via is the offset of the loop record that brought a stray, plus one;
+	// 0 for a record read from its input topic. With Partition it says
+	// which input record a decision answers (replay.go).
+	Via       int64  `json:"v,omitempty"`
+	Line      string `json:"l"` // the packing line: the Kafka key, a size or size/hall
+	ID        string `json:"id,omitempty"`
+	Heartbeat bool   `json:"hb,omitempty"`
+	MadeUS    int64  `json:"t"` // made_at in µs, floor
 	// MadeNS is what made_at has past MadeUS, 0 to 999 ns: with it the late
 	// row says made_at as the input did (madeAt), and a decision carries
 	// two numbers instead of its text.

@@ -9,8 +9,8 @@
 // because it needs only Kafka and the packer's configuration, not the elves,
 // the sleigh or a run: the harness reads back through it, and the bench
 // measures with it the lag of a packer running in another process. Lag sums,
-// over both groups and every topic they consume (packer.Config.GroupInputs:
-// loops and the clock's table topic included), the records not yet committed.
+// over its group and every topic it consumes (packer.Config.GroupInputs: the
+// loop included), the records not yet committed.
 package outputs
 
 import (
