@@ -109,14 +109,14 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 			return recoverError(ctx, err)
 		}
 	}
-	if err := part.restoreSlots(ctx.Offset(), ev); err != nil {
+	if err := part.restoreSlots(ev); err != nil {
 		return recoverError(ctx, err)
 	}
 	if h := part.horizon; h != nil {
 		f := factOf(ev)
 		h.follow(ctx.Offset(), &f)
 	}
-	part.noteReplay(ctx.Offset(), ev)
+	part.noteReplay(ev)
 	return nil
 }
 

@@ -12,21 +12,20 @@ import (
 
 // The clock callback writes a record's decision to the clock table and its
 // rows to the outputs, and goka commits the record's offset once all of
-// them are acknowledged, in order with every earlier record's (inorder.go).
-// A crash can therefore leave a decision in the table whose rows were not
-// all written: its record was not committed, is delivered again, and the
-// recovered clock has applied it already. Such a record must not be decided
-// again (its decision is kept), but its rows must be written again. The
-// recovery keeps the decisions that may be in that state, the replays, and
-// admit writes a replay's rows again when its record comes.
+// them are acknowledged (inorder.go). A crash can therefore leave a decision
+// in the table whose rows were not all written: its record was not
+// committed, is delivered again, and the recovered clock has applied it
+// already. Such a record must not be decided again (its decision is kept),
+// but its rows must be written again. So the recovery keeps the decisions
+// whose records the group has not committed, the replays, and admit writes
+// a replay's rows again when its record comes. A committed record's rows
+// were all written, in the callback that decided it or in one that
+// replayed it.
 //
-// Which decisions may be in that state follows from the order: a committed
-// record's own writes, and every write issued before them, were
-// acknowledged. So every decision up to the last one in the table whose
-// record was committed (safe) has all its rows written, and the replays are
-// the decisions after it, whose records are all delivered again. What a
-// replay writes is a function of the decision and of slots that are
-// written once (slots.go): the same rows, with the same keys and values.
+// What a replay writes is a function of the decision and of slots that are
+// written once (slots.go): the same rows, with the same keys and values,
+// whatever the order the inputs come again in, as long as the slots of the
+// windows the replays mention are kept until every replay is done.
 
 // inputs a decision's record came from in the clock group: toys, boxes
 // (streamIndex) and the loop.
@@ -48,13 +47,10 @@ type recordRef struct {
 	offset    int64
 }
 
-// noteReplay takes the decision at offset of the clock table, read while
-// goka recovers it: a replay while no later decision's record is committed.
-func (t *tablePart) noteReplay(offset int64, ev *decision) {
-	in, off := deliveredBy(&ev.Rec)
-	if off < t.committed[in] {
-		clear(t.replays)
-		t.safe = offset
+// noteReplay takes the decision read while goka recovers the table: a
+// replay unless its record is committed.
+func (t *tablePart) noteReplay(ev *decision) {
+	if in, off := deliveredBy(&ev.Rec); off < t.committed[in] {
 		return
 	}
 	if t.replays == nil {
@@ -67,7 +63,8 @@ func (t *tablePart) noteReplay(offset int64, ev *decision) {
 }
 
 // replay writes again the rows of obs's decision when the recovery kept it
-// as a replay, and forgets it: obs is delivered again once.
+// as a replay, and forgets it: obs is delivered again once. Once every
+// replay is done, the windows that closed before are forgotten.
 func (p *Packer) replay(ctx goka.Context, part *tablePart, obs *validRecord) {
 	if len(part.replays) == 0 {
 		return
@@ -79,21 +76,42 @@ func (p *Packer) replay(ctx goka.Context, part *tablePart, obs *validRecord) {
 	}
 	delete(part.replays, ref)
 	p.emitRows(ctx, part, ev)
+	if len(part.replays) > 0 {
+		return
+	}
+	for _, c := range part.closedKept {
+		if err := part.forgetWindow(c.line, c.w, false); err != nil {
+			ctx.Fail(fmt.Errorf("forget the slots of window %d of line %s in partition %d of %s: %w", c.w.Start, c.line, ctx.Partition(), part.topic, err))
+		}
+	}
+	part.closedKept = nil
 }
 
 // recovered ends the recovery of the partition: the slots of the windows
-// closed up to safe are forgotten (their rows are written, and no replay
-// mentions them), and the horizon marks its bound at the last record read.
-// Windows closed by replays are forgotten when their closing is replayed.
+// that closed are forgotten, but for those a replay mentions (an item of
+// it, or its closing), which are kept until every replay is done; and the
+// horizon marks its bound at the last record read.
 func (t *tablePart) recovered() error {
-	for _, c := range t.closedInRestore {
-		if c.at <= t.safe {
-			if err := t.forgetWindow(c.line, c.w, false); err != nil {
-				return err
-			}
+	mentioned := map[windowRef]bool{}
+	for _, ev := range t.replays {
+		if ev.Class == classItem {
+			mentioned[windowRef{ev.Rec.Line, ev.Window}] = true
+		}
+		for _, c := range ev.Closed {
+			mentioned[windowRef{ev.Rec.Line, c.Start}] = true
 		}
 	}
-	t.closedInRestore = nil
+	kept := t.closedKept[:0]
+	for _, c := range t.closedKept {
+		if mentioned[windowRef{c.line, c.w.Start}] {
+			kept = append(kept, c)
+			continue
+		}
+		if err := t.forgetWindow(c.line, c.w, false); err != nil {
+			return err
+		}
+	}
+	t.closedKept = kept
 	if h := t.horizon; h != nil && h.next > 0 {
 		// The bound at the last record read is exact (see follow).
 		// Without it a packer restarted on a quiet table would not clean

@@ -43,6 +43,12 @@ func (p *Packer) emitRows(ctx goka.Context, part *tablePart, ev *decision) {
 		for k := min(c.Toys, c.Boxes) + 1; k <= max(c.Toys, c.Boxes); k++ {
 			p.slot(ctx, part, slotKey(r.Line, c.Start, k), &slotMsg{Close: true, Line: r.Line, Window: c.Start, Trace: r.Trace})
 		}
+		if len(part.replays) > 0 {
+			// A replay may still mention the window: forgotten once
+			// every replay is done (replay).
+			part.closedKept = append(part.closedKept, closedWindowOf{line: r.Line, w: c})
+			continue
+		}
 		// Nothing mentions a window after its closing: a later item of it
 		// would be late.
 		if err := part.forgetWindow(r.Line, c, true); err != nil {
@@ -157,9 +163,9 @@ func (t *tablePart) forgetWindow(line string, c closedWindow, whole bool) error 
 // mark theirs closed. The table holds every item of every window that a
 // decision still to be replayed mentions (horizon.go), so those windows'
 // slots come back whole. Closed windows keep their slots until the recovery
-// ends (tablePart.recovered): a record delivered again may replay their
-// closing, and must find them as they were.
-func (t *tablePart) restoreSlots(offset int64, ev *decision) error {
+// ends (tablePart.recovered), and those a replay mentions until every
+// replay is done: a record delivered again must find them as they were.
+func (t *tablePart) restoreSlots(ev *decision) error {
 	r := &ev.Rec
 	if ev.Class == classItem {
 		if _, err := t.updateSlot(slotKey(r.Line, ev.Window, ev.Rank), &slotMsg{Stream: r.Stream, ID: r.ID, Line: r.Line, Window: ev.Window, Trace: r.Trace}); err != nil {
@@ -172,15 +178,13 @@ func (t *tablePart) restoreSlots(offset int64, ev *decision) error {
 				return err
 			}
 		}
-		t.closedInRestore = append(t.closedInRestore, restoredClosing{at: offset, line: r.Line, w: c})
+		t.closedKept = append(t.closedKept, closedWindowOf{line: r.Line, w: c})
 	}
 	return nil
 }
 
-// restoredClosing is a window that the decision at offset at closed, seen
-// while the slots were restored.
-type restoredClosing struct {
-	at   int64
+// closedWindowOf is a closed window of a line.
+type closedWindowOf struct {
 	line string
 	w    closedWindow
 }

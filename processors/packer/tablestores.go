@@ -47,7 +47,7 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		if err != nil || topic != s.topic {
 			return store, err
 		}
-		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}, safe: -1}
+		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}}
 		if s.follow {
 			part.horizon = newHorizon()
 		}
@@ -133,13 +133,12 @@ type tablePart struct {
 	// acknowledged, oldest first.
 	facts factQueue
 	// committed are the group's committed offsets of the partition's
-	// inputs when goka opened the storage; safe the offset of the last
-	// decision read in the recovery whose record they cover, -1 for none;
-	// replays the decisions after it, by record (replay.go).
-	committed       [nInputs]int64
-	safe            int64
-	replays         map[recordRef]*decision
-	closedInRestore []restoredClosing
+	// inputs when goka opened the storage; replays the decisions of the
+	// records after them, by record; closedKept the windows closed whose
+	// slots are kept until every replay is done (replay.go).
+	committed  [nInputs]int64
+	replays    map[recordRef]*decision
+	closedKept []closedWindowOf
 	// state counts what the partition holds, for the metrics; nil when
 	// they are off. A revoked partition's counts go with it.
 	state *partState
