@@ -94,8 +94,8 @@ Scale-out (the scale variant; --instances 1,2,4 --partitions 16 --halls 16):
 for each count N the bench pre-loads the backlog, starts N packers at once
 (separate processes, one consumer group, same topics; each serves its
 health on the loopback), measures until the group's lag is zero, reads each
-instance's Health once the groups hold every partition (a group may still
-be rebalancing at zero lag; at most 30 s), stops them all at once, then reads the inputs and outputs back
+instance's Health once they hold every partition (the group may still be
+rebalancing at zero lag; at most 30 s), stops them all at once, then reads the inputs and outputs back
 and computes the batch reference (contract.Compute) on those inputs: every
 run must equal it. In the main table the row's packer µs/ev is the
 instances' CPU summed over all input events, max RSS MiB the largest
@@ -108,8 +108,8 @@ instance's. Then a table per run:
   sum µs/ev         all instances' CPU over all input events: the cost of
                     the work, which should not grow with N
   broker µs/ev      as above (net of its idle rate when measured)
-  counted %         the input events the instances' clock groups say they
-                    consumed, over the events: below 100 when partitions
+  counted %         the input events the instances say they consumed, over
+                    the events: below 100 when partitions
                     changed hands after consuming began (then the shares
                     below are the last assignment's)
   reference         "equal" when the five result sets equal the batch
