@@ -133,10 +133,10 @@ func (t *tablePart) updateSlot(key string, m *slotMsg) (*slotState, error) {
 }
 
 // forgetWindow deletes the slots of a closed window: ranks 1 to the larger
-// of its two counts. Each of them exists, every item of a window that a
-// decision still to be processed mentions being in the clock table
-// (restoreSlots), but for a window that closed in the records a restore
-// read (settle): whole says which.
+// of its two counts. Each of them exists when the window closes in a
+// callback (the table keeps every item of a window a decision still to
+// come mentions: horizon.go), not always for one whose closing a recovery
+// read or that waited for the replays (replay.go): whole says which.
 func (t *tablePart) forgetWindow(line string, c closedWindow, whole bool) error {
 	gone := 0
 	for k := 1; k <= max(c.Toys, c.Boxes); k++ {
