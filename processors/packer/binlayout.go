@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The layouts of the values on the packer's loop topics and group tables, all
+// The layouts of the values on the packer's loop topic and clock table, all
 // in one place because one version byte covers them all: a change to any of
 // them bumps binVersion. The values are internal (only the packer reads
 // them), in a compact binary form (a version byte, then varints and
@@ -76,7 +76,7 @@ func (o *validRecord) readBin(r *binReader) {
 // errBadNanos: made_at's part below a microsecond is 0 to 999 ns.
 var errBadNanos = errors.New("bad nanoseconds of made_at")
 
-// A record's trace context, in a valid record and in a slot.
+// A record's trace context, in a valid record (and so in a decision).
 
 // appendBin writes one byte 0 for no trace, else 1, the ids, the flags and
 // the trace state.
@@ -286,30 +286,4 @@ func (e *decision) readBin(r *binReader) {
 // binSize is the bytes keyStreams takes in a decision (below).
 func (ks *keyStreams) binSize() int {
 	return uvarintLen(uint64(len(ks.Key))) + len(ks.Key) + ks.Toys.binSize() + ks.Boxes.binSize()
-}
-
-// A slot of the slots table: a pair's line, window, items and their traces.
-
-func (s *slotState) sizeHint() int {
-	return 96 + len(s.Toy) + len(s.Box) + len(s.ToyTrace.TraceState) + len(s.BoxTrace.TraceState)
-}
-
-func (s *slotState) appendBin(b []byte) []byte {
-	b = appendStr(b, s.Line)
-	b = binary.AppendVarint(b, s.Window)
-	b = appendStr(b, s.Toy)
-	b = appendStr(b, s.Box)
-	b = append(b, flag(s.Closed, 1))
-	b = s.ToyTrace.appendBin(b)
-	return s.BoxTrace.appendBin(b)
-}
-
-func (s *slotState) readBin(r *binReader) {
-	s.Line = r.str()
-	s.Window = r.varint()
-	s.Toy = r.str()
-	s.Box = r.str()
-	s.Closed = r.byte1()&1 != 0
-	s.ToyTrace.readBin(r)
-	s.BoxTrace.readBin(r)
 }

@@ -128,22 +128,9 @@ func (p *testerPipeline) hasEntry(t *testing.T, x record.Stream, size string, wi
 	return b != nil
 }
 
-// slot is the slot at key, in the clock table's storage; nil when there is
-// none.
-func (p *testerPipeline) slot(t *testing.T, key string) *slotState {
-	t.Helper()
-	b, err := p.pk.clockStores.m[0].store.Get(key)
-	if err != nil {
-		t.Fatalf("slot %s: %v", key, err)
-	}
-	if b == nil {
-		return nil
-	}
-	v, err := slotStateCodec.Decode(b)
-	if err != nil {
-		t.Fatalf("slot %s: %v", key, err)
-	}
-	return v.(*slotState)
+// slot is the slot of a line's window and rank; nil when there is none.
+func (p *testerPipeline) slot(line string, window int64, rank int) *slotState {
+	return p.pk.clockStores.m[0].slots[slotRef{line, window, rank}]
 }
 
 // send consumes one raw record into toys or boxes; it returns its offset.
@@ -422,7 +409,7 @@ func TestCallbackPackedRow(t *testing.T) {
 	}
 	// The slot of (M, window 0, rank 1) holds both items until the window
 	// closes, in the storage only.
-	if s := p.slot(t, slotKey("M", w0, 1)); s == nil || s.Toy != "t1" || s.Box != "b1" || s.Closed {
+	if s := p.slot("M", w0, 1); s == nil || s.Toy != "t1" || s.Box != "b1" || s.Closed {
 		t.Errorf("slot state %+v, want toy t1 and box b1", s)
 	}
 }
@@ -646,7 +633,7 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 		ev := decodeDecision(t, r.value)
 		for _, c := range ev.Closed {
 			for k := 1; k <= max(c.Toys, c.Boxes); k++ {
-				closed[slotKey(ev.Rec.Line, c.Start, k)] = true
+				closed[slotName(ev.Rec.Line, c.Start, k)] = true
 			}
 		}
 	}
@@ -726,7 +713,7 @@ func expectSameClocks(t testing.TB, what string, live, got *unitPipeline) {
 	// The slots are expectSameSlots'.
 	want, have := storageContents(t, live.clockPart().store), storageContents(t, got.clockPart().store)
 	for _, m := range []map[string]string{want, have} {
-		maps.DeleteFunc(m, func(k, _ string) bool { return !strings.Contains(k, "|") || isSlotKey(k) })
+		maps.DeleteFunc(m, func(k, _ string) bool { return !strings.Contains(k, "|") })
 	}
 	if !reflect.DeepEqual(have, want) {
 		t.Errorf("%s: clock storage differs (%d keys, want %d):\n got %q\nwant %q", what, len(have), len(want), have, want)

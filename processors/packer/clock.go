@@ -109,9 +109,7 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 			return recoverError(ctx, err)
 		}
 	}
-	if err := part.restoreSlots(ev); err != nil {
-		return recoverError(ctx, err)
-	}
+	part.restoreSlots(ev)
 	if h := part.horizon; h != nil {
 		f := factOf(ev)
 		h.follow(ctx.Offset(), &f)

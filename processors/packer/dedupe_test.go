@@ -296,13 +296,13 @@ func entryOf(rec *validRecord, window int64) dedupeEntry {
 }
 
 // dedupeEntries are the dedupe entries a clock storage holds: every key
-// with a '|' but the slots' (the others are the sizes' decisions). Each
-// must hold the presence flag.
+// with a '|' (the others are the sizes' decisions). Each must hold the
+// presence flag.
 func dedupeEntries(t testing.TB, store storage.Storage) map[string]dedupeEntry {
 	t.Helper()
 	out := map[string]dedupeEntry{}
 	for k, v := range storageContents(t, store) {
-		if !strings.Contains(k, "|") || isSlotKey(k) {
+		if !strings.Contains(k, "|") {
 			continue
 		}
 		parts := strings.SplitN(k, "|", 5)
@@ -842,31 +842,22 @@ func TestDedupeStateBoundedByOpenWindows(t *testing.T) {
 		t.Errorf("after the final heartbeats the clock storage holds %d keys, want the 4 sizes' decisions", n)
 	}
 	if n := len(slotContents(t, u.clockPart())); n != 0 {
-		t.Errorf("after the final heartbeats the slots storage holds %d slots", n)
+		t.Errorf("after the final heartbeats the partition holds %d slots", n)
 	}
 	t.Logf("%d inputs, %d items, at most %d dedupe entries at once", len(inputs), len(items), most)
 }
 
-// isSlotKey reports whether a clock storage key is a slot's (slotKey):
-// line, window and rank.
-func isSlotKey(k string) bool {
-	f := strings.Split(k, "|")
-	if len(f) != 3 {
-		return false
-	}
-	_, errW := strconv.ParseInt(f[1], 10, 64)
-	_, errR := strconv.Atoi(f[2])
-	return errW == nil && errR == nil
+// slotName is a slot as text: line|window|rank.
+func slotName(line string, window int64, rank int) string {
+	return fmt.Sprintf("%s|%d|%d", line, window, rank)
 }
 
-// slotContents are the slots a partition's storage holds, by key.
+// slotContents are the slots a partition holds, by slotName, each as text.
 func slotContents(t testing.TB, part *tablePart) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for k, v := range storageContents(t, part.store) {
-		if isSlotKey(k) {
-			out[k] = v
-		}
+	for ref, s := range part.slots {
+		out[slotName(ref.line, ref.window, ref.rank)] = fmt.Sprintf("%+v", *s)
 	}
 	return out
 }

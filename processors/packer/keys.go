@@ -63,10 +63,6 @@ func dedupeKey(o *validRecord, window int64) string {
 	return o.Line + "|" + string(o.Stream) + "|" + w + "|i|" + o.ID
 }
 
-func slotKey(line string, window int64, rank int) string {
-	return line + "|" + strconv.FormatInt(window, 10) + "|" + strconv.Itoa(rank)
-}
-
 // itemKey is the key of an item's output row (results.ItemKey): a
 // consumer deduplicates by it.
 func itemKey(line string, window int64, id string) string {

@@ -33,8 +33,6 @@ func stageKeys(s string) []string {
 		dedupeKey(&validRecord{Stream: record.Boxes, Line: s, ID: "b|2|"}, -10_000_000),
 		dedupeKey(&validRecord{Stream: record.Boxes, Line: s, ID: long}, 0),
 		dedupeKey(&validRecord{Stream: record.Toys, Line: s, ID: carryID(long, 40)}, 0),
-		slotKey(s, 1_798_070_400_000_000, 3),
-		slotKey(s, -10_000_000, 1),
 		s + "|",
 		s + "||",
 	}
@@ -160,7 +158,6 @@ func TestKeyShapes(t *testing.T) {
 		{dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: long}, 20), "M|toys|20|d|" + digest},
 		// A carried id is keyed by the whole id's digest, like the whole id.
 		{dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: carryID(long, 40)}, 20), "M|toys|20|d|" + digest},
-		{slotKey("S", -10, 3), "S|-10|3"},
 		{itemKey("M", 1_798_070_400_000_000, "t1"), "M|1798070400000000|t1"},
 		{itemKey("M", -10, long), "M|-10#" + digest},
 		{lateKey("boxes", 2, 17), "boxes/2/17"},

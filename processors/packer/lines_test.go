@@ -17,19 +17,20 @@ func clockAt(s int) string {
 }
 
 // lineState counts what the packer holds for one line: its open windows,
-// and the records at its keys in the clock group's storage (dedupe entries)
-// and in the slots group's (slots).
+// the records at its keys in the table's storage (dedupe entries) and its
+// slots.
 func (u *unitPipeline) lineState(line string) (open, dedupe, slots int) {
 	if kc := u.clockPart().keyClocks[line]; kc != nil {
 		open = len(kc.Open)
 	}
 	for k := range storageContents(u.t, u.clockPart().store) {
-		switch {
-		case !strings.HasPrefix(k, line+"|"):
-		case isSlotKey(k):
-			slots++
-		default:
+		if strings.HasPrefix(k, line+"|") {
 			dedupe++
+		}
+	}
+	for ref := range u.clockPart().slots {
+		if ref.line == line {
+			slots++
 		}
 	}
 	return open, dedupe, slots

@@ -80,9 +80,7 @@ func (p *Packer) replay(ctx goka.Context, part *tablePart, obs *validRecord) {
 		return
 	}
 	for _, c := range part.closedKept {
-		if err := part.forgetWindow(c.line, c.w, false); err != nil {
-			ctx.Fail(fmt.Errorf("forget the slots of window %d of line %s in partition %d of %s: %w", c.w.Start, c.line, ctx.Partition(), part.topic, err))
-		}
+		part.forgetWindow(c.line, c.w)
 	}
 	part.closedKept = nil
 }
@@ -107,9 +105,7 @@ func (t *tablePart) recovered() error {
 			kept = append(kept, c)
 			continue
 		}
-		if err := t.forgetWindow(c.line, c.w, false); err != nil {
-			return err
-		}
+		t.forgetWindow(c.line, c.w)
 	}
 	t.closedKept = kept
 	if h := t.horizon; h != nil && h.next > 0 {

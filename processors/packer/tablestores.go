@@ -47,7 +47,7 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		if err != nil || topic != s.topic {
 			return store, err
 		}
-		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}}
+		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}, slots: map[slotRef]*slotState{}}
 		if s.follow {
 			part.horizon = newHorizon()
 		}
@@ -125,9 +125,10 @@ type tablePart struct {
 	store     storage.Storage
 	topic     string
 	keyClocks map[string]*keyClock
-	order     []string     // keyClocks' keys, in the order they were first seen
-	walk      snapshotWalk // over order, a piece at a time (clock.go)
-	ev        decision     // the decision being made, of whichever key (keyClock.Ev)
+	slots     map[slotRef]*slotState // the open windows' slots (slots.go)
+	order     []string               // keyClocks' keys, in the order they were first seen
+	walk      snapshotWalk           // over order, a piece at a time (clock.go)
+	ev        decision               // the decision being made, of whichever key (keyClock.Ev)
 	horizon   *horizon
 	// facts are the horizon's facts of the decisions written and not yet
 	// acknowledged, oldest first.

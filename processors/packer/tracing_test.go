@@ -181,7 +181,7 @@ func TestTracingPairSpans(t *testing.T) {
 		t.Errorf("packed record carries span %v, want its send span %v", got.SpanID(), send.SpanContext().SpanID())
 	}
 	// The slot remembers the toy's context (written once, with the toy).
-	slot := p.slot(t, slotKey("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1))
+	slot := p.slot("M", time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro(), 1)
 	if sc := slot.ToyTrace.spanContext(); sc.SpanID() != procToy.SpanContext().SpanID() {
 		t.Errorf("slot remembers toy context %v, want the toy's process span %v", sc.SpanID(), procToy.SpanContext().SpanID())
 	}
