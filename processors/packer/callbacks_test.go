@@ -680,7 +680,7 @@ func (p *testerPipeline) expectRecovered(t *testing.T) (dropped int64) {
 // what the group has committed once it processed them all.
 func (p *testerPipeline) committed() [nInputs]int64 {
 	var at [nInputs]int64
-	for i, topic := range p.pk.inputTopics() {
+	for i, topic := range p.cfg.inputTopics() {
 		at[i] = p.tt.NewQueueTracker(topic).Hwm()
 	}
 	return at

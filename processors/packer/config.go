@@ -222,6 +222,21 @@ func (c Config) clockTable() string { return string(goka.GroupTable(goka.Group(c
 // line that came in another partition than its line's (dedupe.go).
 func (c Config) clockLoop() string { return c.clockGroup() + "-loop" }
 
+// The clock group's inputs, in the order the packer indexes them (its
+// metrics, the horizon's marks, the committed offsets a recovery reads):
+// toys and boxes (streamIndex), then the loop.
+const (
+	inToys = iota
+	inBoxes
+	inLoop
+	nInputs
+)
+
+// inputTopics are the clock group's inputs, indexed as above.
+func (c Config) inputTopics() [nInputs]string {
+	return [nInputs]string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop()}
+}
+
 type internalKind int
 
 const (

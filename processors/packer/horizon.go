@@ -294,7 +294,7 @@ func (p *Packer) cleanOnce(ctx context.Context, adm *kadm.Client) error {
 	del := kadm.Offsets{}
 	for part, h := range p.clockStores.horizons() {
 		var at [nInputs]int64
-		for i, topic := range p.inputTopics() {
+		for i, topic := range p.cfg.inputTopics() {
 			if c, ok := committed.Lookup(topic, part); ok && c.Err == nil {
 				at[i] = c.At
 			}

@@ -103,15 +103,6 @@ func sizeIndex(size string) int { return min(record.SizeRank(size), nSizes) }
 // lineSizeIndex is the size index of a line (M, M/hall-7).
 func lineSizeIndex(line string) int { return sizeIndex(lineSize(line)) }
 
-// The topics the group consumes, as consumedTopic indexes them: toys,
-// boxes and the loop.
-const (
-	inToys = iota
-	inBoxes
-	inLoop
-	inTopics
-)
-
 // deadReasons are the reasons a dead letter can have, in the order
 // metrics.dead counts them.
 var deadReasons = []record.Reason{
@@ -128,8 +119,8 @@ type metrics struct {
 	// consumed counts the records processed per topic and partition (a
 	// partition past the configured count, which the packer refuses to
 	// run with, counts in the last slot, without its id).
-	consumed     [inTopics][]atomic.Int64
-	consumedSets [inTopics][]metric.ObserveOption
+	consumed     [nInputs][]atomic.Int64
+	consumedSets [nInputs][]metric.ObserveOption
 	// sent counts acknowledged writes per topic the packer writes; the map
 	// is made once and only read afterwards.
 	sent     map[string]*sentCount
@@ -148,10 +139,10 @@ type metrics struct {
 	sizeSets  [nSizes + 1]metric.ObserveOption
 	keptSets  []metric.ObserveOption    // the clock table's partitions
 	alignSets [2][]metric.ObserveOption // the inputs' partitions (toys, boxes)
-	lagSets   [inTopics][]metric.ObserveOption
-	inTopics  [inTopics]string
+	lagSets   [nInputs][]metric.ObserveOption
+	inTopics  [nInputs]string
 	processed []atomic.Int64 // next offset to process in the loop
-	ends      [inTopics][]atomic.Int64
+	ends      [nInputs][]atomic.Int64
 	// stores and aligner of the packer's current run (Packer.newStores,
 	// runGroup), for the gauges.
 	stores  atomic.Pointer[tableStores]
@@ -208,7 +199,7 @@ func newMetrics(mp metric.MeterProvider, c Config) (*metrics, error) {
 		}
 		return append(sets, metric.WithAttributeSet(attribute.NewSet(base...)))
 	}
-	m.inTopics = [inTopics]string{c.Topics.Toys, c.Topics.Boxes, c.clockLoop()}
+	m.inTopics = c.inputTopics()
 	group := semconv.MessagingConsumerGroupName(c.clockGroup())
 	for i, topic := range m.inTopics {
 		m.consumedSets[i] = perPartition(append(server, kafka, semconv.MessagingOperationName(kafkatrace.OpProcess),

@@ -27,10 +27,6 @@ import (
 // whatever the order the inputs come again in, as long as the slots of the
 // windows the replays mention are kept until every replay is done.
 
-// inputs a decision's record came from in the clock group: toys, boxes
-// (streamIndex) and the loop.
-const nInputs = 3
-
 // deliveredBy is the input and offset of the record that decision's record
 // came in: the loop record of a stray, else the input record itself.
 func deliveredBy(r *validRecord) (input int, offset int64) {
@@ -57,8 +53,6 @@ func (t *tablePart) noteReplay(ev *decision) {
 		t.replays = map[recordRef]*decision{}
 	}
 	r := &ev.Rec
-	// The decoded value may share the fetched batch's bytes.
-	r.Raw, r.Key = append([]byte(nil), r.Raw...), append([]byte(nil), r.Key...)
 	t.replays[recordRef{r.Stream, r.Partition, r.Offset}] = ev
 }
 
@@ -89,7 +83,7 @@ func (p *Packer) replay(ctx goka.Context, part *tablePart, obs *validRecord) {
 // that closed are forgotten, but for those a replay mentions (an item of
 // it, or its closing), which are kept until every replay is done; and the
 // horizon marks its bound at the last record read.
-func (t *tablePart) recovered() error {
+func (t *tablePart) recovered() {
 	mentioned := map[windowRef]bool{}
 	for _, ev := range t.replays {
 		if ev.Class == classItem {
@@ -114,32 +108,21 @@ func (t *tablePart) recovered() error {
 		// until new records came.
 		h.mark(h.next - 1)
 	}
-	return nil
 }
 
 // committedInputs are the clock group's committed offsets of partition's
 // inputs (toys, boxes, the loop), 0 where it has committed none: where goka
 // consumes them from after this recovery.
-func (p *Packer) committedInputs(ctx context.Context, partition int32) ([nInputs]int64, error) {
+func (p *Packer) committedInputs(ctx context.Context, adm *kadm.Client, partition int32) ([nInputs]int64, error) {
 	var at [nInputs]int64
-	cl, err := p.client()
-	if err != nil {
-		return at, fmt.Errorf("committed offsets of group %s: kafka client: %w", p.cfg.clockGroup(), err)
-	}
-	defer cl.Close()
-	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, p.cfg.clockGroup())
+	offs, err := adm.FetchOffsets(ctx, p.cfg.clockGroup())
 	if err != nil {
 		return at, fmt.Errorf("committed offsets of group %s: %w", p.cfg.clockGroup(), err)
 	}
-	for i, topic := range p.inputTopics() {
+	for i, topic := range p.cfg.inputTopics() {
 		if o, ok := offs.Lookup(topic, partition); ok && o.Err == nil {
 			at[i] = max(o.At, 0)
 		}
 	}
 	return at, nil
-}
-
-// inputTopics are the clock group's inputs, in the order of deliveredBy.
-func (p *Packer) inputTopics() [nInputs]string {
-	return [nInputs]string{p.cfg.Topics.Toys, p.cfg.Topics.Boxes, p.cfg.clockLoop()}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -201,8 +202,16 @@ func (p *Packer) Run(ctx context.Context) error {
 func (p *Packer) runGroup(ctx context.Context, signal bool) (ran bool, err error) {
 	p.newStores()
 	p.newAligner()
+	// One client for the run reads the committed offsets of every
+	// partition goka opens.
+	cl, err := p.client()
+	if err != nil {
+		return false, fmt.Errorf("kafka client for the committed offsets: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	p.clockStores.open = func(partition int32, part *tablePart) error {
-		at, err := p.committedInputs(ctx, partition)
+		at, err := p.committedInputs(ctx, adm, partition)
 		part.committed = at
 		return err
 	}

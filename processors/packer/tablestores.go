@@ -97,9 +97,7 @@ func (h *held) Open() error {
 }
 
 func (h *held) MarkRecovered() error {
-	if err := h.part.recovered(); err != nil {
-		return fmt.Errorf("end the recovery of %s: %w", h.part.topic, err)
-	}
+	h.part.recovered()
 	return h.Storage.MarkRecovered()
 }
 
