@@ -412,7 +412,9 @@ func TestRunHalls(t *testing.T) {
 	for _, l := range cfg.Lines() {
 		m := Message{Key: last[l].key, Value: last[l].value}
 		r, err := record.Parse(record.Boxes, m.Key, m.Value)
-		if err != nil || !r.Heartbeat || r.Elf != FinalElfName(record.Boxes) || !r.MadeAt.Equal(stats.FinalHeartbeatAt) {
+		fields, _ := record.Object(m.Value)
+		elf, _ := record.JSONString(fields["elf"])
+		if err != nil || !r.Heartbeat || elf != FinalElfName(record.Boxes) || !r.MadeAt.Equal(stats.FinalHeartbeatAt) {
 			t.Errorf("last record of line %s is %q (%v), want its final heartbeat", l, m.Value, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 
 	"github.com/IBM/sarama"
@@ -72,10 +73,11 @@ func WorkerFromEnv() (w Worker, ok bool, err error) {
 }
 
 // Profile starts the CPU profile the worker's CPUProfile asks for, into
-// that file until stop is called; without one, stop does nothing.
-func (w Worker) Profile() (stop func(), err error) {
+// that file until stop is called, which also writes the allocations made
+// until then beside it (AllocsPath); without one, stop does nothing.
+func (w Worker) Profile() (stop func() error, err error) {
 	if w.CPUProfile == "" {
-		return func() {}, nil
+		return func() error { return nil }, nil
 	}
 	f, err := os.Create(w.CPUProfile)
 	if err != nil {
@@ -85,7 +87,30 @@ func (w Worker) Profile() (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("bench: CPU profile: %w", err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("bench: CPU profile: %w", err)
+		}
+		a, err := os.Create(AllocsPath(w.CPUProfile))
+		if err != nil {
+			return fmt.Errorf("bench: allocations profile: %w", err)
+		}
+		err = pprof.Lookup("allocs").WriteTo(a, 0)
+		if cerr := a.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("bench: allocations profile: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// AllocsPath is where a worker whose CPU profile is at cpu writes its
+// allocations profile: "allocs-" before the file's name.
+func AllocsPath(cpu string) string {
+	return filepath.Join(filepath.Dir(cpu), "allocs-"+filepath.Base(cpu))
 }
 
 // HopConfig is the hop worker's configuration: group HopGroup on the

@@ -77,22 +77,28 @@ func checkSet(t *testing.T, v reflect.Value, path string, unset map[string]bool)
 	}
 }
 
-// TestWorkerProfile: a worker writes the CPU profile its Worker names, and
-// none without one; its hop configuration is the packer's Kafka and inputs.
+// TestWorkerProfile: a worker writes the CPU profile its Worker names and
+// its allocations beside it, and none without one; its hop configuration is the packer's Kafka and inputs.
 func TestWorkerProfile(t *testing.T) {
 	stop, err := Worker{}.Profile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "p.pprof")
 	stop, err = Worker{CPUProfile: path}.Profile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop()
-	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-		t.Errorf("profile %s: %v, %v", path, fi, err)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, filepath.Join(filepath.Dir(path), "allocs-p.pprof")} {
+		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s: %v, %v", p, fi, err)
+		}
 	}
 	w := Worker{HopGroup: "hop", Packer: packer.DefaultConfig()}
 	w.Packer.Kafka.Brokers = []string{"k:9092"}

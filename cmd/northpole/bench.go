@@ -65,7 +65,7 @@ func newBenchCmd() *cobra.Command {
 	fs.StringVar(&o.halls, "halls", o.halls, "spread the elves over this many halls: records keyed by 4 × halls packing lines (M/hall-7) instead of the four sizes, so that more than four partitions carry work (0: keys are sizes); the first count in every variant but lines, which runs each (16,10000)")
 	fs.StringVar(&o.instances, "instances", o.instances, "scale variant: packer counts, one run each (separate processes, one consumer group)")
 	fs.BoolVar(&cfg.JoinFirst, "join-first", false, "scale variant: start the packers and wait until each holds partitions before the elves write (not a backlog then, and the broker's CPU includes taking the records in; kfake's is not measured): for kfake, which does not delay a group's first join, on small runs")
-	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write each variant's CPU profile to this file name with the variant before its extension (p.pprof: p-base.pprof, p-trace10.pprof; a variant run again: p-base-2.pprof)")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write each variant's CPU profile to this file name with the variant before its extension (p.pprof: p-base.pprof, p-trace10.pprof; a variant run again: p-base-2.pprof), and its allocations beside it (allocs-p-base.pprof)")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "window width W of the packer and the elves")
 	fs.DurationVar(&cfg.Lateness, "lateness", cfg.Lateness, "allowed lateness L of the packer and the elves")
 	fs.IntSliceVar(&cfg.BrokerPIDs, "broker-pid", nil, "process ids of the real broker whose CPU the \"real\" variant measures, summed (default: the processes of this host listening on the --brokers addresses)")

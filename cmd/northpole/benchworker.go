@@ -16,7 +16,7 @@ func newBenchWorkerCmd() *cobra.Command {
 		Long:   "Run by northpole bench only: it reads its configuration from $" + bench.WorkerEnv + ".",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			w, ok, err := bench.WorkerFromEnv()
 			if err != nil {
 				return err
@@ -28,7 +28,11 @@ func newBenchWorkerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer stopProfile()
+			defer func() {
+				if perr := stopProfile(); err == nil {
+					err = perr
+				}
+			}()
 			if w.Hop {
 				return bench.RunHop(cmd.Context(), w.HopConfig())
 			}

@@ -1,27 +1,27 @@
 // Package gokakit is what every goka processor of northpole (the packer,
 // the sleigh, the bench's one-hop floor) is built with: goka's
 // options from a kafkaconf.Config, a group name and a logger (Options), a
-// goka.Producer on franz-go's kgo client (Builder), and goka's log in slog
+// goka.Producer on franz-go's kgo client (Producer, on a Writer), and goka's log in slog
 // (Logger). Each processor appends only what is its own (the packer: its
-// sequencer around the producer, its own topics partitioned by line, nil
+// producer, which keeps its writes in order on a Writer, its own topics partitioned by line, nil
 // handling, the storage of the tables it joins; a storage directory).
 //
 // Options puts the consumer group, the consumers and the topic manager on
 // sarama configs of their own, with goka's co-partitioning strategy, and the
 // tables in memory (gokastore.Memory). The producer (producer.go) partitions
 // exactly as sarama's hash partitioner with goka's hasher, or with a hasher
-// per topic (ProducerByTopic, which the packer uses); goka still consumes
+// per topic (the packer's own topics); goka still consumes
 // with sarama. Supervise (restart.go) starts processors that stopped on a
 // broker error again, and BrokerTrouble tells such errors from the others.
 package gokakit
 
 import (
 	"fmt"
-	"hash"
 	"log/slog"
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/northpole-workshop/northpole/internal/gokastore"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -42,7 +42,7 @@ func Options(kc kafkaconf.Config, group string, tm *goka.TopicManagerConfig, log
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(Sarama(kc, group))),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(Sarama(kc, group))),
 		goka.WithTopicManagerBuilder(TopicManager(kc, group, tm)),
-		goka.WithProducerBuilder(Producer(kc, group, log)),
+		goka.WithProducerBuilder(Producer(WriterOptions(kc, group, log), nil)),
 		goka.WithStorageBuilder(gokastore.Memory()),
 		goka.WithLogger(Logger(log)),
 	}
@@ -73,16 +73,11 @@ func TopicManager(kc kafkaconf.Config, group string, tm *goka.TopicManagerConfig
 	return goka.TopicManagerBuilderWithConfig(Sarama(kc, group), tm)
 }
 
-// Producer is Builder for group: kc's franz-go options with the group's
-// client id, and the client's warnings and errors in log (nil: discarded).
-func Producer(kc kafkaconf.Config, group string, log *slog.Logger) goka.ProducerBuilder {
-	return ProducerByTopic(kc, group, log, nil)
-}
-
-// ProducerByTopic is Producer, with each topic's records partitioned by the
-// hasher hasherFor gives it (Builder).
-func ProducerByTopic(kc kafkaconf.Config, group string, log *slog.Logger, hasherFor func(topic string) func() hash.Hash32) goka.ProducerBuilder {
-	return Builder(append(withClientID(kc, group).Kgo(), kafkaconf.KgoLogger(orDiscard(log))), hasherFor)
+// WriterOptions are the franz-go options of group's Writer: kc's, with the
+// group's client id, and the client's warnings and errors in log (nil:
+// discarded).
+func WriterOptions(kc kafkaconf.Config, group string, log *slog.Logger) []kgo.Opt {
+	return append(withClientID(kc, group).Kgo(), kafkaconf.KgoLogger(orDiscard(log)))
 }
 
 // ClientID is the client id of group's Kafka clients: a broker's logs and

@@ -16,33 +16,62 @@ import (
 // producer does.
 const closeWait = 60 * time.Second
 
-// Builder returns a goka.ProducerBuilder whose producers are kgo clients made
-// with opts (see kafkaconf.Config.Kgo) and goka's brokers. Records are
-// partitioned exactly as sarama's hash partitioner does, so keys land where
-// goka's consumers and co-partitioning expect them, by hasherFor(topic), or by
-// goka's hasher when hasherFor is nil or returns nil: goka has one hasher per
-// processor, and a processor may keep its own topics partitioned otherwise
-// than the ones others read.
-//
+// Writer writes a goka processor's records with a franz-go client (kgo):
 // goka's own producer is sarama's AsyncProducer, in which every record passes
-// through about five goroutines and their channels (input, dispatcher, topic,
-// partition, broker aggregator, then successes and goka's reader) before its
-// promise finishes. The packer wrote six and a half records per input event,
-// so that machinery was the largest item in its profile. kgo appends a record
-// to its partition's batch under a lock and finishes it from one goroutine per
-// partition. goka consumes with sarama as before; only producing changes.
-func Builder(opts []kgo.Opt, hasherFor func(topic string) func() hash.Hash32) goka.ProducerBuilder {
-	return func(brokers []string, _ string, hasher func() hash.Hash32) (goka.Producer, error) {
-		all := append(slices.Clone(opts),
-			kgo.SeedBrokers(brokers...),
-			kgo.RecordPartitioner(topicPartitioner{byDefault: hasher, hasherFor: hasherFor}),
-		)
-		cl, err := kgo.NewClient(all...)
-		if err != nil {
-			return nil, fmt.Errorf("kafka producer: %w", err)
-		}
-		return &producer{cl: cl}, nil
+// through about five goroutines and their channels (input, dispatcher,
+// topic, partition, broker aggregator, then successes and goka's reader)
+// before its promise finishes, where kgo appends a record to its partition's
+// batch under a lock and finishes it from one goroutine per partition. goka
+// consumes with sarama as before; only producing changes.
+//
+// A Writer is not a goka.Producer but what one is made of (Producer), so
+// that a processor with a goka.Producer of its own (the packer's keeps its
+// writes in order) makes the one promise goka sees, and a record costs no
+// promise of a layer between.
+type Writer struct{ cl *kgo.Client }
+
+// NewWriter is a Writer whose client is made with opts (see
+// kafkaconf.Config.Kgo) and goka's brokers. Records are partitioned exactly
+// as sarama's hash partitioner does, so keys land where goka's consumers and
+// co-partitioning expect them, by hasherFor(topic), or by goka's hasher when
+// hasherFor is nil or returns nil: goka has one hasher per processor, and a
+// processor may keep its own topics partitioned otherwise than the ones
+// others read.
+func NewWriter(opts []kgo.Opt, brokers []string, hasher func() hash.Hash32, hasherFor func(topic string) func() hash.Hash32) (*Writer, error) {
+	all := append(slices.Clone(opts),
+		kgo.SeedBrokers(brokers...),
+		kgo.RecordPartitioner(topicPartitioner{byDefault: hasher, hasherFor: hasherFor}),
+	)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
+	return &Writer{cl: cl}, nil
+}
+
+// Producer is a goka.ProducerBuilder of Writers made with opts and
+// hasherFor (NewWriter), whose promises finish with Kafka's answer.
+func Producer(opts []kgo.Opt, hasherFor func(topic string) func() hash.Hash32) goka.ProducerBuilder {
+	return func(brokers []string, _ string, hasher func() hash.Hash32) (goka.Producer, error) {
+		w, err := NewWriter(opts, brokers, hasher, hasherFor)
+		if err != nil {
+			return nil, err
+		}
+		return promising{w}, nil
+	}
+}
+
+// promising is a goka.Producer on a Writer.
+type promising struct{ *Writer }
+
+func (p promising) Emit(topic, key string, value []byte) *goka.Promise {
+	return p.EmitWithHeaders(topic, key, value, nil)
+}
+
+func (p promising) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
+	promise, finish := goka.NewPromiseWithFinisher()
+	p.Write(topic, key, value, headers, func(msg *sarama.ProducerMessage, err error) { finish(msg, err) })
+	return promise
 }
 
 // topicPartitioner is sarama's hash partitioner with the hasher of each topic.
@@ -58,49 +87,54 @@ func (p topicPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
 			hasher = h
 		}
 	}
+	// kgo partitions one record of a topic at a time, so one hasher per
+	// topic serves every record, without an allocation each.
+	h := hasher()
 	sum := func(key []byte) uint32 {
-		h := hasher()
+		h.Reset()
 		h.Write(key)
 		return h.Sum32()
 	}
 	return kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(sum)).ForTopic(topic)
 }
 
-type producer struct{ cl *kgo.Client }
-
-func (p *producer) Emit(topic, key string, value []byte) *goka.Promise {
-	return p.EmitWithHeaders(topic, key, value, nil)
+// write is one record in flight and the message its answer carries: one
+// allocation for both.
+type write struct {
+	rec  kgo.Record
+	msg  sarama.ProducerMessage
+	done func(*sarama.ProducerMessage, error)
 }
 
-// EmitWithHeaders finishes the promise with a sarama message that carries what
-// goka reads from it: the topic, partition and offset (a table write stores
-// the offset as the table's).
-func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
-	promise, finish := goka.NewPromiseWithFinisher()
-	r := &kgo.Record{Topic: topic, Key: []byte(key), Value: value}
+// Write writes one record and calls done with Kafka's answer: msg carries
+// what goka reads of it (the topic, partition and offset: a table write
+// stores the offset as the table's), err why it failed.
+func (w *Writer) Write(topic, key string, value []byte, headers goka.Headers, done func(msg *sarama.ProducerMessage, err error)) {
+	wr := &write{rec: kgo.Record{Topic: topic, Key: []byte(key), Value: value}, done: done}
 	if len(headers) > 0 {
-		r.Headers = make([]kgo.RecordHeader, 0, len(headers))
+		wr.rec.Headers = make([]kgo.RecordHeader, 0, len(headers))
 		for k, v := range headers {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: v})
+			wr.rec.Headers = append(wr.rec.Headers, kgo.RecordHeader{Key: k, Value: v})
 		}
 	}
-	p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
-		msg := &sarama.ProducerMessage{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-		if err != nil {
-			err = fmt.Errorf("produce to topic %s, key %q: %w", topic, key, err)
-		}
-		finish(msg, err)
-	})
-	return promise
+	w.cl.Produce(context.Background(), &wr.rec, wr.answered)
+}
+
+func (wr *write) answered(r *kgo.Record, err error) {
+	wr.msg = sarama.ProducerMessage{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	if err != nil {
+		err = fmt.Errorf("produce to topic %s, key %q: %w", r.Topic, r.Key, err)
+	}
+	wr.done(&wr.msg, err)
 }
 
 // Close waits for the buffered records (at most closeWait), then closes the
-// client; records still buffered then fail, and their promises say so.
-func (p *producer) Close() error {
+// client; records still buffered then fail, and their answers say so.
+func (w *Writer) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 	defer cancel()
-	err := p.cl.Flush(ctx)
-	p.cl.Close()
+	err := w.cl.Flush(ctx)
+	w.cl.Close()
 	if err != nil {
 		return fmt.Errorf("kafka producer: flush at close: %w", err)
 	}

@@ -52,7 +52,7 @@ func TestProducerAgainstBroker(t *testing.T) {
 						return nil
 					}
 				}
-				p, err := Builder(kc.Kgo(), hasherFor)(kc.Brokers, "test", fnv.New32a)
+				p, err := Producer(kc.Kgo(), hasherFor)(kc.Brokers, "test", fnv.New32a)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +123,7 @@ func TestProducerAgainstBroker(t *testing.T) {
 func TestProducerReportsFailure(t *testing.T) {
 	kc := testkafka.Config(t)
 	kc.RetryFor = 3 * time.Second
-	p, err := Builder(kc.Kgo(), nil)(kc.Brokers, "test", fnv.New32a)
+	p, err := Producer(kc.Kgo(), nil)(kc.Brokers, "test", fnv.New32a)
 	if err != nil {
 		t.Fatal(err)
 	}

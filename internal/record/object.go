@@ -21,9 +21,11 @@ const maxDepth = 127
 // readObject reads value as the contract's "UTF-8 text holding one JSON
 // object", strict JSON as the contract defines it, and calls each with every
 // member, in order (duplicates included: the caller keeps the last, as
-// encoding/json does). name is the member's name, unquoted; raw is its
-// value's JSON text. Both are valid only during the call. When value is not
-// such a text it returns why, and each may have seen some of its members.
+// encoding/json does). name is the member's name, unquoted, valid only
+// during the call; raw is its value's JSON text, a slice of value (jsontext
+// reads a bytes.Buffer in place), which the caller may keep. When value is
+// not such a text it returns why, and each may have seen some of its
+// members.
 //
 // It reads the text once, with jsontext (the tokenizer behind Go's
 // encoding/json/v2), instead of decoding it into a map with encoding/json:
@@ -34,9 +36,11 @@ const maxDepth = 127
 // doubles and maxDepth. FuzzObject checks all of it against strictObject, a
 // decoder written from the contract's rules alone.
 func readObject(value []byte, each func(name, raw []byte)) (why string) {
-	d := decoders.Get().(*jsontext.Decoder)
-	defer decoders.Put(d)
-	d.Reset(bytes.NewBuffer(value), jsontext.AllowDuplicateNames(true))
+	rd := readers.Get().(*objectReader)
+	defer rd.release()
+	rd.buf = *bytes.NewBuffer(value)
+	d := &rd.dec
+	d.Reset(&rd.buf, jsontext.AllowDuplicateNames(true))
 	// Refusals are rare: only then is it worth saying which rule failed.
 	notObject := func(err error) string {
 		switch {
@@ -85,8 +89,23 @@ func readObject(value []byte, each func(name, raw []byte)) (why string) {
 	return ""
 }
 
-// decoders are reused: a Decoder keeps buffers and state worth keeping.
-var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewBuffer(nil)) }}
+// objectReader is a decoder and the buffer it reads, reused together: a
+// Decoder keeps buffers and state worth keeping, and the buffer is what
+// lets it read value in place.
+type objectReader struct {
+	dec jsontext.Decoder
+	buf bytes.Buffer
+}
+
+var readers = sync.Pool{New: func() any { return new(objectReader) }}
+
+// release returns rd to the pool without value: a value can be a slice of
+// the consumer's whole fetched batch.
+func (rd *objectReader) release() {
+	rd.buf = bytes.Buffer{}
+	rd.dec.Reset(&rd.buf)
+	readers.Put(rd)
+}
 
 // plainName is a quoted name's text when it has no escapes.
 func plainName(quoted []byte) ([]byte, bool) {

@@ -146,3 +146,25 @@ func TestFiniteNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectValuesAliasTheText: readObject hands out each member's value as a
+// slice of the record's text, which Parse keeps without copying; a jsontext
+// that copied (or reused a buffer across members) would break Parse.
+func TestObjectValuesAliasTheText(t *testing.T) {
+	value := []byte(`{"made_at": "2026-12-24T10:00:00Z", "size": "M", "toy_id": "t1", "n": [1, {"a": 2}]}`)
+	var kept [][]byte
+	if why := readObject(value, func(_, raw []byte) { kept = append(kept, raw) }); why != "" {
+		t.Fatal(why)
+	}
+	if len(kept) != 4 {
+		t.Fatalf("%d members, want 4", len(kept))
+	}
+	for i := range value {
+		value[i] = '#'
+	}
+	for _, raw := range kept {
+		if strings.Trim(string(raw), "#") != "" {
+			t.Errorf("member value %q is not a slice of the record's text", raw)
+		}
+	}
+}

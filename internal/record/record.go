@@ -115,8 +115,6 @@ type Record struct {
 	MadeAt    time.Time
 	Heartbeat bool
 	ID        string
-	Kind      string // toys only, informational
-	Elf       string
 }
 
 // MadeAtMicros is made_at in whole microseconds since the Unix epoch, rounded
@@ -254,24 +252,20 @@ func ValidLine(key string) bool {
 // whose size part is not the value's size is "size not key" whatever follows
 // the slash, and "bad line" says that the size is right but the hall is not.
 func Parse(stream Stream, key, value []byte) (Record, error) {
-	// The members the rule reads, the last of duplicates winning (copied:
-	// readObject's slices do not outlive the call).
-	var madeAtRaw, sizeRaw, elfRaw, kindRaw, idRaw, hbRaw json.RawMessage
+	// The members the rule reads, the last of duplicates winning: slices of
+	// value (readObject), so none is copied.
+	var madeAtRaw, sizeRaw, idRaw, hbRaw []byte
 	idField := stream.IDField()
 	why := readObject(value, func(name, raw []byte) {
 		switch string(name) {
 		case "made_at":
-			madeAtRaw = append(madeAtRaw[:0], raw...)
+			madeAtRaw = raw
 		case "size":
-			sizeRaw = append(sizeRaw[:0], raw...)
-		case "elf":
-			elfRaw = append(elfRaw[:0], raw...)
-		case "kind":
-			kindRaw = append(kindRaw[:0], raw...)
+			sizeRaw = raw
 		case idField:
-			idRaw = append(idRaw[:0], raw...)
+			idRaw = raw
 		case "heartbeat":
-			hbRaw = append(hbRaw[:0], raw...)
+			hbRaw = raw
 		}
 	})
 	if why != "" {
@@ -287,8 +281,8 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 		return Record{}, &InvalidError{ReasonBadMadeAt, err.Error()}
 	}
 
-	size, ok := JSONString(sizeRaw)
-	if !ok || !ValidSize(size) {
+	size, ok := sizeOf(sizeRaw)
+	if !ok {
 		return Record{}, &InvalidError{ReasonBadSize, fmt.Sprintf("size %s is not one of S, M, L, XL", rawOrMissing(sizeRaw))}
 	}
 	keySize, hall, hasHall := bytes.Cut(key, []byte("/"))
@@ -304,8 +298,6 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 	}
 
 	r := Record{Stream: stream, Line: line, Size: size, MadeAt: madeAt}
-	r.Elf, _ = JSONString(elfRaw)
-	r.Kind, _ = JSONString(kindRaw)
 	r.ID, _ = JSONString(idRaw)
 	if isTrue(hbRaw) {
 		r.Heartbeat = true
@@ -315,6 +307,24 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 		return Record{}, &InvalidError{ReasonNoID, fmt.Sprintf("%s is missing, empty or not a string, and heartbeat is not true", idField)}
 	}
 	return r, nil
+}
+
+// sizeOf is the size class that raw, a member's JSON text, holds, if it is
+// a string that names one: the constant of Sizes, so that a record's size
+// (and the line of a record keyed by its size alone) costs no allocation.
+func sizeOf(raw []byte) (string, bool) {
+	for _, s := range Sizes {
+		if len(raw) == len(s)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == s {
+			return s, true
+		}
+	}
+	// Written with escapes ("\u004d"), as JSON allows.
+	if s, ok := JSONString(raw); ok {
+		if i := slices.Index(Sizes, s); i >= 0 {
+			return Sizes[i], true
+		}
+	}
+	return "", false
 }
 
 // Object reads value as the contract's "UTF-8 text holding one JSON object"

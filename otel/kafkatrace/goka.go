@@ -392,9 +392,11 @@ func (o outgoing) endUnanswered() {
 // within Emit, so the trace context of each record an Emit writes can go
 // to it directly rather than through goka's headers, which goka copies
 // twice per record (Headers.Merged): the record's headers are made once,
-// here. The send span then ends when Kafka answers, with the partition the
-// record went to and its offset, or the error, as the elves' do. On a nil
-// *Goka it returns p.
+// here. The send span then ends when p's promise finishes (Kafka's answer;
+// for the packer's producer, which releases answers in write order, once
+// every earlier write is answered too), with the partition the record went
+// to and its offset, or the error, as the elves' do. On a nil *Goka it
+// returns p.
 //
 // A record is matched with its trace context by topic and key: each of
 // the group's records that another of its goroutines may write with the

@@ -6,6 +6,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
+
+	"github.com/northpole-workshop/northpole/internal/gokakit"
 )
 
 // goka commits a message's offset as soon as that message's own emits are
@@ -106,17 +108,17 @@ func (s *sequencer) barrier(ctx goka.Context) goka.Context {
 	return ctx
 }
 
-// producer wraps goka's producer so that promises finish in emit order.
-// It sees Kafka's answer to every write of the group, which m (nil: none)
-// counts.
-func (s *sequencer) producer(inner goka.Producer, m *metrics) goka.Producer {
-	return &orderedProducer{inner: inner, seq: s, m: m}
+// producer is the group's goka.Producer: it writes with w and finishes the
+// promises in write order. It sees Kafka's answer to every write of the
+// group, which m (nil: none) counts.
+func (s *sequencer) producer(w *gokakit.Writer, m *metrics) goka.Producer {
+	return &orderedProducer{w: w, seq: s, m: m}
 }
 
 type orderedProducer struct {
-	inner goka.Producer
-	seq   *sequencer
-	m     *metrics
+	w   *gokakit.Writer
+	seq *sequencer
+	m   *metrics
 }
 
 func (p *orderedProducer) Emit(topic, key string, value []byte) *goka.Promise {
@@ -126,17 +128,13 @@ func (p *orderedProducer) Emit(topic, key string, value []byte) *goka.Promise {
 func (p *orderedProducer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
 	out, finish := goka.NewPromiseWithFinisher()
 	seq := p.seq.add(seqItem{finish: finish})
-	p.inner.EmitWithHeaders(topic, key, value, headers).ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
+	p.w.Write(topic, key, value, headers, func(msg *sarama.ProducerMessage, err error) {
 		if p.m != nil {
-			partition := int32(-1)
-			if msg != nil {
-				partition = msg.Partition
-			}
-			p.m.answered(topic, partition, err)
+			p.m.answered(msg.Topic, msg.Partition, err)
 		}
 		p.seq.complete(seq, msg, err)
 	})
 	return out
 }
 
-func (p *orderedProducer) Close() error { return p.inner.Close() }
+func (p *orderedProducer) Close() error { return p.w.Close() }

@@ -41,11 +41,18 @@ func (h *prefixHash) Write(p []byte) (int, error) {
 func (h *prefixHash) Reset() { h.Hash32.Reset(); h.done = false }
 
 // linePartition is the partition of n that line's keys hash to: sarama's
-// hash partitioner (and goka's producer, gokakit.Builder) on lineHasher.
+// hash partitioner (and the packer's producer, gokakit.NewWriter) on lineHasher.
+// It hashes in place: observe asks it for every input record, and a
+// hash.Hash32 would cost two allocations each time.
 func linePartition(line string, n int32) int32 {
-	h := lineHasher()
-	h.Write([]byte(line))
-	part := int32(h.Sum32()) % n
+	// FNV-1a, 32 bits (hash/fnv's New32a).
+	const offset32, prime32 = 2166136261, 16777619
+	h := uint32(offset32)
+	for i := range len(line) {
+		h ^= uint32(line[i])
+		h *= prime32
+	}
+	part := int32(h) % n
 	if part < 0 {
 		part = -part
 	}

@@ -96,8 +96,8 @@ const loopRetention = 7 * 24 * time.Hour
 // options are the goka options of the group: the common ones (gokakit) with
 // our topic settings, and what only the packer needs: its storage (a
 // directory, and access to its table's other keys), writes in
-// order (a sequencer around the producer, inorder.go), send spans that end
-// with Kafka's answer (tracing.go), its own topics
+// order (its producer's sequencer, inorder.go), send spans that end
+// when goka is told of Kafka's answer (tracing.go), its own topics
 // partitioned by line (hasherFor), static membership and tombstones
 // delivered.
 func (p *Packer) options() ([]goka.ProcessorOption, *sequencer) {
@@ -109,7 +109,7 @@ func (p *Packer) options() ([]goka.ProcessorOption, *sequencer) {
 	tm.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
 	tm.Table.CleanupPolicy = "delete" // EnsureTopics' tables, which goka checks
 	seq := newSequencer()
-	producer := gokakit.ProducerByTopic(kc, group, log, p.hasherFor)
+	wopts := gokakit.WriterOptions(kc, group, log)
 	// The consumer group is the packer's own: static membership, and the
 	// aligner's pauses (align.go).
 	sc := gokakit.Sarama(kc, group)
@@ -118,12 +118,12 @@ func (p *Packer) options() ([]goka.ProcessorOption, *sequencer) {
 	cgb := p.aligner.capture(goka.ConsumerGroupBuilderWithConfig(sc))
 	opts := append(gokakit.Options(kc, group, tm, log),
 		goka.WithConsumerGroupBuilder(cgb),
-		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
-			inner, err := producer(brokers, clientID, hasher)
+		goka.WithProducerBuilder(func(brokers []string, _ string, hasher func() hash.Hash32) (goka.Producer, error) {
+			w, err := gokakit.NewWriter(wopts, brokers, hasher, p.hasherFor)
 			if err != nil {
 				return nil, err
 			}
-			return seq.producer(p.trace.Producer(inner), p.metrics), nil
+			return p.trace.Producer(seq.producer(w, p.metrics)), nil
 		}),
 		goka.WithContextWrapper(seq.barrier),
 		// The consumer that recovers the tables fetches as the group does.
