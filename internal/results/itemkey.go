@@ -23,11 +23,18 @@ type ItemKey struct {
 
 // String is the key.
 func (k ItemKey) String() string {
-	sep := "|"
+	sep := byte('|')
 	if k.Digest {
-		sep = "#"
+		sep = '#'
 	}
-	return k.Line + "|" + strconv.FormatInt(k.Window, 10) + sep + k.ID
+	// Appended in one buffer: the packer makes a key for every row.
+	b := make([]byte, 0, 64)
+	b = append(b, k.Line...)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, k.Window, 10)
+	b = append(b, sep)
+	b = append(b, k.ID...)
+	return string(b)
 }
 
 // ParseItemKey takes a key apart; ok is false for any string String does

@@ -63,11 +63,21 @@ func linePartition(line string, n int32) int32 {
 // otherwise (keyID), behind a different separator: an id can never pose as
 // another id's digest.
 func dedupeKey(o *validRecord, window int64) string {
-	w := strconv.FormatInt(window, 10)
-	if k, whole := keyID(o.ID); !whole {
-		return o.Line + "|" + string(o.Stream) + "|" + w + "|d|" + k
+	k, whole := keyID(o.ID)
+	// Appended in one buffer: a key for every toy and box.
+	b := make([]byte, 0, 64)
+	b = append(b, o.Line...)
+	b = append(b, '|')
+	b = append(b, o.Stream...)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, window, 10)
+	if whole {
+		b = append(b, "|i|"...)
+	} else {
+		b = append(b, "|d|"...)
 	}
-	return o.Line + "|" + string(o.Stream) + "|" + w + "|i|" + o.ID
+	b = append(b, k...)
+	return string(b)
 }
 
 // itemKey is the key of an item's output row (results.ItemKey): a
