@@ -1,18 +1,18 @@
 // Package gokakit is what every goka processor of northpole (the packer,
-// the sleigh, the bench's one-hop floor) is built with: goka's
-// options from a kafkaconf.Config, a group name and a logger (Options), a
-// goka.Producer on franz-go's kgo client (Producer, on a Writer), and goka's log in slog
+// the sleigh, the bench's one-hop floor) is built with: goka's options from
+// a kafkaconf.Config, a group name and a logger (Options), a goka.Producer
+// on franz-go's kgo client (Producer, on a Writer), and goka's log in slog
 // (Logger). Each processor appends only what is its own (the packer: its
-// producer, which keeps its writes in order on a Writer, its own topics partitioned by line, nil
-// handling, the storage of the tables it joins; a storage directory).
+// producer, which keeps its writes in order on a Writer, nil handling, the
+// storage of the tables it joins; a storage directory).
 //
 // Options puts the consumer group, the consumers and the topic manager on
 // sarama configs of their own, with goka's co-partitioning strategy, and the
 // tables in memory (gokastore.Memory). The producer (producer.go) partitions
-// exactly as sarama's hash partitioner with goka's hasher, or with a hasher
-// per topic (the packer's own topics); goka still consumes
-// with sarama. Supervise (restart.go) starts processors that stopped on a
-// broker error again, and BrokerTrouble tells such errors from the others.
+// exactly as sarama's hash partitioner with goka's hasher; goka still
+// consumes with sarama. Supervise (restart.go) starts processors that
+// stopped on a broker error again, and BrokerTrouble tells such errors from
+// the others.
 package gokakit
 
 import (
@@ -42,7 +42,7 @@ func Options(kc kafkaconf.Config, group string, tm *goka.TopicManagerConfig, log
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(Sarama(kc, group))),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(Sarama(kc, group))),
 		goka.WithTopicManagerBuilder(TopicManager(kc, group, tm)),
-		goka.WithProducerBuilder(Producer(WriterOptions(kc, group, log), nil)),
+		goka.WithProducerBuilder(Producer(WriterOptions(kc, group, log))),
 		goka.WithStorageBuilder(gokastore.Memory()),
 		goka.WithLogger(Logger(log)),
 	}

@@ -31,16 +31,13 @@ const closeWait = 60 * time.Second
 type Writer struct{ cl *kgo.Client }
 
 // NewWriter is a Writer whose client is made with opts (see
-// kafkaconf.Config.Kgo) and goka's brokers. Records are partitioned exactly
-// as sarama's hash partitioner does, so keys land where goka's consumers and
-// co-partitioning expect them, by hasherFor(topic), or by goka's hasher when
-// hasherFor is nil or returns nil: goka has one hasher per processor, and a
-// processor may keep its own topics partitioned otherwise than the ones
-// others read.
-func NewWriter(opts []kgo.Opt, brokers []string, hasher func() hash.Hash32, hasherFor func(topic string) func() hash.Hash32) (*Writer, error) {
+// kafkaconf.Config.Kgo) and goka's brokers and hasher. Records are
+// partitioned exactly as sarama's hash partitioner does with that hasher, so
+// keys land where goka's consumers and co-partitioning expect them.
+func NewWriter(opts []kgo.Opt, brokers []string, hasher func() hash.Hash32) (*Writer, error) {
 	all := append(slices.Clone(opts),
 		kgo.SeedBrokers(brokers...),
-		kgo.RecordPartitioner(topicPartitioner{byDefault: hasher, hasherFor: hasherFor}),
+		kgo.RecordPartitioner(hashPartitioner{hasher}),
 	)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
@@ -49,11 +46,11 @@ func NewWriter(opts []kgo.Opt, brokers []string, hasher func() hash.Hash32, hash
 	return &Writer{cl: cl}, nil
 }
 
-// Producer is a goka.ProducerBuilder of Writers made with opts and
-// hasherFor (NewWriter), whose promises finish with Kafka's answer.
-func Producer(opts []kgo.Opt, hasherFor func(topic string) func() hash.Hash32) goka.ProducerBuilder {
+// Producer is a goka.ProducerBuilder of Writers made with opts
+// (NewWriter), whose promises finish with Kafka's answer.
+func Producer(opts []kgo.Opt) goka.ProducerBuilder {
 	return func(brokers []string, _ string, hasher func() hash.Hash32) (goka.Producer, error) {
-		w, err := NewWriter(opts, brokers, hasher, hasherFor)
+		w, err := NewWriter(opts, brokers, hasher)
 		if err != nil {
 			return nil, err
 		}
@@ -74,22 +71,13 @@ func (p promising) EmitWithHeaders(topic, key string, value []byte, headers goka
 	return promise
 }
 
-// topicPartitioner is sarama's hash partitioner with the hasher of each topic.
-type topicPartitioner struct {
-	byDefault func() hash.Hash32
-	hasherFor func(topic string) func() hash.Hash32
-}
+// hashPartitioner is sarama's hash partitioner with goka's hasher.
+type hashPartitioner struct{ hasher func() hash.Hash32 }
 
-func (p topicPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
-	hasher := p.byDefault
-	if p.hasherFor != nil {
-		if h := p.hasherFor(topic); h != nil {
-			hasher = h
-		}
-	}
+func (p hashPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
 	// kgo partitions one record of a topic at a time, so one hasher per
 	// topic serves every record, without an allocation each.
-	h := hasher()
+	h := p.hasher()
 	sum := func(key []byte) uint32 {
 		h.Reset()
 		h.Write(key)

@@ -22,9 +22,7 @@ import (
 
 // TestProducerAgainstBroker writes keys through the producer into topics of
 // 1, 3, 4 and 8 partitions, with sarama's default hasher (FNV-1a, as goka's)
-// and another one chosen for the topic (CRC-32; that sarama's partitioner puts the packer's size-hashed keys
-// with their size is TestHasherSamePartitionAsSize in processors/packer),
-// and checks that every record lands in the partition sarama's hash
+// and another one (CRC-32), and checks that every record lands in the partition sarama's hash
 // partitioner (goka's) picks, that the promise reports the record's real
 // partition and offset, and that value and headers arrive as written.
 func TestProducerAgainstBroker(t *testing.T) {
@@ -42,17 +40,7 @@ func TestProducerAgainstBroker(t *testing.T) {
 				if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topic, Partitions: parts}); err != nil {
 					t.Fatal(err)
 				}
-				// goka's hasher is FNV-1a; the other one is the topic's own.
-				var hasherFor func(string) func() hash.Hash32
-				if name != "fnv-1a" {
-					hasherFor = func(t string) func() hash.Hash32 {
-						if t == topic {
-							return hasher
-						}
-						return nil
-					}
-				}
-				p, err := Producer(kc.Kgo(), hasherFor)(kc.Brokers, "test", fnv.New32a)
+				p, err := Producer(kc.Kgo())(kc.Brokers, "test", hasher)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +111,7 @@ func TestProducerAgainstBroker(t *testing.T) {
 func TestProducerReportsFailure(t *testing.T) {
 	kc := testkafka.Config(t)
 	kc.RetryFor = 3 * time.Second
-	p, err := Producer(kc.Kgo(), nil)(kc.Brokers, "test", fnv.New32a)
+	p, err := Producer(kc.Kgo())(kc.Brokers, "test", fnv.New32a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,7 @@ import (
 
 // decide applies one record, its lateness and duplicate decided, to kc, the
 // clock of ctx's key kept in part, and records the decision in its table.
-// key is the record's dedupe entry, "" for a heartbeat or a late record
-// (admit).
-func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *validRecord, key string) {
+func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *validRecord) {
 	open := len(kc.Open)
 	if !kc.apply(p.params, *obs) {
 		return
@@ -53,9 +51,7 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 		// Up to 30 bytes for each window it closes (decision.appendBin).
 		p.fitRaw(&kc.Ev.Rec, 30*len(kc.Ev.Closed)+piece)
 	}
-	if err := part.remember(kc, p.params, kc.Ev, key); err != nil {
-		ctx.Fail(fmt.Errorf("dedupe entries of line %s in partition %d of %s: %w", obs.Line, ctx.Partition(), part.topic, err))
-	}
+	part.remember(kc, p.params, kc.Ev)
 	ctx.SetValue(kc.Ev)
 	if part.horizon != nil {
 		part.facts.push(factOf(kc.Ev))
@@ -69,7 +65,7 @@ func (p *Packer) decide(ctx goka.Context, part *tablePart, kc *keyClock, obs *va
 // recoverClock is the clock group's update callback: goka calls it for each
 // record of the clock table, in order, while it recovers a partition, before
 // the partition's callbacks run. It restores the clock of the decision's
-// key from it, sets the dedupe entry that the decision made, fills the
+// key from it, adds the dedupe entry that the decision made, fills the
 // slots, and keeps the decision when its record will be delivered again
 // (replay.go); goka's default keeps the record at its key, where nothing
 // reads it.
@@ -96,13 +92,7 @@ func (p *Packer) recoverClock(ctx goka.UpdateContext, s storage.Storage, key str
 		part.state.windows[kc.size].Add(int64(len(kc.Open) - open))
 	}
 	if restored {
-		key := ""
-		if ev.Class == classItem {
-			key = dedupeKey(&ev.Rec, ev.Window)
-		}
-		if err := part.remember(kc, p.params, ev, key); err != nil {
-			return recoverError(ctx, err)
-		}
+		part.remember(kc, p.params, ev)
 	}
 	if ev.Snapshot != nil {
 		if err := part.restoreSnapshot(p.params, ev.Snapshot); err != nil {
@@ -183,12 +173,9 @@ func (t *tablePart) restoreSnapshot(p paramsUS, sn *snapshot) error {
 		kc.Toys.merge(ks.Toys)
 		kc.Boxes.merge(ks.Boxes)
 		for _, x := range []record.Stream{record.Toys, record.Boxes} {
-			gone, err := kc.ids[streamIndex(x)].forget(p.watermark(*kc.stream(x)), p.WindowUS, t.store.Delete)
+			gone := kc.ids[streamIndex(x)].forget(p.watermark(*kc.stream(x)), p.WindowUS)
 			if t.state != nil {
 				t.state.entries[kc.size].Add(-int64(gone))
-			}
-			if err != nil {
-				return err
 			}
 		}
 	}

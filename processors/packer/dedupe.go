@@ -2,65 +2,67 @@ package packer
 
 import (
 	"encoding/binary"
-	"fmt"
+	"hash/maphash"
 	"slices"
-
-	"github.com/lovoo/goka"
 
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// The dedupe entries of a window: one storage key per id (dedupeKey, which
-// holds the window), set by the window's first item with that id. A record
-// of a window whose end its stream's watermark has passed is late before it
-// could be a duplicate, so a window's entries of a stream are forgotten as
+// The dedupe entries of a line and stream: for each window still open for
+// the stream, the ids of its items, set by the window's first item with each
+// id. A record of a window whose end its stream's watermark has passed is
+// late before it could be a duplicate, so a window's ids are forgotten as
 // soon as that stream's watermark passes its end: at most the windows still
-// open for the stream keep entries. windowIDs lists the keys each window set,
-// so that they can be deleted together.
+// open for the stream keep ids. They live in memory beside the line's clock
+// (keyClock.ids), never in Kafka: they are a function of the decisions, and
+// goka's recovery of the clock table sets them again (recoverClock).
+//
+// A window's ids hold no pointer, so that the collector never walks them:
+// one byte slice of length-prefixed ids, and, once a window has more than
+// a few, a map from each id's hash to where it is in that slice.
 
-// windowIDs are the dedupe keys that one (line, stream) set, per window,
-// oldest window first.
+// windowIDs are the ids of one (line, stream)'s items, per window, oldest
+// window first.
 type windowIDs []idWindow
 
 type idWindow struct {
 	start int64
-	keys  []byte // each key length-prefixed (uvarint): one pointer-free slice per window
+	n     int
+	ids   []byte // each id length-prefixed (uvarint)
+	// index maps hashID of an id to the offset of its entry in ids, of the
+	// first id with that hash; nil while the window has at most scanIDs
+	// ids, which has reads one by one.
+	index map[uint64]uint32
 }
 
-// seen reports whether key, a dedupe entry, is set in the partition.
-func (t *tablePart) seen(ctx goka.Context, key string) bool {
-	b, err := t.store.Get(key)
-	if err != nil {
-		ctx.Fail(fmt.Errorf("read %q in partition %d of %s: %w", key, ctx.Partition(), t.topic, err))
-	}
-	return b != nil
-}
+// scanIDs: a window with this many ids or fewer is searched without an
+// index. Most windows of a line with few records per window stay below it,
+// and a line costs no map then.
+const scanIDs = 8
 
-// remember updates the dedupe entries after kc decided ev: an item sets
-// its window's entry for its id (key, its dedupeKey), and the entries of the
-// windows that its stream's watermark has passed are forgotten. Both the
-// callback and the recovery of the table (recoverClock) call it, after the
-// clock applied ev.
-func (t *tablePart) remember(kc *keyClock, p paramsUS, ev *decision, key string) error {
+// idSeed seeds hashID. The hashes never leave the process.
+var idSeed = maphash.MakeSeed()
+
+// hashID is the hash an id is indexed by.
+func hashID(id string) uint64 { return maphash.String(idSeed, id) }
+
+// remember updates the dedupe entries after kc decided ev: an item adds its
+// id to its window's, and the ids of the windows that its stream's
+// watermark has passed are forgotten. Both the callback and the recovery of
+// the table (recoverClock) call it, after the clock applied ev.
+func (t *tablePart) remember(kc *keyClock, p paramsUS, ev *decision) {
 	rec := &ev.Rec
 	ids := &kc.ids[streamIndex(rec.Stream)]
 	added := 0
 	if ev.Class == classItem {
-		if err := t.store.Set(key, entryValue); err != nil {
-			return err
-		}
-		ids.add(ev.Window, key)
+		ids.add(ev.Window, rec.ID, hashID)
 		added = 1
 	}
-	gone, err := ids.forget(p.watermark(*kc.stream(rec.Stream)), p.WindowUS, t.store.Delete)
+	gone := ids.forget(p.watermark(*kc.stream(rec.Stream)), p.WindowUS)
 	if t.state != nil {
 		t.state.entries[kc.size].Add(int64(added - gone))
 	}
-	return err
 }
-
-// entryValue: a dedupe entry says only that its key is set.
-var entryValue = []byte{1}
 
 func streamIndex(x record.Stream) int {
 	if x == record.Boxes {
@@ -69,9 +71,47 @@ func streamIndex(x record.Stream) int {
 	return 0
 }
 
-// add lists key under window start. Items arrive mostly in window order, so
-// the window is nearly always the last one.
-func (w *windowIDs) add(start int64, key string) {
+// has reports whether an item of window start had id. hash is what the
+// windows are indexed by: hashID, but for tests that make ids collide.
+func (w windowIDs) has(start int64, id string, hash func(string) uint64) bool {
+	for i := len(w) - 1; i >= 0 && w[i].start >= start; i-- {
+		if w[i].start == start {
+			return w[i].has(id, hash)
+		}
+	}
+	return false
+}
+
+func (e *idWindow) has(id string, hash func(string) uint64) bool {
+	if e.index != nil {
+		off, ok := e.index[hash(id)]
+		if !ok {
+			return false
+		}
+		if idAt(e.ids, int(off)) == id {
+			return true
+		}
+		// Another id with the same hash: read them all.
+	}
+	for b := e.ids; len(b) > 0; {
+		l, k := binary.Uvarint(b)
+		if string(b[k:k+int(l)]) == id {
+			return true
+		}
+		b = b[k+int(l):]
+	}
+	return false
+}
+
+// idAt is the id whose entry begins at off in ids.
+func idAt(ids []byte, off int) string {
+	l, k := binary.Uvarint(ids[off:])
+	return string(ids[off+k : off+k+int(l)])
+}
+
+// add lists id under window start (hash as for has). Items arrive mostly
+// in window order, so the window is nearly always the last one.
+func (w *windowIDs) add(start int64, id string, hash func(string) uint64) {
 	ws := *w
 	i := len(ws)
 	for i > 0 && ws[i-1].start > start {
@@ -82,25 +122,43 @@ func (w *windowIDs) add(start int64, key string) {
 		i++
 		*w = ws
 	}
-	e := &ws[i-1]
-	e.keys = binary.AppendUvarint(e.keys, uint64(len(key)))
-	e.keys = append(e.keys, key...)
+	ws[i-1].add(id, hash)
 }
 
-// forget deletes the entries of every window whose end wm has reached, and
-// says how many it deleted.
-func (w *windowIDs) forget(wm, width int64, del func(string) error) (int, error) {
-	ws := *w
-	n, deleted := 0, 0
-	for ; n < len(ws) && ws[n].start+width <= wm; n++ {
-		for b := ws[n].keys; len(b) > 0; {
-			l, k := binary.Uvarint(b)
-			if err := del(string(b[k : k+int(l)])); err != nil {
-				return deleted, err
-			}
-			deleted++
-			b = b[k+int(l):]
+func (e *idWindow) add(id string, hash func(string) uint64) {
+	off := len(e.ids)
+	e.ids = binary.AppendUvarint(e.ids, uint64(len(id)))
+	e.ids = append(e.ids, id...)
+	e.n++
+	switch {
+	case e.index != nil:
+		if h := hash(id); !e.indexed(h) {
+			e.index[h] = uint32(off)
 		}
+	case e.n > scanIDs:
+		e.index = make(map[uint64]uint32, 2*e.n)
+		for at := 0; at < len(e.ids); {
+			l, k := binary.Uvarint(e.ids[at:])
+			if h := hash(string(e.ids[at+k : at+k+int(l)])); !e.indexed(h) {
+				e.index[h] = uint32(at)
+			}
+			at += k + int(l)
+		}
+	}
+}
+
+func (e *idWindow) indexed(h uint64) bool {
+	_, ok := e.index[h]
+	return ok
+}
+
+// forget drops the ids of every window whose end wm has reached, and says
+// how many it dropped.
+func (w *windowIDs) forget(wm, width int64) int {
+	ws := *w
+	n, gone := 0, 0
+	for ; n < len(ws) && ws[n].start+width <= wm; n++ {
+		gone += ws[n].n
 	}
 	switch {
 	case n == len(ws):
@@ -109,5 +167,5 @@ func (w *windowIDs) forget(wm, width int64, del func(string) error) (int, error)
 	case n > 0:
 		*w = slices.Delete(ws, 0, n)
 	}
-	return deleted, nil
+	return gone
 }

@@ -3,7 +3,6 @@ package packer
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -278,72 +277,58 @@ func (s *countingStorage) Delete(key string) error        { s.deletes++; return 
 
 func (s *countingStorage) calls() [3]int { return [3]int{s.gets, s.sets, s.deletes} }
 
-// dedupeEntry is a dedupe key parsed back into what it stands for.
+// dedupeEntry is one id that a line's window lists for a stream.
 type dedupeEntry struct {
 	size   string
 	stream record.Stream
 	window int64
-	id     string // the id, or "#" and its digest
+	id     string // as the decision carries it (carryID)
 }
 
 // entryOf is the dedupe entry an item of window sets.
 func entryOf(rec *validRecord, window int64) dedupeEntry {
-	id, whole := keyID(rec.ID)
-	if !whole {
-		id = "#" + id
-	}
-	return dedupeEntry{size: rec.Line, stream: rec.Stream, window: window, id: id}
+	return dedupeEntry{size: rec.Line, stream: rec.Stream, window: window, id: rec.ID}
 }
 
-// dedupeEntries are the dedupe entries a clock storage holds: every key
-// with a '|' (the others are the sizes' decisions). Each must hold the
-// presence flag.
-func dedupeEntries(t testing.TB, store storage.Storage) map[string]dedupeEntry {
+// entryName is an entry as text, for messages and comparisons.
+func entryName(rec *validRecord, window int64) string {
+	e := entryOf(rec, window)
+	return e.name()
+}
+
+func (e dedupeEntry) name() string {
+	return e.size + "|" + string(e.stream) + "|" + strconv.FormatInt(e.window, 10) + "|" + e.id
+}
+
+// dedupeEntries are the dedupe entries the key clocks of a partition list,
+// by name. Each is listed once, in a window listed once, windows in order,
+// and each is found by the window's lookup (has), index or not.
+func dedupeEntries(t testing.TB, part *tablePart) map[string]dedupeEntry {
 	t.Helper()
 	out := map[string]dedupeEntry{}
-	for k, v := range storageContents(t, store) {
-		if !strings.Contains(k, "|") {
-			continue
-		}
-		parts := strings.SplitN(k, "|", 5)
-		if len(parts) != 5 || (parts[3] != "i" && parts[3] != "d") {
-			t.Fatalf("storage key %q is not a dedupe key", k)
-		}
-		w, err := strconv.ParseInt(parts[2], 10, 64)
-		if err != nil {
-			t.Fatalf("storage key %q is not a dedupe key: %v", k, err)
-		}
-		if v != string(entryValue) {
-			t.Errorf("dedupe entry %q holds %q, want the presence flag %q", k, v, entryValue)
-		}
-		id := parts[4]
-		if parts[3] == "d" {
-			id = "#" + id
-		}
-		out[k] = dedupeEntry{size: parts[0], stream: record.Stream(parts[1]), window: w, id: id}
-	}
-	return out
-}
-
-// listedIDs are the dedupe keys that the key clocks of a partition list for
-// forgetting (windowIDs), each once.
-func listedIDs(t testing.TB, part *tablePart) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	for size, kc := range part.keyClocks {
+	for line, kc := range part.keyClocks {
 		for x, ws := range kc.ids {
+			stream := []record.Stream{record.Toys, record.Boxes}[x]
 			for i, w := range ws {
 				if i > 0 && ws[i-1].start >= w.start {
-					t.Errorf("size %s stream %d: windows listed out of order: %d then %d", size, x, ws[i-1].start, w.start)
+					t.Errorf("line %s stream %s: windows listed out of order: %d then %d", line, stream, ws[i-1].start, w.start)
 				}
-				if len(w.keys) == 0 {
-					t.Errorf("size %s stream %d: window %d listed without keys", size, x, w.start)
+				ids := windowIDList(w.ids)
+				if len(ids) == 0 || len(ids) != w.n {
+					t.Errorf("line %s stream %s: window %d lists %d ids, counts %d", line, stream, w.start, len(ids), w.n)
 				}
-				for _, k := range windowKeys(w.keys) {
-					if out[k] {
-						t.Errorf("dedupe key %q listed twice", k)
+				if (w.index != nil) != (w.n > scanIDs) {
+					t.Errorf("line %s stream %s: window %d of %d ids indexed %v", line, stream, w.start, w.n, w.index != nil)
+				}
+				for _, id := range ids {
+					e := dedupeEntry{size: line, stream: stream, window: w.start, id: id}
+					if _, ok := out[e.name()]; ok {
+						t.Errorf("dedupe entry %q listed twice", e.name())
 					}
-					out[k] = true
+					out[e.name()] = e
+					if !ws.has(w.start, id, hashID) {
+						t.Errorf("dedupe entry %q listed but not found", e.name())
+					}
 				}
 			}
 		}
@@ -351,8 +336,8 @@ func listedIDs(t testing.TB, part *tablePart) map[string]bool {
 	return out
 }
 
-// windowKeys splits an idWindow's keys.
-func windowKeys(b []byte) []string {
+// windowIDList splits an idWindow's ids.
+func windowIDList(b []byte) []string {
 	var out []string
 	for len(b) > 0 {
 		l, n := binary.Uvarint(b)
@@ -362,65 +347,50 @@ func windowKeys(b []byte) []string {
 	return out
 }
 
-// expectEntriesListed fails unless the dedupe entries in a partition's
-// storage are exactly those its key clocks list: an entry not listed would
-// never be forgotten.
-func expectEntriesListed(t testing.TB, what string, part *tablePart) {
-	t.Helper()
-	listed := listedIDs(t, part)
-	stored := dedupeEntries(t, part.store)
-	for k := range stored {
-		if !listed[k] {
-			t.Errorf("%s: dedupe entry %q is stored but not listed: it would never be forgotten", what, k)
-		}
-	}
-	for k := range listed {
-		if _, ok := stored[k]; !ok {
-			t.Errorf("%s: dedupe entry %q is listed but not stored", what, k)
-		}
-	}
-}
-
 func TestDedupeWindowIDsAddForget(t *testing.T) {
 	long := strings.Repeat("k", 300) // a length that takes two bytes as a uvarint
 	type add struct {
 		start int64
-		key   string
+		id    string
 	}
 	for _, c := range []struct {
 		name       string
 		adds       []add
 		wm         int64
-		deleted    []string // in order
+		forgotten  int
 		keptStarts []int64
 	}{
-		{"nothing listed", nil, 100, nil, nil},
+		{"nothing listed", nil, 100, 0, nil},
 		{"a window is forgotten once the watermark reaches its end",
-			[]add{{0, "a"}, {0, "b"}, {10, "c"}}, 10, []string{"a", "b"}, []int64{10}},
+			[]add{{0, "a"}, {0, "b"}, {10, "c"}}, 10, 2, []int64{10}},
 		{"not 1µs before",
-			[]add{{0, "a"}, {10, "c"}}, 9, nil, []int64{0, 10}},
+			[]add{{0, "a"}, {10, "c"}}, 9, 0, []int64{0, 10}},
 		{"several windows at once, oldest first",
-			[]add{{0, "a"}, {10, "b"}, {20, "c"}, {30, "d"}}, 30, []string{"a", "b", "c"}, []int64{30}},
+			[]add{{0, "a"}, {10, "b"}, {20, "c"}, {30, "d"}}, 30, 3, []int64{30}},
 		{"windows added out of order are kept in order",
-			[]add{{20, "c"}, {0, "a"}, {10, "b"}, {0, "a2"}, {-10, "z"}}, 15, []string{"z", "a", "a2"}, []int64{10, 20}},
-		{"keys of any length",
-			[]add{{0, long}, {0, ""}, {0, "x|y"}, {10, long + "2"}}, 10, []string{long, "", "x|y"}, []int64{10}},
+			[]add{{20, "c"}, {0, "a"}, {10, "b"}, {0, "a2"}, {-10, "z"}}, 15, 3, []int64{10, 20}},
+		{"ids of any length",
+			[]add{{0, long}, {0, ""}, {0, "x|y"}, {10, long + "2"}}, 10, 3, []int64{10}},
 		{"negative windows",
-			[]add{{-30, "a"}, {-20, "b"}}, -20, []string{"a"}, []int64{-20}},
+			[]add{{-30, "a"}, {-20, "b"}}, -20, 1, []int64{-20}},
 		{"a stream without records forgets nothing",
-			[]add{{-1 << 40, "a"}}, paramsUS{WindowUS: 10}.watermark(streamClock{}), nil, []int64{-1 << 40}},
+			[]add{{-1 << 40, "a"}}, paramsUS{WindowUS: 10}.watermark(streamClock{}), 0, []int64{-1 << 40}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var w windowIDs
 			for _, a := range c.adds {
-				w.add(a.start, a.key)
+				w.add(a.start, a.id, hashID)
 			}
-			var deleted []string
-			if _, err := w.forget(c.wm, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
-				t.Fatal(err)
+			for _, a := range c.adds {
+				if !w.has(a.start, a.id, hashID) {
+					t.Errorf("window %d: id %q added but not found", a.start, a.id)
+				}
+				if w.has(a.start+1, a.id, hashID) || w.has(a.start, a.id+"?", hashID) {
+					t.Errorf("window %d: found an id of another window, or one never added", a.start)
+				}
 			}
-			if !slices.Equal(deleted, c.deleted) {
-				t.Errorf("deleted %q, want %q", deleted, c.deleted)
+			if n := w.forget(c.wm, 10); n != c.forgotten {
+				t.Errorf("forgot %d ids, want %d", n, c.forgotten)
 			}
 			var starts []int64
 			for _, e := range w {
@@ -429,41 +399,50 @@ func TestDedupeWindowIDsAddForget(t *testing.T) {
 			if !slices.Equal(starts, c.keptStarts) {
 				t.Errorf("windows kept %v, want %v", starts, c.keptStarts)
 			}
-			// What is kept is still listed whole: forgetting it later
-			// deletes every key once.
-			deleted = nil
-			if _, err := w.forget(1<<62, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil {
-				t.Fatal(err)
-			}
-			var rest []string
 			for _, a := range c.adds {
-				if !slices.Contains(c.deleted, a.key) {
-					rest = append(rest, a.key)
+				if kept := slices.Contains(c.keptStarts, a.start); w.has(a.start, a.id, hashID) != kept {
+					t.Errorf("after forgetting, id %q of window %d found %v, want %v", a.id, a.start, !kept, kept)
 				}
 			}
-			slices.Sort(rest)
-			slices.Sort(deleted)
-			if !slices.Equal(deleted, rest) || len(w) != 0 {
-				t.Errorf("forgetting the rest deleted %q, want %q (left %d windows)", deleted, rest, len(w))
+			if n := w.forget(1<<62, 10); n != len(c.adds)-c.forgotten || len(w) != 0 {
+				t.Errorf("forgetting the rest forgot %d, want %d (left %d windows)", n, len(c.adds)-c.forgotten, len(w))
 			}
 		})
 	}
 }
 
-// TestDedupeWindowIDsForgetError: a storage error stops the forgetting and
-// is returned, and the window stays listed, so that the next record tries
-// again.
-func TestDedupeWindowIDsForgetError(t *testing.T) {
-	var w windowIDs
-	w.add(0, "a")
-	w.add(0, "b")
-	boom := errors.New("boom")
-	if _, err := w.forget(10, 10, func(k string) error { return boom }); !errors.Is(err, boom) {
-		t.Fatalf("forget = %v, want %v", err, boom)
-	}
-	var deleted []string
-	if _, err := w.forget(10, 10, func(k string) error { deleted = append(deleted, k); return nil }); err != nil || !slices.Equal(deleted, []string{"a", "b"}) {
-		t.Fatalf("second forget deleted %q (%v), want a and b", deleted, err)
+// TestDedupeWindowIndex: a window with more ids than scanIDs finds them by
+// their hash, and an id that shares its hash with another (forced here: a
+// window is given the hash it indexes by) is still told apart from it, whichever
+// came first, before and after the index is built.
+func TestDedupeWindowIndex(t *testing.T) {
+	for _, n := range []int{1, scanIDs, scanIDs + 1, 200} {
+		for _, collide := range []bool{false, true} {
+			hash := hashID
+			if collide {
+				hash = func(id string) uint64 { return uint64(len(id) % 3) }
+			}
+			var w windowIDs
+			var added []string
+			for i := range n {
+				id := fmt.Sprintf("id-%d", i*7)
+				w.add(0, id, hash)
+				added = append(added, id)
+				for _, a := range added {
+					if !w.has(0, a, hash) {
+						t.Fatalf("n=%d collide=%v: %q not found after %d ids", n, collide, a, i+1)
+					}
+				}
+				for _, never := range []string{"id-1", "id-" + strconv.Itoa(i*7+1), "", "x"} {
+					if w.has(0, never, hash) {
+						t.Fatalf("n=%d collide=%v: %q found, never added", n, collide, never)
+					}
+				}
+			}
+			if got := w[0].index != nil; got != (n > scanIDs) {
+				t.Errorf("n=%d: indexed %v", n, got)
+			}
+		}
 	}
 }
 
@@ -481,13 +460,13 @@ func micros(clock string) int64 {
 func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 	u := newUnitPipeline(t)
 	w0, w10 := micros("00:00:00"), micros("00:00:10")
-	toyA := dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: "a"}, w0)
-	toyB := dedupeKey(&validRecord{Stream: record.Toys, Line: "M", ID: "b"}, w10)
-	boxA := dedupeKey(&validRecord{Stream: record.Boxes, Line: "M", ID: "a"}, w0)
+	toyA := entryName(&validRecord{Stream: record.Toys, Line: "M", ID: "a"}, w0)
+	toyB := entryName(&validRecord{Stream: record.Toys, Line: "M", ID: "b"}, w10)
+	boxA := entryName(&validRecord{Stream: record.Boxes, Line: "M", ID: "a"}, w0)
 	expect := func(step string, keys ...string) {
 		t.Helper()
 		got := slices.Sorted(func(yield func(string) bool) {
-			for k := range dedupeEntries(t, u.clockPart().store) {
+			for k := range dedupeEntries(t, u.clockPart()) {
 				if !yield(k) {
 					return
 				}
@@ -497,7 +476,6 @@ func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 		if !slices.Equal(got, keys) {
 			t.Errorf("%s: dedupe entries %q, want %q", step, got, keys)
 		}
-		expectEntriesListed(t, step, u.clockPart())
 	}
 	u.toy("a", "M", at("00:00:01"))
 	u.box("a", "M", at("00:00:02"))
@@ -515,11 +493,7 @@ func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 		t.Fatalf("%d windows open, want 2", n)
 	}
 	u.take()
-	gets := u.clockStore.gets
 	off := u.toy("a", "M", at("00:00:04"))
-	if u.clockStore.gets != gets {
-		t.Errorf("a late record's id was looked up (%d reads)", u.clockStore.gets-gets)
-	}
 	if rows := u.take(u.cfg.Topics.Late, u.cfg.Topics.Dead); len(rows) != 1 || rows[0].topic != u.cfg.Topics.Late || rows[0].key != lateKey("toys", 0, off) {
 		t.Errorf("a toy of window 0 after its entries were forgotten: %+v, want one late row", rows)
 	}
@@ -776,7 +750,7 @@ func (u *unitPipeline) expectBounded(what string, items map[dedupeEntry]bool) {
 		}
 	}
 	got := map[dedupeEntry]bool{}
-	for _, e := range dedupeEntries(t, u.clockPart().store) {
+	for _, e := range dedupeEntries(t, u.clockPart()) {
 		got[e] = true
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -792,7 +766,6 @@ func (u *unitPipeline) expectBounded(what string, items map[dedupeEntry]bool) {
 		}
 		t.FailNow()
 	}
-	expectEntriesListed(t, what, u.clockPart())
 	open := map[string]bool{}
 	for size, kc := range u.clockPart().keyClocks {
 		for _, w := range kc.Open {
@@ -827,7 +800,7 @@ func TestDedupeStateBoundedByOpenWindows(t *testing.T) {
 				items[entryOf(&ev.Rec, ev.Window)] = true
 			}
 		}
-		most = max(most, len(dedupeEntries(t, u.clockPart().store)))
+		most = max(most, len(dedupeEntries(t, u.clockPart())))
 		if i%97 == 0 || i >= len(inputs) {
 			u.expectBounded(fmt.Sprintf("after input %d", i), items)
 		}

@@ -2,7 +2,6 @@ package packer
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,15 +16,16 @@ func clockAt(s int) string {
 }
 
 // lineState counts what the packer holds for one line: its open windows,
-// the records at its keys in the table's storage (dedupe entries) and its
-// slots.
+// its dedupe entries and its slots.
 func (u *unitPipeline) lineState(line string) (open, dedupe, slots int) {
 	if kc := u.clockPart().keyClocks[line]; kc != nil {
 		open = len(kc.Open)
 	}
-	for k := range storageContents(u.t, u.clockPart().store) {
-		if strings.HasPrefix(k, line+"|") {
-			dedupe++
+	if kc := u.clockPart().keyClocks[line]; kc != nil {
+		for _, ws := range kc.ids {
+			for _, w := range ws {
+				dedupe += w.n
+			}
 		}
 	}
 	for ref := range u.clockPart().slots {

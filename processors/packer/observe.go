@@ -88,15 +88,13 @@ func (p *Packer) admit(ctx goka.Context, obs *validRecord) {
 		p.replay(ctx, part, obs)
 		return
 	}
-	key := ""
 	if w := p.params.windowStart(obs.MadeUS); !obs.Heartbeat && !kc.late(p.params, obs.Stream, w) {
-		key = dedupeKey(obs, w)
-		obs.Dup = part.seen(ctx, key)
+		obs.Dup = kc.ids[streamIndex(obs.Stream)].has(w, obs.ID, hashID)
 	}
 	if !obs.Dup {
 		obs.Raw, obs.Key, obs.RawCut = nil, nil, results.Cut{}
 	}
-	p.decide(ctx, part, kc, obs, key)
+	p.decide(ctx, part, kc, obs)
 }
 
 func (p *Packer) emitDead(ctx goka.Context, dl *DeadLetter, reason record.Reason, detail string) {

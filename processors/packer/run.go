@@ -97,9 +97,8 @@ const loopRetention = 7 * 24 * time.Hour
 // our topic settings, and what only the packer needs: its storage (a
 // directory, and access to its table's other keys), writes in
 // order (its producer's sequencer, inorder.go), send spans that end
-// when goka is told of Kafka's answer (tracing.go), its own topics
-// partitioned by line (hasherFor), static membership and tombstones
-// delivered.
+// when goka is told of Kafka's answer (tracing.go), static membership
+// and tombstones delivered.
 func (p *Packer) options() ([]goka.ProcessorOption, *sequencer) {
 	group := p.cfg.clockGroup()
 	kc := p.cfg.Kafka
@@ -119,7 +118,7 @@ func (p *Packer) options() ([]goka.ProcessorOption, *sequencer) {
 	opts := append(gokakit.Options(kc, group, tm, log),
 		goka.WithConsumerGroupBuilder(cgb),
 		goka.WithProducerBuilder(func(brokers []string, _ string, hasher func() hash.Hash32) (goka.Producer, error) {
-			w, err := gokakit.NewWriter(wopts, brokers, hasher, p.hasherFor)
+			w, err := gokakit.NewWriter(wopts, brokers, hasher)
 			if err != nil {
 				return nil, err
 			}
@@ -153,20 +152,6 @@ func (p *Packer) recoveryConfig(group string) *sarama.Config {
 // replace the storage (goka's tester) wrap theirs with it too.
 func (p *Packer) storageBuilder(inner storage.Builder) storage.Builder {
 	return p.clockStores.builder(inner)
-}
-
-// hasherFor partitions the packer's own topics (loop, tables) by line
-// (lineHasher), so that a line's records, clock and dedupe entries, and slots
-// are in the partition of its input records, and every other topic (the
-// outputs, which other processors read) as any Kafka client does, by the
-// whole key (nil: goka's default hasher).
-func (p *Packer) hasherFor(topic string) func() hash.Hash32 {
-	for _, it := range p.cfg.internalTopics() {
-		if it.name == topic {
-			return lineHasher
-		}
-	}
-	return nil
 }
 
 // Run creates the topics and runs the group until ctx ends or it fails for

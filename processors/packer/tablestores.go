@@ -9,11 +9,11 @@ import (
 )
 
 // tableStores are the storages of the clock group's table, one per
-// partition the group holds, for the values a callback reads and writes at
-// keys other than its own: goka gives a callback only its current key's
-// value. The table holds the dedupe entries and the slots beside the key
-// clocks. None is a Kafka record of its own: goka's recovery of the table
-// sets them again from its decisions (recoverClock).
+// partition the group holds, and beside each what the partition's
+// callbacks keep besides their key's value (goka gives a callback only
+// that): the key clocks, the dedupe entries and the slots, in memory. None
+// is a Kafka record of its own: goka's recovery of the table sets them
+// again from its decisions (recoverClock).
 type tableStores struct {
 	topic string
 	// follow: each partition keeps a horizon (horizon.go), for the cleaner.
