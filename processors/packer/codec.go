@@ -7,10 +7,17 @@ import (
 	"fmt"
 )
 
-// jsonCodec is a goka.Codec for one message type.
+// jsonCodec is a goka.Codec for one message type. A row that appends its
+// own JSON (results.Packed.AppendJSON) is written without reflection.
 type jsonCodec[T any] struct{}
 
+// jsonAppender is a row that appends its own JSON.
+type jsonAppender interface{ AppendJSON(b []byte) []byte }
+
 func (jsonCodec[T]) Encode(v any) ([]byte, error) {
+	if a, ok := v.(jsonAppender); ok {
+		return a.AppendJSON(make([]byte, 0, 160)), nil
+	}
 	switch t := v.(type) {
 	case T:
 		return json.Marshal(t)

@@ -147,7 +147,9 @@ func prefixUTF8[T string | []byte](s T, n int) T {
 }
 
 // jsonLen is the length of s as encoding/json writes it inside quotes
-// (HTML-safe escaping, as json.Marshal does).
+// (HTML-safe escaping, as json.Marshal does): the dead letters' length, and
+// a bound on the rows' (results.Packed.AppendJSON quotes with jsontext,
+// which escapes no more).
 func jsonLen(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
