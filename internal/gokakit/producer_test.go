@@ -55,6 +55,9 @@ func TestProducerAgainstBroker(t *testing.T) {
 				var wg sync.WaitGroup
 				for i := range 200 {
 					key := fmt.Sprintf("%s|k%d", []string{"S", "M", "L", "XL"}[i%4], i)
+					if i%5 == 0 {
+						key += strings.Repeat("-", keyRoom) // longer than a write's own room
+					}
 					wg.Add(1)
 					p.EmitWithHeaders(topic, key, []byte("v-"+key), goka.Headers{"h": []byte(key)}).
 						ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {

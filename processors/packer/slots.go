@@ -59,7 +59,7 @@ func (p *Packer) emitRows(ctx goka.Context, part *tablePart, ev *decision) {
 // deduplicate by key).
 func (p *Packer) slot(ctx goka.Context, part *tablePart, ref slotRef, m *slotMsg) {
 	slot := part.updateSlot(ref, m)
-	ws := record.FormatMicros(slot.Window)
+	ws := part.windowText(slot.Window)
 	t := p.cfg.Topics
 	// ctx is the callback's of the record that m is about, traced as it.
 	switch {
@@ -108,6 +108,15 @@ func (t *tablePart) updateSlot(ref slotRef, m *slotMsg) *slotState {
 		}
 	}
 	return slot
+}
+
+// windowText is the start of window w as the rows write it. A window's
+// rows come together, so the last one is kept rather than formatted again.
+func (t *tablePart) windowText(w int64) string {
+	if t.lastWindow.text == "" || t.lastWindow.start != w {
+		t.lastWindow.start, t.lastWindow.text = w, record.FormatMicros(w)
+	}
+	return t.lastWindow.text
 }
 
 // forgetWindow deletes the slots of a closed window of line: ranks 1 to the

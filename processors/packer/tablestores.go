@@ -124,10 +124,15 @@ type tablePart struct {
 	topic     string
 	keyClocks map[string]*keyClock
 	slots     map[slotRef]*slotState // the open windows' slots (slots.go)
-	order     []string               // keyClocks' keys, in the order they were first seen
-	walk      snapshotWalk           // over order, a piece at a time (clock.go)
-	ev        decision               // the decision being made, of whichever key (keyClock.Ev)
-	horizon   *horizon
+	// lastWindow is the window whose start a row wrote last (windowText).
+	lastWindow struct {
+		start int64
+		text  string
+	}
+	order   []string     // keyClocks' keys, in the order they were first seen
+	walk    snapshotWalk // over order, a piece at a time (clock.go)
+	ev      decision     // the decision being made, of whichever key (keyClock.Ev)
+	horizon *horizon
 	// facts are the horizon's facts of the decisions written and not yet
 	// acknowledged, oldest first.
 	facts factQueue
