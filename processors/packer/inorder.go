@@ -58,6 +58,11 @@ func (s *sequencer) firstFailure() error {
 func (s *sequencer) add(it seqItem) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.push(it)
+}
+
+// push appends it under the lock and returns its sequence number.
+func (s *sequencer) push(it seqItem) uint64 {
 	if len(s.buf) == cap(s.buf) && s.start > 0 {
 		// Full, with released items at the front: slide the live ones down
 		// instead of growing. Amortized O(1) per item.
@@ -78,6 +83,12 @@ func (s *sequencer) complete(seq uint64, msg *sarama.ProducerMessage, err error)
 	defer s.mu.Unlock()
 	it := &s.buf[s.start+int(seq-s.head)]
 	it.done, it.msg, it.err = true, msg, err
+	s.release()
+}
+
+// release releases, under the lock and in order, every item up to the first
+// one still pending.
+func (s *sequencer) release() {
 	for s.start < len(s.buf) && s.buf[s.start].done {
 		head := s.buf[s.start]
 		s.buf[s.start] = seqItem{} // drop references for the GC
@@ -103,9 +114,18 @@ func (s *sequencer) complete(seq uint64, msg *sarama.ProducerMessage, err error)
 // barrier defers the current message's commit until every item issued before
 // it (earlier messages' emits) is released.
 func (s *sequencer) barrier(ctx goka.Context) goka.Context {
-	seq := s.add(seqItem{commit: ctx.DeferCommit()})
-	s.complete(seq, nil, nil)
+	s.addDone(seqItem{commit: ctx.DeferCommit()})
 	return ctx
+}
+
+// addDone adds an item that waits for no answer (a barrier) and releases
+// what it can, under one lock: add and complete in one.
+func (s *sequencer) addDone(it seqItem) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it.done = true
+	s.push(it)
+	s.release()
 }
 
 // producer is the group's goka.Producer: it writes with w and finishes the
