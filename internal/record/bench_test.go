@@ -7,11 +7,18 @@ import (
 )
 
 // BenchmarkParse is the validity rule on the records the elves write, the
-// first thing the packer does with every input record.
+// first thing the packer does with every input record, with the key as
+// bytes and as the string the packer has (goka's).
 func BenchmarkParse(b *testing.B) {
 	toy := []byte(`{"toy_id":"toy-e1-000123","kind":"teddy bear","size":"M","elf":"elf-1","made_at":"2026-12-24T10:00:01.234567Z"}`)
 	hb := []byte(`{"heartbeat":true,"size":"M","made_at":"2026-12-24T10:00:01Z"}`)
-	key := []byte("M")
+	for _, key := range []string{"M", "M/hall-07"} {
+		b.Run("bytes/"+key, func(b *testing.B) { benchmarkParse(b, []byte(key), toy, hb) })
+		b.Run("string/"+key, func(b *testing.B) { benchmarkParse(b, key, toy, hb) })
+	}
+}
+
+func benchmarkParse[K string | []byte](b *testing.B, key K, toy, hb []byte) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		v := toy

@@ -251,7 +251,11 @@ func ValidLine(key string) bool {
 // the key its size part (the key up to its first slash) before its hall: a key
 // whose size part is not the value's size is "size not key" whatever follows
 // the slash, and "bad line" says that the size is right but the hall is not.
-func Parse(stream Stream, key, value []byte) (Record, error) {
+//
+// The key is the Kafka record's, as bytes or as a string: the packer has it
+// as goka's string, and a line that is the key is then the key itself, with
+// no copy.
+func Parse[K string | []byte](stream Stream, key K, value []byte) (Record, error) {
 	// The members the rule reads, the last of duplicates winning: slices of
 	// value (readObject), so none is copied.
 	var madeAtRaw, sizeRaw, idRaw, hbRaw []byte
@@ -285,7 +289,7 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 	if !ok {
 		return Record{}, &InvalidError{ReasonBadSize, fmt.Sprintf("size %s is not one of S, M, L, XL", rawOrMissing(sizeRaw))}
 	}
-	keySize, hall, hasHall := bytes.Cut(key, []byte("/"))
+	keySize, hall, hasHall := cutSlash(key)
 	if size != string(keySize) {
 		return Record{}, &InvalidError{ReasonSizeNotKey, fmt.Sprintf("size %q but key %q", size, key)}
 	}
@@ -307,6 +311,16 @@ func Parse(stream Stream, key, value []byte) (Record, error) {
 		return Record{}, &InvalidError{ReasonNoID, fmt.Sprintf("%s is missing, empty or not a string, and heartbeat is not true", idField)}
 	}
 	return r, nil
+}
+
+// cutSlash is strings.Cut(key, "/") for a key of either kind.
+func cutSlash[K string | []byte](key K) (before, after K, found bool) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], true
+		}
+	}
+	return key, key[:0], false
 }
 
 // sizeOf is the size class that raw, a member's JSON text, holds, if it is

@@ -10,23 +10,26 @@ import (
 	"github.com/northpole-workshop/northpole/internal/gokakit"
 )
 
-// goka commits a message's offset as soon as that message's own emits are
-// acknowledged, and sarama keeps the greatest offset marked. Emits of
-// different messages go to different partitions and can be acknowledged out of
-// order, so goka may commit message m+1 while m's emits are still in flight: a
-// crash then loses m's outputs (seen with SIGKILL on Apache Kafka: dead letters
-// and packed rows missing). The sequencer restores at-least-once: every emit of
-// a group is released to goka in the order it was issued, and every callback
-// holds a commit barrier registered before its first emit, so a message
-// commits only after every earlier message's emits are acknowledged.
+// goka commits a message's offset as soon as that message's own writes are
+// acknowledged, and sarama keeps the greatest offset marked. Writes of
+// different messages go to different partitions and can be acknowledged out
+// of order, so goka may commit message m+1 while m's writes are still in
+// flight: a crash then loses m's outputs (seen with SIGKILL on Apache Kafka:
+// dead letters and packed rows missing). The sequencer restores
+// at-least-once: every write of the group (its producer, producer) is
+// released to goka in the order it was issued. A message that writes
+// commits only once its writes are released, so after every earlier
+// message's; one that writes nothing (a record applied already, with no row
+// to send again) gets a commit barrier instead, at the end of its callback
+// (commitInOrder), released once every earlier write is.
 //
 // Order alone is not enough when a write fails: goka fails the message whose
-// emit failed, but the barriers of later messages, released after it, would
-// still commit, and their offsets cover the failed one (sarama commits the
-// greatest offset marked). So the first failure poisons the sequencer: every
-// item released after it fails too, nothing commits any more, and the
-// processor stops with the failed record still uncommitted. It is processed
-// again after a restart.
+// write failed, but later messages, released after it, would still commit,
+// and their offsets cover the failed one (sarama commits the greatest offset
+// marked). So the first failure poisons the sequencer: every item released
+// after it fails too, nothing commits any more, and the processor stops with
+// the failed record still uncommitted. It is processed again after a
+// restart.
 type sequencer struct {
 	mu     sync.Mutex
 	head   uint64    // sequence number of buf[start], the lowest not yet released
@@ -35,7 +38,7 @@ type sequencer struct {
 	failed error     // the first write that failed; nil while all succeed
 }
 
-// seqItem is one emit or one commit barrier. Exactly one of finish and commit
+// seqItem is one write or one commit barrier. Exactly one of finish and commit
 // is set: storing goka's own callbacks, rather than closures over them, saves
 // an allocation per item on the packer's hottest path.
 type seqItem struct {
@@ -111,11 +114,61 @@ func (s *sequencer) release() {
 	}
 }
 
-// barrier defers the current message's commit until every item issued before
-// it (earlier messages' emits) is released.
-func (s *sequencer) barrier(ctx goka.Context) goka.Context {
-	s.addDone(seqItem{commit: ctx.DeferCommit()})
-	return ctx
+// wrap is the group's context wrapper: a message's context notes whether
+// its callback wrote.
+func (s *sequencer) wrap(ctx goka.Context) goka.Context {
+	return &orderedContext{gokaContext: ctx, seq: s}
+}
+
+// gokaContext names the goka.Context that orderedContext embeds, whose
+// Context method it keeps.
+type gokaContext = goka.Context
+
+// orderedContext is the goka.Context of a message of the group. Every
+// method of goka.Context that writes a record (Emit, Loopback, SetValue,
+// Delete) goes through it and notes that the callback wrote: goka hands
+// such a record to the group's producer, the sequencer's, before the
+// method returns.
+type orderedContext struct {
+	gokaContext
+	seq   *sequencer
+	wrote bool
+}
+
+func (c *orderedContext) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
+	c.wrote = true
+	c.gokaContext.Emit(topic, key, value, options...)
+}
+
+func (c *orderedContext) Loopback(key string, value any, options ...goka.ContextOption) {
+	c.wrote = true
+	c.gokaContext.Loopback(key, value, options...)
+}
+
+func (c *orderedContext) SetValue(value any, options ...goka.ContextOption) {
+	c.wrote = true
+	c.gokaContext.SetValue(value, options...)
+}
+
+func (c *orderedContext) Delete(options ...goka.ContextOption) {
+	c.wrote = true
+	c.gokaContext.Delete(options...)
+}
+
+// commitInOrder is the outermost middleware of the group's callbacks: when
+// the callback wrote nothing, it defers the message's commit until every
+// write issued before it is released. goka would otherwise commit the
+// message as soon as the callback returns. A message that wrote needs no
+// barrier: its first write is released after every earlier one, and goka
+// commits the message only after its own writes. (Outside the group's
+// context wrapper, in goka's tester, there is nothing to order.)
+func commitInOrder(next goka.ProcessCallback) goka.ProcessCallback {
+	return func(ctx goka.Context, msg any) {
+		next(ctx, msg)
+		if oc, ok := ctx.(*orderedContext); ok && !oc.wrote {
+			oc.seq.addDone(seqItem{commit: oc.DeferCommit()})
+		}
+	}
 }
 
 // addDone adds an item that waits for no answer (a barrier) and releases

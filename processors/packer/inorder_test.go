@@ -109,3 +109,63 @@ func TestSequencerReleasesInIssueOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitInOrder: a message whose callback writes nothing commits only
+// once every write issued before it is released; one that writes through
+// any of goka.Context's writing methods gets no barrier (its writes, which
+// the sequencer orders, hold its commit).
+func TestCommitInOrder(t *testing.T) {
+	writes := map[string]func(goka.Context){
+		"nothing":  func(goka.Context) {},
+		"emit":     func(ctx goka.Context) { ctx.Emit("out", "k", []byte("v")) },
+		"loopback": func(ctx goka.Context) { ctx.Loopback("k", []byte("v")) },
+		"setvalue": func(ctx goka.Context) { ctx.SetValue([]byte("v")) },
+		"delete":   func(ctx goka.Context) { ctx.Delete() },
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			s := newSequencer()
+			// An earlier message's write, still in flight.
+			var earlier bool
+			seq := s.add(seqItem{finish: func(*sarama.ProducerMessage, error) *goka.Promise { earlier = true; return nil }})
+			fc := &countingContext{}
+			commitInOrder(func(ctx goka.Context, _ any) { write(ctx) })(s.wrap(fc), nil)
+			wantBarrier := name == "nothing"
+			if got := len(fc.deferred) == 1; got != wantBarrier || len(fc.deferred) > 1 {
+				t.Fatalf("%d commits deferred, want a barrier: %v", len(fc.deferred), wantBarrier)
+			}
+			if wantBarrier && fc.committed {
+				t.Fatal("committed while an earlier write is in flight")
+			}
+			s.complete(seq, &sarama.ProducerMessage{}, nil)
+			if !earlier || wantBarrier && !fc.committed {
+				t.Fatalf("after the earlier write's answer: released %v, committed %v", earlier, fc.committed)
+			}
+		})
+	}
+	t.Run("outside the group's wrapper", func(t *testing.T) {
+		fc := &countingContext{}
+		commitInOrder(func(goka.Context, any) {})(fc, nil)
+		if len(fc.deferred) != 0 {
+			t.Fatal("a barrier without a sequencer")
+		}
+	})
+}
+
+// countingContext is a goka.Context whose writes do nothing and whose
+// DeferCommit notes the commit; any other method panics (nil interface).
+type countingContext struct {
+	gokaContext
+	deferred  []func(error)
+	committed bool
+}
+
+func (c *countingContext) Emit(goka.Stream, string, any, ...goka.ContextOption) {}
+func (c *countingContext) Loopback(string, any, ...goka.ContextOption)          {}
+func (c *countingContext) SetValue(any, ...goka.ContextOption)                  {}
+func (c *countingContext) Delete(...goka.ContextOption)                         {}
+func (c *countingContext) DeferCommit() func(error) {
+	f := func(err error) { c.committed = err == nil }
+	c.deferred = append(c.deferred, f)
+	return f
+}

@@ -25,7 +25,7 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 	return func(ctx goka.Context, msg any) {
 		raw, _ := msg.([]byte)
 		key := ctx.Key()
-		r, err := record.Parse(stream, []byte(key), raw)
+		r, err := record.Parse(stream, key, raw)
 		p.aligner.processed(stream, ctx.Partition(), ctx.Offset(), r.MadeAtMicros(), err == nil)
 		if p.metrics != nil {
 			p.metrics.consume(streamIndex(stream), ctx.Partition(), ctx.Offset())

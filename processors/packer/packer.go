@@ -102,9 +102,9 @@ func (p *Packer) topicOf(x record.Stream) string {
 func (p *Packer) Graph() *goka.GroupGraph {
 	t := p.cfg.Topics
 	return goka.DefineGroup(goka.Group(p.cfg.clockGroup()),
-		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), p.trace.Process()(p.observe(record.Toys))),
-		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), p.trace.Process()(p.observe(record.Boxes))),
-		goka.Loop(binCodec[validRecord, *validRecord]{}, p.stray),
+		goka.Input(goka.Stream(t.Toys), new(codec.Bytes), commitInOrder(p.trace.Process()(p.observe(record.Toys)))),
+		goka.Input(goka.Stream(t.Boxes), new(codec.Bytes), commitInOrder(p.trace.Process()(p.observe(record.Boxes)))),
+		goka.Loop(binCodec[validRecord, *validRecord]{}, commitInOrder(p.stray)),
 		goka.Persist(binCodec[decision, *decision]{}),
 		goka.Output(goka.Stream(t.Packed), jsonCodec[results.Packed]{}),
 		goka.Output(goka.Stream(t.Unpacked), jsonCodec[results.Unpacked]{}),

@@ -124,7 +124,7 @@ func (p *Packer) options() ([]goka.ProcessorOption, *sequencer) {
 			}
 			return p.trace.Producer(seq.producer(w, p.metrics)), nil
 		}),
-		goka.WithContextWrapper(seq.barrier),
+		goka.WithContextWrapper(seq.wrap),
 		// The consumer that recovers the tables fetches as the group does.
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(p.recoveryConfig(group))),
 	)
