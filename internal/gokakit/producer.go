@@ -67,7 +67,7 @@ func (p promising) Emit(topic, key string, value []byte) *goka.Promise {
 
 func (p promising) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
 	promise, finish := goka.NewPromiseWithFinisher()
-	p.Write(topic, key, value, headers, func(msg *sarama.ProducerMessage, err error) { finish(msg, err) })
+	p.Write(topic, key, value, headers, func(_ uint64, msg *sarama.ProducerMessage, err error) { finish(msg, err) }, 0)
 	return promise
 }
 
@@ -95,7 +95,8 @@ type write struct {
 	context.Context
 	rec  kgo.Record
 	msg  sarama.ProducerMessage
-	done func(*sarama.ProducerMessage, error)
+	done Answer
+	tag  uint64
 	key  [keyRoom]byte
 }
 
@@ -103,11 +104,17 @@ type write struct {
 // a row's line, window and short id, a late record's position.
 const keyRoom = 48
 
-// Write writes one record and calls done with Kafka's answer: msg carries
-// what goka reads of it (the topic, partition and offset: a table write
-// stores the offset as the table's), err why it failed.
-func (w *Writer) Write(topic, key string, value []byte, headers goka.Headers, done func(msg *sarama.ProducerMessage, err error)) {
-	wr := &write{Context: context.Background(), done: done}
+// Answer is told Kafka's answer to a write: the tag the write was given,
+// msg what goka reads of the record (the topic, partition and offset: a
+// table write stores the offset as the table's), err why it failed.
+type Answer func(tag uint64, msg *sarama.ProducerMessage, err error)
+
+// Write writes one record and calls done with Kafka's answer and tag. The
+// tag tells a caller's writes apart (the packer's sequence numbers) with
+// one done for all of them, where a closure per write would cost an
+// allocation.
+func (w *Writer) Write(topic, key string, value []byte, headers goka.Headers, done Answer, tag uint64) {
+	wr := &write{Context: context.Background(), done: done, tag: tag}
 	wr.rec = kgo.Record{Topic: topic, Key: append(wr.key[:0:keyRoom], key...), Value: value, Context: wr}
 	if len(headers) > 0 {
 		wr.rec.Headers = make([]kgo.RecordHeader, 0, len(headers))
@@ -125,7 +132,7 @@ func answered(r *kgo.Record, err error) {
 	if err != nil {
 		err = fmt.Errorf("produce to topic %s, key %q: %w", r.Topic, r.Key, err)
 	}
-	wr.done(&wr.msg, err)
+	wr.done(wr.tag, &wr.msg, err)
 }
 
 // Close waits for the buffered records (at most closeWait), then closes the

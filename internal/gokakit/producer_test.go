@@ -7,6 +7,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -132,5 +133,58 @@ func TestProducerReportsFailure(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the promise of a record to a missing topic never finished")
+	}
+}
+
+// TestWriterAnswersWithTag: each answer carries the tag its write was
+// given, once, with the partition and offset the record was written at.
+func TestWriterAnswersWithTag(t *testing.T) {
+	kc := testkafka.Config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := testkafka.Unique("gokawriter")
+	if err := kafkaadmin.EnsureTopics(ctx, kc, kafkaadmin.Topic{Name: topic, Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(kc.Kgo(), kc.Brokers, fnv.New32a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	var mu sync.Mutex
+	answers := map[uint64][2]int64{} // tag: partition, offset
+	var wg sync.WaitGroup
+	wg.Add(n)
+	done := func(tag uint64, msg *sarama.ProducerMessage, err error) {
+		defer wg.Done()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, again := answers[tag]; again || err != nil {
+			t.Errorf("tag %d: answered again: %v, err %v", tag, again, err)
+		}
+		answers[tag] = [2]int64{int64(msg.Partition), msg.Offset}
+	}
+	for i := range uint64(n) {
+		w.Write(topic, fmt.Sprintf("k%d", i), []byte(fmt.Sprint(i*7)), nil, done, i*7)
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := topicread.All(ctx, kc, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != n || len(answers) != n {
+		t.Fatalf("%d records, %d answers; want %d each", len(msgs), len(answers), n)
+	}
+	for _, m := range msgs {
+		tag, err := strconv.ParseUint(string(m.Value), 10, 64) // the tag it was written with
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at, ok := answers[tag]; !ok || at != [2]int64{int64(m.Partition), m.Offset} {
+			t.Errorf("record %s at partition %d offset %d: the answer with its tag says %v (%v)", m.Value, m.Partition, m.Offset, at, ok)
+		}
 	}
 }

@@ -185,13 +185,16 @@ func (s *sequencer) addDone(it seqItem) {
 // promises in write order. It sees Kafka's answer to every write of the
 // group, which m (nil: none) counts.
 func (s *sequencer) producer(w *gokakit.Writer, m *metrics) goka.Producer {
-	return &orderedProducer{w: w, seq: s, m: m}
+	p := &orderedProducer{w: w, seq: s, m: m}
+	p.answer = p.answered
+	return p
 }
 
 type orderedProducer struct {
-	w   *gokakit.Writer
-	seq *sequencer
-	m   *metrics
+	w      *gokakit.Writer
+	seq    *sequencer
+	m      *metrics
+	answer gokakit.Answer // answered, bound once
 }
 
 func (p *orderedProducer) Emit(topic, key string, value []byte) *goka.Promise {
@@ -201,13 +204,16 @@ func (p *orderedProducer) Emit(topic, key string, value []byte) *goka.Promise {
 func (p *orderedProducer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
 	out, finish := goka.NewPromiseWithFinisher()
 	seq := p.seq.add(seqItem{finish: finish})
-	p.w.Write(topic, key, value, headers, func(msg *sarama.ProducerMessage, err error) {
-		if p.m != nil {
-			p.m.answered(msg.Topic, msg.Partition, err)
-		}
-		p.seq.complete(seq, msg, err)
-	})
+	p.w.Write(topic, key, value, headers, p.answer, seq)
 	return out
+}
+
+// answered is Kafka's answer to the write with sequence number seq.
+func (p *orderedProducer) answered(seq uint64, msg *sarama.ProducerMessage, err error) {
+	if p.m != nil {
+		p.m.answered(msg.Topic, msg.Partition, err)
+	}
+	p.seq.complete(seq, msg, err)
 }
 
 func (p *orderedProducer) Close() error { return p.w.Close() }
