@@ -71,7 +71,10 @@ type memory struct {
 	garbage int     // bytes of slabs that no entry uses any more
 	// compactAt is compactAt, smaller in tests.
 	compactAt int
-	offset    *int64
+	// offset is the table's offset once set (hasOffset); a pointer would
+	// cost an allocation on every table write goka acknowledges.
+	offset    int64
+	hasOffset bool
 }
 
 // memEntry locates one key and its value: the key's bytes, then room for vcap
@@ -373,17 +376,17 @@ func (m *memory) maybeCompact() {
 func (m *memory) SetOffset(offset int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.offset = &offset
+	m.offset, m.hasOffset = offset, true
 	return nil
 }
 
 func (m *memory) GetOffset(def int64) (int64, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.offset == nil {
+	if !m.hasOffset {
 		return def, nil
 	}
-	return *m.offset, nil
+	return m.offset, nil
 }
 
 // snapshot copies the entries whose keys keep returns true.
