@@ -174,7 +174,10 @@ type Result struct {
 	// against the batch reference; CPUSeconds is then the instances'
 	// summed, MaxRSSMiB the largest instance's.
 	Scale *ScaleOut `json:"scale,omitempty"`
-	Error string    `json:"error,omitempty"`
+	// Check is the run's check against the batch reference, with
+	// Config.Verify (the scale variant's is in Scale).
+	Check *Verification `json:"check,omitempty"`
+	Error string        `json:"error,omitempty"`
 }
 
 // VariantsHelp says what each of VariantNames measures: the bench command's
@@ -294,6 +297,11 @@ type Config struct {
 	// its internal topics keep and how long a restarted packer takes to be
 	// ready (Result's CleanWaitSeconds to RestartMaxRSSMiB).
 	Restart bool
+	// Verify: for every variant but hop and scale (which always checks),
+	// once the packer has stopped, read its inputs and outputs back and
+	// check them against the batch reference (Result.Check); a run that
+	// differs fails.
+	Verify bool
 	// Executable is the program the workers run as, with arguments Args
 	// (the command; each Worker goes in WorkerEnv).
 	Executable string
@@ -734,6 +742,9 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 		}
 	}
 	if err := b.count(ctx, kc, cfg.Topics, uses, before, &r); err != nil {
+		return r, err
+	}
+	if err := b.check(ctx, kc, cfg, v, &r); err != nil {
 		return r, err
 	}
 	if v.Tracing != "off" {

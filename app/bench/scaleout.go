@@ -15,13 +15,10 @@ import (
 
 	"github.com/lovoo/goka"
 
-	"github.com/northpole-workshop/northpole/internal/contract"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/procfs"
-	"github.com/northpole-workshop/northpole/internal/results"
 	"github.com/northpole-workshop/northpole/processors/packer"
 	"github.com/northpole-workshop/northpole/processors/packer/outputs"
-	"github.com/northpole-workshop/northpole/processors/packer/readback"
 	"github.com/northpole-workshop/northpole/producers"
 )
 
@@ -54,15 +51,9 @@ type ScaleOut struct {
 	// those of the last assignment; Complete says it is not.
 	Consumed int64 `json:"consumed"`
 	Complete bool  `json:"counts_complete"`
-	// Equal: the packer's five result sets, read back from Kafka, equal
-	// those of the batch reference (contract.Compute, ClosedOnly) on the
-	// input records read back, and no output key was written with two
-	// values. Differences counts the differing rows, Conflicts those keys.
-	Equal       bool  `json:"equal_to_reference"`
-	Differences int   `json:"differences,omitempty"`
-	Conflicts   int   `json:"conflicts,omitempty"`
-	Rows        int   `json:"reference_rows"`
-	VerifyMS    int64 `json:"verify_ms"`
+	// Verification is its check against the batch reference: every
+	// scale-out run is checked.
+	Verification
 }
 
 // InstanceResult is one packer instance of a scale-out run: the packer is
@@ -190,13 +181,10 @@ func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, pr
 	if !sc.Complete {
 		b.progress("  the instances counted %d of the %d input events: partitions changed hands after consuming began, the shares are of the last assignment", sc.Consumed, r.InputEvents)
 	}
-	if err := b.verify(ctx, kc, cfg, sc); err != nil {
+	if sc.Verification, err = b.verify(ctx, kc, cfg); err != nil {
 		return r, err
 	}
-	if !sc.Equal {
-		return r, fmt.Errorf("the results differ from the batch reference: %d rows differ, %d keys written with two values", sc.Differences, sc.Conflicts)
-	}
-	return r, nil
+	return r, sc.mismatch()
 }
 
 // packers is "1 packer", "2 packers".
@@ -412,35 +400,6 @@ func (s *ScaleOut) shares(events int64, partitions int32, toys, boxes producers.
 			in.CPUPerEventUS = in.CPUSeconds * 1e6 / (in.WorkShare * float64(events))
 		}
 	}
-}
-
-// verify reads back the input topics and the packer's outputs and compares
-// them with the batch reference on those inputs, as compare does.
-func (b *Bench) verify(ctx context.Context, kc kafkaconf.Config, cfg packer.Config, s *ScaleOut) error {
-	t0 := time.Now()
-	b.progress("  verifying: reading back the inputs and the outputs")
-	rb, err := readback.Read(ctx, kc, cfg.Topics)
-	if err != nil {
-		return fmt.Errorf("verify: %w", err)
-	}
-	inputs := rb.Inputs()
-	b.progress("  verifying: the batch reference on %d input records", len(inputs))
-	ref := contract.Compute(inputs, cfg.Params, contract.ClosedOnly)
-	for _, set := range results.SetNames {
-		s.Rows += len(ref.Rows(set))
-	}
-	for _, d := range results.Compare(rb.Goka, ref) {
-		s.Differences += len(d.OnlyA) + len(d.OnlyB)
-	}
-	s.Conflicts = rb.Raw.Conflicts
-	s.Equal = s.Differences == 0 && s.Conflicts == 0
-	s.VerifyMS = time.Since(t0).Milliseconds()
-	verdict := "equal to the batch reference"
-	if !s.Equal {
-		verdict = fmt.Sprintf("NOT equal to the batch reference: %d rows differ, %d keys written with two values", s.Differences, s.Conflicts)
-	}
-	b.progress("  verified in %.1f s: %d rows, %s", float64(s.VerifyMS)/1000, s.Rows, verdict)
-	return nil
 }
 
 // formatParts is a partition list for people: "0,3,5-7", "none".

@@ -162,9 +162,9 @@ func TestFormatParts(t *testing.T) {
 func TestWriteScaleTable(t *testing.T) {
 	rs := []Result{
 		{Variant: Variant{Name: "1 instance", Instances: 1, Partitions: 16}, Round: 1, EventsPerSec: 100, InputEvents: 1000,
-			Scale: &ScaleOut{Spread: "64 lines over 16 partitions", Equal: true, Rows: 10, Instances: []InstanceResult{{Instance: 1, Partitions: []int32{0, 1}}}}},
+			Scale: &ScaleOut{Spread: "64 lines over 16 partitions", Verification: Verification{Equal: true, Rows: 10}, Instances: []InstanceResult{{Instance: 1, Partitions: []int32{0, 1}}}}},
 		{Variant: Variant{Name: "2 instances", Instances: 2, Partitions: 16}, Round: 1, EventsPerSec: 150, InputEvents: 1000, Error: "differ",
-			Scale: &ScaleOut{Differences: 3, Rows: 10, Consumed: 930, Instances: []InstanceResult{{Instance: 1, HealthError: "connection refused"}}}},
+			Scale: &ScaleOut{Verification: Verification{Differences: 3, Rows: 10}, Consumed: 930, Instances: []InstanceResult{{Instance: 1, HealthError: "connection refused"}}}},
 	}
 	var out bytes.Buffer
 	writeScaleTable(&out, rs)

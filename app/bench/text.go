@@ -90,6 +90,12 @@ tail included. A second table, per variant:
 --restart=false stops the packer at zero lag and measures none of this
 (about 5 s and a restart less per variant).
 
+--verify: once the packer has stopped, the bench reads the inputs and the
+outputs back and computes the batch reference (contract.Compute) on those
+inputs, outside every measured figure; a line per run says whether the five
+result sets equal it, and a run that differs fails (the hop has no results;
+the scale variant always checks).
+
 Scale-out (the scale variant; --instances 1,2,4 --partitions 16 --halls 16):
 for each count N the bench pre-loads the backlog, starts N packers at once
 (separate processes, one consumer group, same topics; each serves its
@@ -143,6 +149,7 @@ its instances share):
 func WriteText(w io.Writer, rs []Result) {
 	writeTable(w, rs)
 	writeBrokerNotes(w, rs)
+	writeChecks(w, rs)
 	writeStateTable(w, rs)
 	writeScaleTable(w, rs)
 	writeRoundsTable(w, Summarize(rs))
@@ -305,10 +312,7 @@ func writeScaleTable(w io.Writer, rs []Result) {
 		if r.BrokerSeconds != 0 {
 			broker = fmt.Sprintf("%.1f (net %.1f)", r.BrokerCPUPerEventUS, r.BrokerNetCPUPerEventUS)
 		}
-		ref := "equal"
-		if !r.Scale.Equal {
-			ref = fmt.Sprintf("DIFFERS (%d rows, %d conflicts)", r.Scale.Differences, r.Scale.Conflicts)
-		}
+		ref := r.Scale.verdict()
 		if r.Scale.Rows == 0 && r.Scale.VerifyMS == 0 {
 			ref = "not checked"
 		}

@@ -23,7 +23,7 @@ func TestBenchRunsItsVariants(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(exe, "bench", "--records", "2000", "--variants", "base,hop", "--json", "--timeout", "3m")
+	cmd := exec.Command(exe, "bench", "--records", "2000", "--variants", "base,hop", "--verify", "--json", "--timeout", "3m")
 	cmd.Env = append(os.Environ(), "NORTHPOLE_BROKERS=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -81,6 +81,10 @@ func TestBenchRunsItsVariants(t *testing.T) {
 		if i == 0 && !measured || i == 1 && (r.RestartReadySeconds != 0 || r.InternalTopics != nil || r.CleanWaitSeconds != 0) {
 			t.Errorf("variant %s: state written %d, kept %d, %d bytes (%s), restart ready in %v s, topics %+v",
 				r.Name, r.InternalRecordsWritten, r.InternalRecordsKept, r.InternalBytes, r.InternalBytesError, r.RestartReadySeconds, r.InternalTopics)
+		}
+		// --verify checks the packer's results, not the hop's (it has none).
+		if c := r.Check; i == 0 && (c == nil || !c.Equal || c.Rows == 0) || i == 1 && c != nil {
+			t.Errorf("variant %s: check against the reference %+v", r.Name, c)
 		}
 	}
 	if base := got.Results[0]; base.Error == "" && base.OutputRecords == 0 {
