@@ -86,14 +86,14 @@ func (b *Bench) check(ctx context.Context, kc kafkaconf.Config, cfg packer.Confi
 // writeChecks says, for every run checked with --verify, what the check
 // found (the scale-out runs say it in their own table).
 func writeChecks(w io.Writer, rs []Result) {
-	round := func(Result) string { return "" }
-	if len(rs) > 0 && rs[len(rs)-1].Round > 1 {
-		round = func(r Result) string { return fmt.Sprintf("round %d: ", r.Round) }
-	}
+	round := rounds(rs)
 	for _, r := range rs {
 		if r.Check == nil {
 			continue
 		}
-		fmt.Fprintf(w, "%sresults of %s against the batch reference: %s, %d rows\n", round(r), r.Name, r.Check.verdict(), r.Check.Rows)
+		if round(r) != "" {
+			fmt.Fprintf(w, "round %d: ", r.Round)
+		}
+		fmt.Fprintf(w, "results of %s against the batch reference: %s, %d rows\n", r.Name, r.Check.verdict(), r.Check.Rows)
 	}
 }
