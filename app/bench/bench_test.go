@@ -1,12 +1,17 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
+	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
 	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
@@ -167,6 +172,66 @@ func TestLatencies(t *testing.T) {
 	})
 	if len(lat) != 2 || lat[0] != 10*time.Millisecond || lat[1] != 70*time.Millisecond {
 		t.Errorf("latencies %v, want [10ms 70ms]", lat)
+	}
+}
+
+// TestLivePackedTakesAppendTime: the live variant's packed topic stamps
+// each record with the broker's append time, so a row's latency counts its
+// wait in the packer's client; other variants keep the writer's time. kfake
+// keeps the topic's setting but stamps as the writer asks, so the stamp
+// itself is checked on a real Kafka ($NORTHPOLE_TEST_BROKERS).
+func TestLivePackedTakesAppendTime(t *testing.T) {
+	kc := testkafka.Config(t)
+	kc.ClientID = "bench-test"
+	b, err := New(validConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	written := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, live := range []bool{true, false} {
+		_, p, err := b.freshPipeline(ctx, kc, Variant{Partitions: 1, Live: live, LiveRate: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic := p.Config().Packer.Topics.Packed
+		want := map[bool]string{true: "LogAppendTime", false: "CreateTime"}[live]
+		rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On(topic, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, c := range rc.Configs {
+			if c.Key == "message.timestamp.type" {
+				got = c.MaybeValue()
+			}
+		}
+		if got != want {
+			t.Errorf("live %v: %s has message.timestamp.type %q, want %q", live, topic, got, want)
+		}
+		if !testkafka.External() {
+			continue
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("row"), Timestamp: written}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := topicread.All(ctx, kc, topic)
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("read %q: %d records, %v", topic, len(msgs), err)
+		}
+		if appended := time.Since(msgs[0].Timestamp) < time.Hour; appended != live {
+			t.Errorf("live %v: the packed record's timestamp is %v (written with %v)", live, msgs[0].Timestamp, written)
+		}
 	}
 }
 

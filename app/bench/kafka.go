@@ -86,8 +86,9 @@ func hopLag(ctx context.Context, kc kafkaconf.Config, group string, topics []str
 	return kafkaadmin.GroupLag(ctx, adm, group, topics...)
 }
 
-// packLatencies: for each packed record, its Kafka timestamp minus the later
-// of its toy's and its box's Kafka timestamps, sorted.
+// packLatencies: for each packed record, its Kafka timestamp (its append
+// time on a real Kafka, see appendTimed) minus the later of its toy's and its
+// box's Kafka timestamps (their elves' write times), sorted.
 func packLatencies(ctx context.Context, kc kafkaconf.Config, t packer.Topics) ([]time.Duration, error) {
 	written := map[string]time.Time{} // stream|id -> timestamp of its first record
 	for _, x := range []struct{ topic, stream string }{{t.Toys, "toys"}, {t.Boxes, "boxes"}} {

@@ -350,8 +350,11 @@ heartbeats), the packer process's user+system CPU per input event (rusage) and
 its peak RSS (VmHWM), the broker's CPU per input event over the packer
 process's life, the Kafka records written and read per input event by kind of
 topic, and output records/s. The live variant writes at a fixed --live-rate
-instead and reports pack latency (packed record's Kafka timestamp minus the
-later of its toy's and box's) at p50/p99/p999.
+instead and reports pack latency at p50/p99/p999: the time a packed record was
+appended to its topic (the live variant creates the packed topic with
+message.timestamp.type=LogAppendTime) minus the later of the times its toy's
+and box's elves wrote them. kfake keeps the writer's time instead, so there
+it leaves out the packer's own linger.
 
 ` + VariantsHelp + `
 

@@ -279,7 +279,7 @@ func (m *metrics) register(mt metric.Meter) error {
 		return err
 	}
 	m.pack, err = mt.Float64Histogram(MetricPackDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(packBuckets...),
-		metric.WithDescription("From the later item's arrival (its input record's timestamp) to its packed row's write, by size class."))
+		metric.WithDescription("From the later item's arrival (its input record's timestamp) to its packed row's hand-off to the producer, which sends it within the linger (--kafka-flush), by size class."))
 	if err != nil {
 		return err
 	}
