@@ -302,6 +302,10 @@ type Config struct {
 	// check them against the batch reference (Result.Check); a run that
 	// differs fails.
 	Verify bool
+	// KeepTopics keeps each run's topics and consumer groups (named
+	// bench-<ns>-...) on the broker for a look afterwards; by default they
+	// are deleted when the run's variant is over (dropRun).
+	KeepTopics bool
 	// Executable is the program the workers run as, with arguments Args
 	// (the command; each Worker goes in WorkerEnv).
 	Executable string
@@ -650,6 +654,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 	}
 	r := Result{Variant: v}
 	name, p, err := b.freshPipeline(ctx, kc, v)
+	defer b.drop(kc, name)
 	if err != nil {
 		return r, err
 	}
@@ -846,6 +851,19 @@ func (b *Bench) freshPipeline(ctx context.Context, kc kafkaconf.Config, v Varian
 		err = p.EnsureTopics(ctx)
 	}
 	return name, p, err
+}
+
+// drop deletes the run named name from kc's broker (dropRun) unless
+// Config.KeepTopics, and says what it could not delete.
+func (b *Bench) drop(kc kafkaconf.Config, name string) {
+	if b.cfg.KeepTopics {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := dropRun(ctx, kc, name); err != nil {
+		b.progress("  could not delete this run's topics and groups (%s-*): %v", name, err)
+	}
 }
 
 // appendTimed is the live variant's packed topic, created before the

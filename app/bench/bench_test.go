@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,94 @@ func TestLivePackedTakesAppendTime(t *testing.T) {
 		if appended := time.Since(msgs[0].Timestamp) < time.Hour; appended != live {
 			t.Errorf("live %v: the packed record's timestamp is %v (written with %v)", live, msgs[0].Timestamp, written)
 		}
+	}
+}
+
+// TestDropRun: a run's topics and consumer groups are deleted, and
+// another run's, whose name shares its digits, are left alone.
+func TestDropRun(t *testing.T) {
+	kc := testkafka.Config(t)
+	b, err := New(validConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The names of runs' topics and groups on the broker, each listed by
+	// a client of its own: kgo answers a client's metadata requests from
+	// its cache for a moment.
+	listed := func(runs ...string) (topics, groups []string) {
+		adm, err := admin(ctx, kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer adm.Close()
+		details, err := adm.ListTopics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs, err := adm.ListGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, run := range runs {
+			for _, n := range details.Names() {
+				if strings.HasPrefix(n, run+"-") {
+					topics = append(topics, n)
+				}
+			}
+			for _, g := range gs.Groups() {
+				if strings.HasPrefix(g, run+"-") {
+					groups = append(groups, g)
+				}
+			}
+		}
+		slices.Sort(topics)
+		return topics, groups
+	}
+	gone := testkafka.Unique("drop")
+	kept := testkafka.Unique("drop") + "0" // drop-<pid>-<n+1>0: not a prefix of the other
+	made := map[string][]string{}
+	for _, name := range []string{gone, kept} {
+		p, err := b.pipeline(kc, name, Variant{Partitions: 1})
+		if err == nil {
+			err = p.EnsureTopics(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		adm, err := admin(ctx, kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: p.Config().Packer.Topics.Toys, Partition: 0, At: 0, LeaderEpoch: -1})
+		_, err = adm.CommitOffsets(ctx, p.Config().Packer.Groups()[0], offsets)
+		adm.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		made[name], _ = listed(name)
+	}
+	if len(made[gone]) < 8 || len(made[kept]) != len(made[gone]) {
+		t.Fatalf("topics made: %v", made)
+	}
+	if err := dropRun(ctx, kc, gone); err != nil {
+		t.Fatal(err)
+	}
+	// A real Kafka takes a moment to forget a deleted topic.
+	var topics, groups []string
+	for range 50 {
+		if topics, groups = listed(gone, kept); slices.Equal(topics, made[kept]) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(topics, made[kept]) {
+		t.Errorf("topics left %v, want %v", topics, made[kept])
+	}
+	if want := []string{kept + "-packer-clock"}; !slices.Equal(groups, want) {
+		t.Errorf("groups left %v, want %v", groups, want)
 	}
 }
 

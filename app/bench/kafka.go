@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -141,4 +143,50 @@ func latencies(written map[string]time.Time, packed []topicread.Message) []time.
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return lat
+}
+
+// dropRun deletes what the run named name left on kc's broker: its consumer
+// groups, then its topics (every name that starts with name-). A run of
+// millions of records leaves gigabytes on a lasting broker, and kfake holds
+// them in the bench's own memory for the variants after it. A group that
+// still has members is not deleted; the error says which.
+func dropRun(ctx context.Context, kc kafkaconf.Config, name string) error {
+	adm, err := admin(ctx, kc)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ours := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if strings.HasPrefix(n, name+"-") {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	var errs []error
+	groups, err := adm.ListGroups(ctx)
+	if err == nil {
+		var deleted kadm.DeleteGroupResponses
+		deleted, err = adm.DeleteGroups(ctx, ours(groups.Groups())...)
+		if err == nil {
+			err = deleted.Error()
+		}
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("delete the groups of %s: %w", name, err))
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err == nil {
+		var deleted kadm.DeleteTopicResponses
+		deleted, err = adm.DeleteTopics(ctx, ours(topics.Names())...)
+		if err == nil {
+			err = deleted.Error()
+		}
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("delete the topics of %s: %w", name, err))
+	}
+	return errors.Join(errs...)
 }

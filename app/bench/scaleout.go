@@ -94,7 +94,8 @@ type instance struct {
 // scaleOut measures variant v (Instances packers) on kc.
 func (b *Bench) scaleOut(ctx context.Context, kc kafkaconf.Config, v Variant, profile string) (Result, error) {
 	r := Result{Variant: v}
-	_, p, err := b.freshPipeline(ctx, kc, v)
+	name, p, err := b.freshPipeline(ctx, kc, v)
+	defer b.drop(kc, name)
 	if err != nil {
 		return r, err
 	}
