@@ -237,7 +237,7 @@ func TestLivePackedTakesAppendTime(t *testing.T) {
 }
 
 // TestDropRun: a run's topics and consumer groups are deleted, and
-// another run's, whose name shares its digits, are left alone.
+// another run's, whose name begins with the first's, are left alone.
 func TestDropRun(t *testing.T) {
 	kc := testkafka.Config(t)
 	b, err := New(validConfig(), nil)
@@ -279,7 +279,7 @@ func TestDropRun(t *testing.T) {
 		return topics, groups
 	}
 	gone := testkafka.Unique("drop")
-	kept := testkafka.Unique("drop") + "0" // drop-<pid>-<n+1>0: not a prefix of the other
+	kept := gone + "0" // its names start with gone's name, not with gone's name and a dash
 	made := map[string][]string{}
 	for _, name := range []string{gone, kept} {
 		p, err := b.pipeline(kc, name, Variant{Partitions: 1})
