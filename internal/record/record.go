@@ -123,76 +123,6 @@ type Record struct {
 // as long as W and L are whole microseconds.
 func (r Record) MadeAtMicros() int64 { return r.MadeAt.UnixMicro() }
 
-// isRFC3339 reports whether s follows the grammar of RFC 3339 section 5.6
-// (date-time), with each field's range: month 01-12, day 01-31, hour 00-23,
-// minute and second 00-59, an offset of at most 23:59. time.Parse then rejects
-// the calendar errors (February 30th). Go's parser alone accepts a few strings
-// that are not RFC 3339, which is why the grammar is checked first. It is
-// written out rather than a regular expression because every input record's
-// made_at passes through it: the expression was 4 % of the packer's CPU.
-// TestIsRFC3339 and FuzzIsRFC3339 hold it to the expression the SQL engines
-// run (internal/contractsql/sql/10_np_grammar.sql).
-func isRFC3339(s string) bool {
-	const minLen = len("2006-01-02T15:04:05Z")
-	if len(s) < minLen ||
-		!digits(s[0:4]) || s[4] != '-' || !twoDigits(s[5:7], 1, 12) || s[7] != '-' || !twoDigits(s[8:10], 1, 31) ||
-		(s[10] != 'T' && s[10] != 't') ||
-		!twoDigits(s[11:13], 0, 23) || s[13] != ':' || !twoDigits(s[14:16], 0, 59) || s[16] != ':' || !twoDigits(s[17:19], 0, 59) {
-		return false
-	}
-	rest := s[19:]
-	if rest[0] == '.' {
-		n := 1
-		for n < len(rest) && isDigit(rest[n]) {
-			n++
-		}
-		if n == 1 {
-			return false
-		}
-		rest = rest[n:]
-	}
-	switch {
-	case rest == "Z" || rest == "z":
-		return true
-	case len(rest) == len("+00:00") && (rest[0] == '+' || rest[0] == '-'):
-		return twoDigits(rest[1:3], 0, 23) && rest[3] == ':' && twoDigits(rest[4:6], 0, 59)
-	}
-	return false
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-func digits(s string) bool {
-	for i := range len(s) {
-		if !isDigit(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// twoDigits reports whether s is two digits whose value is in [lo, hi].
-func twoDigits(s string, lo, hi int) bool {
-	if !digits(s) {
-		return false
-	}
-	v := int(s[0]-'0')*10 + int(s[1]-'0')
-	return lo <= v && v <= hi
-}
-
-// ParseMadeAt parses an RFC 3339 timestamp strictly. Leap seconds (:60) are
-// refused, as Go's time package cannot represent them.
-func ParseMadeAt(s string) (time.Time, error) {
-	if !isRFC3339(s) {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 date-time", s)
-	}
-	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: %w", s, err)
-	}
-	return t, nil
-}
-
 // FormatTime is the one textual form of a time in every result set: UTC,
 // RFC 3339 with as many fractional digits as needed.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -276,13 +206,9 @@ func Parse[K string | []byte](stream Stream, key K, value []byte) (Record, error
 		return Record{}, &InvalidError{ReasonMalformedJSON, why}
 	}
 
-	madeAtStr, ok := JSONString(madeAtRaw)
-	if !ok {
-		return Record{}, &InvalidError{ReasonBadMadeAt, "made_at is missing or not a string"}
-	}
-	madeAt, err := ParseMadeAt(madeAtStr)
-	if err != nil {
-		return Record{}, &InvalidError{ReasonBadMadeAt, err.Error()}
+	madeAt, ie := madeAtOf(madeAtRaw)
+	if ie != nil {
+		return Record{}, ie
 	}
 
 	size, ok := sizeOf(sizeRaw)
@@ -311,6 +237,26 @@ func Parse[K string | []byte](stream Stream, key K, value []byte) (Record, error
 		return Record{}, &InvalidError{ReasonNoID, fmt.Sprintf("%s is missing, empty or not a string, and heartbeat is not true", idField)}
 	}
 	return r, nil
+}
+
+// madeAtOf is the time that raw, made_at's JSON text, holds. A string
+// without escapes (what every elf writes) is read in place, with no copy.
+func madeAtOf(raw []byte) (time.Time, *InvalidError) {
+	var (
+		t   time.Time
+		err error
+	)
+	if body, ok := plainJSONBody(raw); ok {
+		t, err = parseMadeAt(body)
+	} else if s, ok := JSONString(raw); ok {
+		t, err = parseMadeAt(s)
+	} else {
+		return time.Time{}, &InvalidError{ReasonBadMadeAt, "made_at is missing or not a string"}
+	}
+	if err != nil {
+		return time.Time{}, &InvalidError{ReasonBadMadeAt, err.Error()}
+	}
+	return t, nil
 }
 
 // cutSlash is strings.Cut(key, "/") for a key of either kind.
@@ -361,8 +307,8 @@ func JSONString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	if s, ok := plainJSONString(raw); ok {
-		return s, true
+	if body, ok := plainJSONBody(raw); ok {
+		return string(body), true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -371,21 +317,22 @@ func JSONString(raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// plainJSONString reads a JSON string without escapes (every id, size and
-// time the elves write) without encoding/json's reflection: it is one of the
-// packer's costs per input record. It declines anything else, which then
-// takes the general path; FuzzJSONString checks that both agree.
-func plainJSONString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[len(raw)-1] != '"' {
-		return "", false
+// plainJSONBody is the text between the quotes of raw when raw is a JSON
+// string without escapes (every id, size and time the elves write): it is
+// read without encoding/json's reflection, being one of the packer's costs
+// per input record. It declines anything else, which then takes the general
+// path; FuzzJSONString checks that both agree.
+func plainJSONBody(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
 	}
 	body := raw[1 : len(raw)-1]
 	for _, c := range body {
 		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return "", false
+			return nil, false
 		}
 	}
-	return string(body), true
+	return body, true
 }
 
 func isTrue(raw json.RawMessage) bool { return string(raw) == "true" }

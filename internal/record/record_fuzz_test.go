@@ -178,7 +178,7 @@ func TestFuzzSeeds(t *testing.T) {
 
 // rfc3339Grammar is the regular expression the SQL engines check made_at
 // with (internal/contractsql/sql/10_np_grammar.sql): RFC 3339 section 5.6
-// with the field ranges. isRFC3339 is held to it, so that Go and SQL agree on
+// with the field ranges. scanRFC3339 is held to it, so that Go and SQL agree on
 // what a bad made_at is.
 var rfc3339Grammar = func() *regexp.Regexp {
 	text, err := os.ReadFile(filepath.Join("..", "contractsql", "sql", "10_np_grammar.sql"))
@@ -191,6 +191,12 @@ var rfc3339Grammar = func() *regexp.Regexp {
 	}
 	return regexp.MustCompile(string(m[1]))
 }()
+
+// isRFC3339 reports whether scanRFC3339 accepts s.
+func isRFC3339(s string) bool {
+	_, ok := scanRFC3339(s)
+	return ok
+}
 
 func TestIsRFC3339(t *testing.T) {
 	for _, tc := range []struct {
@@ -249,6 +255,49 @@ func FuzzIsRFC3339(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := isRFC3339(s), rfc3339Grammar.MatchString(s); got != want {
 			t.Fatalf("isRFC3339(%q) = %v, the grammar says %v", s, got, want)
+		}
+	})
+}
+
+// FuzzParseMadeAt: on whatever the grammar accepts, parseMadeAt agrees with
+// time.Parse (given the string upper-cased, as RFC 3339's t and z are Go's T
+// and Z): both refuse it (a day its month does not have), or both give the
+// same instant in the same offset. It refuses whatever the grammar refuses,
+// and says the same of a string as of its bytes. Run with
+//
+//	go test -fuzz=FuzzParseMadeAt -fuzztime=60s ./internal/record
+func FuzzParseMadeAt(f *testing.F) {
+	for _, s := range []string{
+		"2026-12-24T10:00:00Z", "2026-12-24t10:00:00.5z", "2026-12-24T04:30:00-05:30", "2026-12-24T10:00:00+00:00",
+		"2026-12-24T10:00:00-00:00", "2026-12-24T10:00:00.123456789+14:00", "2026-12-24T10:00:00.1234567899Z",
+		"2026-12-24T10:00:00.000000000000001Z", "0000-01-01T00:00:00+23:59", "9999-12-31T23:59:59.999999999-23:59",
+		"2024-02-29T00:00:00Z", "2026-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z",
+		"0000-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-12-31T23:59:60Z", "2026-12-24T10:00:00,5Z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseMadeAt(s)
+		if b, errb := parseMadeAt([]byte(s)); !b.Equal(got) || fmt.Sprint(errb) != fmt.Sprint(err) {
+			t.Fatalf("%q as bytes: %v, %v; as a string: %v, %v", s, b, errb, got, err)
+		}
+		if !rfc3339Grammar.MatchString(s) {
+			if err == nil {
+				t.Fatalf("parseMadeAt(%q) = %v, but the grammar refuses it", s, got)
+			}
+			return
+		}
+		want, werr := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("parseMadeAt(%q): %v, %v; time.Parse: %v, %v", s, got, err, want, werr)
+		}
+		if err != nil {
+			return
+		}
+		_, off := got.Zone()
+		_, wantOff := want.Zone()
+		if !got.Equal(want) || off != wantOff {
+			t.Fatalf("parseMadeAt(%q) = %v, time.Parse %v", s, got, want)
 		}
 	})
 }

@@ -332,11 +332,33 @@ func TestParseMadeAt(t *testing.T) {
 	}
 	// Lowercase t and z are RFC 3339 (section 5.6 NOTE) but not Go's layout.
 	for _, s := range []string{"2026-12-24t10:00:00Z", "2026-12-24T10:00:00z"} {
-		if _, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			t.Errorf("time.Parse now accepts %q: ParseMadeAt's ToUpper may be unneeded", s)
-		}
 		if _, err := ParseMadeAt(s); err != nil {
 			t.Errorf("ParseMadeAt(%q): %v", s, err)
+		}
+	}
+	// The calendar, after the grammar.
+	for _, tc := range []struct {
+		s    string
+		want time.Time // zero: refused
+	}{
+		{"2024-02-29T00:00:00Z", utc("2024-02-29T00:00:00Z")},
+		{"2000-02-29T23:59:59.5Z", utc("2000-02-29T23:59:59.5Z")},
+		{"0000-02-29T00:00:00Z", time.Date(0, 2, 29, 0, 0, 0, 0, time.UTC)},
+		{"2026-02-29T00:00:00Z", time.Time{}},
+		{"1900-02-29T00:00:00Z", time.Time{}},
+		{"2026-04-31T00:00:00Z", time.Time{}},
+		{"2026-12-31T23:30:00-01:00", utc("2027-01-01T00:30:00Z")},
+		{"2026-12-24T10:00:00.1234567899Z", utc("2026-12-24T10:00:00.123456789Z")},
+	} {
+		got, err := ParseMadeAt(tc.s)
+		if tc.want.IsZero() {
+			if err == nil {
+				t.Errorf("ParseMadeAt(%q) = %v, want a refusal", tc.s, got)
+			}
+			continue
+		}
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("ParseMadeAt(%q) = %v, %v; want %v", tc.s, got, err, tc.want)
 		}
 	}
 }
