@@ -178,7 +178,7 @@ func TestProgressStatusLine(t *testing.T) {
 	pr := harness.Progress{Elapsed: 1500 * time.Millisecond, Phase: harness.PhaseProducing, Lag: 42,
 		Toys:  producers.Stats{Records: 10, Kinds: map[string]int64{producers.KindToy: 10, producers.KindHeartbeat: 3}},
 		Boxes: producers.Stats{Records: 7, Kinds: map[string]int64{producers.KindHeartbeat: 2}}}
-	if got, want := pr.StatusLine(100, 50), "[  1.5s] producing: toys 10/100, boxes 7/50 sent, and 5 heartbeats; the packer has 42 records to read (inputs and its clock table)"; got != want {
+	if got, want := pr.StatusLine(100, 50), "[  1.5s] producing: toys 10/100, boxes 7/50 sent, and 5 heartbeats; the packer has 42 records to read (inputs and its loop)"; got != want {
 		t.Errorf("StatusLine = %q, want %q", got, want)
 	}
 	pr.LagErr = errors.New("no coordinator")

@@ -31,15 +31,15 @@ type Progress struct {
 // StatusLine is p as one line of progress, for people; toys and boxes are
 // the records each stream's elves were asked for. The packer's backlog is
 // in Kafka records, not toys and boxes: its inputs' heartbeats count, and
-// so do the decisions of its clock table that its second group has yet to
-// read, so it can exceed what the elves made.
+// so do the records on its loop (those an elf put in a partition other than
+// their line's), so it can exceed what the elves made.
 func (p Progress) StatusLine(toys, boxes int) string {
 	backlog := fmt.Sprint(p.Lag)
 	if p.LagErr != nil {
 		backlog = "?"
 	}
 	beats := p.Toys.Kinds[producers.KindHeartbeat] + p.Boxes.Kinds[producers.KindHeartbeat]
-	return fmt.Sprintf("[%5.1fs] %s: toys %d/%d, boxes %d/%d sent, and %d heartbeats; the packer has %s records to read (inputs and its clock table)",
+	return fmt.Sprintf("[%5.1fs] %s: toys %d/%d, boxes %d/%d sent, and %d heartbeats; the packer has %s records to read (inputs and its loop)",
 		p.Elapsed.Seconds(), p.Phase, p.Toys.Records, toys, p.Boxes.Records, boxes, beats, backlog)
 }
 

@@ -82,7 +82,7 @@ func TestRestartAfterCleaning(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl.waitQuiet(t, ctx)
-	// The final heartbeats closed every window: once the slots group has
+	// The final heartbeats closed every window: once the group has
 	// committed past them (sarama commits every second) and the cleaner
 	// has run again, the table keeps only what the last decisions of each
 	// (size, stream) need, up to the snapshot of the partition's clocks

@@ -1,15 +1,14 @@
 package packer
 
-// These tests run the two goka groups in goka's tester
+// These tests run the packer's goka group in goka's tester
 // (github.com/lovoo/goka/tester). What the tester does, as found by reading
 // it and by these tests:
 //
-//   - It chains the groups: SetValue writes the group table's changelog into
-//     the tester's queue for "<group>-table", and a downstream group that
-//     declares that topic as an input stream consumes it. Loopbacks go to
-//     "<group>-loop", which the group consumes. tt.Consume returns only when
-//     every group has consumed every queued message, so after one Consume the
-//     whole callback (observe, admit, clock and slots) has run.
+//   - SetValue writes the group table's changelog into the tester's queue for
+//     "<group>-table", which nothing consumes. Loopbacks go to "<group>-loop",
+//     which the group consumes. tt.Consume returns only when the group has
+//     consumed every queued message, so after one Consume the whole callback
+//     (observe, admit, clock and slots) has run, the loop's hop included.
 //   - Every topic has one partition (partition 0), and each topic's offsets
 //     are assigned by the tester, 0, 1, 2, ... in Consume order. The hasher is
 //     therefore not exercised, and a record cannot be delivered twice at the
@@ -127,7 +126,27 @@ func (p *testerPipeline) hasEntry(t *testing.T, x record.Stream, size string, wi
 
 // slot is the slot of a line's window and rank; nil when there is none.
 func (p *testerPipeline) slot(line string, window int64, rank int) *slotState {
-	return p.pk.clockStores.m[0].slots[slotRef{line, window, rank}]
+	return p.pk.clockStores.m[0].slotAt(slotRef{line, window, rank})
+}
+
+// slotAt is the slot ref, nil when there is none.
+func (t *tablePart) slotAt(ref slotRef) *slotState {
+	w := t.slots[windowRef{ref.line, ref.window}]
+	if w == nil || ref.rank < 1 || ref.rank > len(w.slots) || w.slots[ref.rank-1].Line == "" {
+		return nil
+	}
+	return &w.slots[ref.rank-1]
+}
+
+// eachSlot calls f with every slot t holds.
+func (t *tablePart) eachSlot(f func(slotRef, *slotState)) {
+	for ref, w := range t.slots {
+		for i := range w.slots {
+			if s := &w.slots[i]; s.Line != "" {
+				f(slotRef{ref.line, ref.start, i + 1}, s)
+			}
+		}
+	}
 }
 
 // send consumes one raw record into toys or boxes; it returns its offset.
@@ -766,7 +785,7 @@ func (c changelogRecord) Timestamp() time.Time  { return time.Time{} }
 
 // TestCallbackPipelineMatchesContract feeds random records (valid, invalid,
 // duplicates, ids reused across windows, late ones, re-sends after their
-// window closed, heartbeats, four sizes) through the two groups and compares
+// window closed, heartbeats, four sizes) through the group and compares
 // the outputs, deduplicated by key as a consumer would, with the batch
 // reference implementation; then restarts from the clock table, whole and
 // truncated, and compares the state (expectRecovered).

@@ -829,8 +829,8 @@ func slotName(line string, window int64, rank int) string {
 func slotContents(t testing.TB, part *tablePart) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for ref, s := range part.slots {
+	part.eachSlot(func(ref slotRef, s *slotState) {
 		out[slotName(ref.line, ref.window, ref.rank)] = fmt.Sprintf("%+v", *s)
-	}
+	})
 	return out
 }

@@ -246,8 +246,9 @@ func TestHorizonMarksNeverDecrease(t *testing.T) {
 
 // TestHorizonRestartFromSuffix is the safety of the table's truncation: a
 // restart from the records a mark keeps gives the clocks, dedupe entries
-// and slots of the live packer; the slots group, resuming at any offset
-// after the mark, writes the rows the live one wrote from there on; and
+// and slots of the live packer; the group, resuming its inputs at any
+// offsets committed after the mark, writes the rows the live one wrote from
+// there on; and
 // both packers then decide and write the same for the records that follow.
 func TestHorizonRestartFromSuffix(t *testing.T) {
 	for seed := range uint64(3) {

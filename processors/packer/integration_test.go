@@ -225,7 +225,7 @@ func TestRestartMidRun(t *testing.T) {
 			s.dupRate, s.lateRate, s.bad = 0.05, 0.05, 0.05
 			pl := newPipeline(t, kc, s)
 			// Rewinding committed offsets by half is a replay no crash makes:
-			// a crash never takes the slots group back below what the
+			// a crash never takes the group back below what the
 			// cleaner deleted from the clock table, as commits only move on
 			// (TestRestartAfterCleaning restarts a cleaned packer).
 			pl.cfg.CleanEvery = 0

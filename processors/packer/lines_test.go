@@ -28,11 +28,11 @@ func (u *unitPipeline) lineState(line string) (open, dedupe, slots int) {
 			}
 		}
 	}
-	for ref := range u.clockPart().slots {
+	u.clockPart().eachSlot(func(ref slotRef, _ *slotState) {
 		if ref.line == line {
 			slots++
 		}
-	}
+	})
 	return open, dedupe, slots
 }
 

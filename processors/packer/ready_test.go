@@ -11,7 +11,7 @@ import (
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
 
-// TestReady: Config.Ready runs once, when the two groups run,
+// TestReady: Config.Ready runs once, when the group runs,
 // and not at all for a packer that never reached Kafka.
 func TestReady(t *testing.T) {
 	if testing.Short() {

@@ -83,14 +83,22 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, ref slotRef, m *slotMsg
 	}
 }
 
-// updateSlot applies m to the slot ref and returns its state: an item
-// fills the slot's place of its stream, a closing marks it closed. Each
-// field is set once.
+// updateSlot applies m to the slot ref and returns its state, valid until
+// the next update: an item fills the slot's place of its stream, a closing
+// marks it closed. Each field is set once.
 func (t *tablePart) updateSlot(ref slotRef, m *slotMsg) *slotState {
-	slot, ok := t.slots[ref]
-	if !ok {
-		slot = &slotState{Line: ref.line, Window: ref.window}
-		t.slots[ref] = slot
+	w := t.slots[windowRef{ref.line, ref.window}]
+	if w == nil {
+		w = &windowSlots{}
+		t.slots[windowRef{ref.line, ref.window}] = w
+	}
+	if ref.rank > len(w.slots) {
+		w.slots = append(w.slots, make([]slotState, ref.rank-len(w.slots))...)
+	}
+	slot := &w.slots[ref.rank-1]
+	if slot.Line == "" {
+		slot.Line, slot.Window = ref.line, ref.window
+		w.n++
 		if t.state != nil {
 			t.state.slots[lineSizeIndex(ref.line)].Add(1)
 		}
@@ -119,20 +127,16 @@ func (t *tablePart) windowText(w int64) string {
 	return t.lastWindow.text
 }
 
-// forgetWindow deletes the slots of a closed window of line: ranks 1 to the
-// larger of its two counts, those that exist (a window whose closing a
-// recovery read may have lost its first items with the records cleaned).
+// forgetWindow deletes the slots of a closed window of line.
 func (t *tablePart) forgetWindow(line string, c closedWindow) {
-	gone := 0
-	for k := 1; k <= max(c.Toys, c.Boxes); k++ {
-		ref := slotRef{line, c.Start, k}
-		if _, ok := t.slots[ref]; ok {
-			delete(t.slots, ref)
-			gone++
-		}
+	ref := windowRef{line, c.Start}
+	w := t.slots[ref]
+	if w == nil {
+		return
 	}
+	delete(t.slots, ref)
 	if t.state != nil {
-		t.state.slots[lineSizeIndex(line)].Add(-int64(gone))
+		t.state.slots[lineSizeIndex(line)].Add(-int64(w.n))
 	}
 }
 
@@ -169,6 +173,17 @@ type slotRef struct {
 	line   string
 	window int64
 	rank   int
+}
+
+// windowSlots are the slots of one line's window, slot k at index k-1:
+// ranks are counts, so a window's slots fill the slice from its start, one
+// allocation for the window rather than one and a map entry for each slot.
+// A place is empty (its Line "") only where a recovery read a window's
+// closing but not its first items, which the cleaner had deleted; n counts
+// the slots that are not.
+type windowSlots struct {
+	slots []slotState
+	n     int
 }
 
 // slotMsg is what a decision brings to a slot: an item that took its rank,

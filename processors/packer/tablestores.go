@@ -47,7 +47,7 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		if err != nil || topic != s.topic {
 			return store, err
 		}
-		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}, slots: map[slotRef]*slotState{}}
+		part := &tablePart{store: store, topic: topic, keyClocks: map[string]*keyClock{}, slots: map[windowRef]*windowSlots{}}
 		if s.follow {
 			part.horizon = newHorizon()
 		}
@@ -123,7 +123,7 @@ type tablePart struct {
 	store     storage.Storage
 	topic     string
 	keyClocks map[string]*keyClock
-	slots     map[slotRef]*slotState // the open windows' slots (slots.go)
+	slots     map[windowRef]*windowSlots // the open windows' slots, by line and window (slots.go)
 	// lastWindow is the window whose start a row wrote last (windowText).
 	lastWindow struct {
 		start int64

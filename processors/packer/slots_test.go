@@ -1,0 +1,57 @@
+package packer
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/northpole-workshop/northpole/internal/record"
+)
+
+// TestWindowSlots: a window's slots are found by rank, the places a
+// recovery leaves empty (rank 2 here) count for nothing, each field is set
+// once, and forgetting the window drops its slots and their count alone.
+func TestWindowSlots(t *testing.T) {
+	part := &tablePart{slots: map[windowRef]*windowSlots{}, state: &partState{}}
+	m := sizeIndex("M")
+	part.updateSlot(slotRef{"M/a", 10, 3}, &slotMsg{Stream: record.Toys, ID: "t3"})
+	part.updateSlot(slotRef{"M/a", 10, 1}, &slotMsg{Stream: record.Boxes, ID: "b1"})
+	part.updateSlot(slotRef{"M/a", 10, 1}, &slotMsg{Stream: record.Boxes, ID: "b1-again"})
+	part.updateSlot(slotRef{"M/a", 10, 3}, &slotMsg{Close: true})
+	part.updateSlot(slotRef{"M/a", 20, 1}, &slotMsg{Stream: record.Toys, ID: "t1"})
+	part.updateSlot(slotRef{"M/b", 10, 1}, &slotMsg{Stream: record.Toys, ID: "u1"})
+
+	all := func() map[slotRef]slotState {
+		out := map[slotRef]slotState{}
+		part.eachSlot(func(ref slotRef, s *slotState) { out[ref] = *s })
+		return out
+	}
+	want := map[slotRef]slotState{
+		{"M/a", 10, 1}: {Line: "M/a", Window: 10, Box: "b1"},
+		{"M/a", 10, 3}: {Line: "M/a", Window: 10, Toy: "t3", Closed: true},
+		{"M/a", 20, 1}: {Line: "M/a", Window: 20, Toy: "t1"},
+		{"M/b", 10, 1}: {Line: "M/b", Window: 10, Toy: "u1"},
+	}
+	if got := all(); !maps.Equal(got, want) {
+		t.Fatalf("slots %v, want %v", got, want)
+	}
+	if s := part.slotAt(slotRef{"M/a", 10, 2}); s != nil {
+		t.Errorf("the empty place of rank 2 is a slot: %+v", *s)
+	}
+	if n := part.state.slots[m].Load(); n != 4 {
+		t.Errorf("%d slots counted, want 4", n)
+	}
+
+	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 1})
+	delete(want, slotRef{"M/a", 10, 1})
+	delete(want, slotRef{"M/a", 10, 3})
+	if got := all(); !maps.Equal(got, want) {
+		t.Fatalf("after forgetting M/a's window 10: slots %v, want %v", got, want)
+	}
+	if n := part.state.slots[m].Load(); n != 2 {
+		t.Errorf("after forgetting M/a's window 10: %d slots counted, want 2", n)
+	}
+	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 1}) // again: nothing left to forget
+	if n := part.state.slots[m].Load(); n != 2 {
+		t.Errorf("forgetting a window twice: %d slots counted, want 2", n)
+	}
+}
