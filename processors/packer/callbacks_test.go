@@ -132,18 +132,24 @@ func (p *testerPipeline) slot(line string, window int64, rank int) *slotState {
 // slotAt is the slot ref, nil when there is none.
 func (t *tablePart) slotAt(ref slotRef) *slotState {
 	w := t.slots[windowRef{ref.line, ref.window}]
-	if w == nil || ref.rank < 1 || ref.rank > len(w.slots) || w.slots[ref.rank-1].Line == "" {
+	if w == nil || ref.rank < 1 {
 		return nil
 	}
-	return &w.slots[ref.rank-1]
+	p, i := (ref.rank-1)/slotPiece, (ref.rank-1)%slotPiece
+	if p >= len(w.pieces) || i >= len(w.pieces[p]) || w.pieces[p][i].Line == "" {
+		return nil
+	}
+	return &w.pieces[p][i]
 }
 
 // eachSlot calls f with every slot t holds.
 func (t *tablePart) eachSlot(f func(slotRef, *slotState)) {
 	for ref, w := range t.slots {
-		for i := range w.slots {
-			if s := &w.slots[i]; s.Line != "" {
-				f(slotRef{ref.line, ref.start, i + 1}, s)
+		for p, piece := range w.pieces {
+			for i := range piece {
+				if s := &piece[i]; s.Line != "" {
+					f(slotRef{ref.line, ref.start, p*slotPiece + i + 1}, s)
+				}
 			}
 		}
 	}

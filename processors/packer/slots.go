@@ -92,10 +92,7 @@ func (t *tablePart) updateSlot(ref slotRef, m *slotMsg) *slotState {
 		w = &windowSlots{}
 		t.slots[windowRef{ref.line, ref.window}] = w
 	}
-	if ref.rank > len(w.slots) {
-		w.slots = append(w.slots, make([]slotState, ref.rank-len(w.slots))...)
-	}
-	slot := &w.slots[ref.rank-1]
+	slot := w.place(ref.rank)
 	if slot.Line == "" {
 		slot.Line, slot.Window = ref.line, ref.window
 		w.n++
@@ -175,15 +172,46 @@ type slotRef struct {
 	rank   int
 }
 
-// windowSlots are the slots of one line's window, slot k at index k-1:
-// ranks are counts, so a window's slots fill the slice from its start, one
-// allocation for the window rather than one and a map entry for each slot.
-// A place is empty (its Line "") only where a recovery read a window's
-// closing but not its first items, which the cleaner had deleted; n counts
-// the slots that are not.
+// windowSlots are the slots of one line's window, slot k at place k-1:
+// ranks are counts, so a window's slots fill its places from the first,
+// and a slot costs no allocation or map entry of its own. The places come
+// in pieces of slotPiece, each but the last full, so that a growing window
+// never copies more than one piece. A place is empty (its Line "") only
+// where a recovery read a window's closing but not its first items, which
+// the cleaner had deleted; n counts the slots that are not.
 type windowSlots struct {
-	slots []slotState
-	n     int
+	pieces [][]slotState
+	n      int
+}
+
+// slotPiece is how many places a piece of a window holds (40 KiB of them).
+const slotPiece = 256
+
+// place is the place of rank k (k ≥ 1), the window grown to hold it.
+func (w *windowSlots) place(k int) *slotState {
+	p, i := (k-1)/slotPiece, (k-1)%slotPiece
+	for len(w.pieces) <= p {
+		if last := len(w.pieces) - 1; last >= 0 {
+			w.pieces[last] = growPiece(w.pieces[last], slotPiece)
+		}
+		w.pieces = append(w.pieces, nil)
+	}
+	if len(w.pieces[p]) <= i {
+		w.pieces[p] = growPiece(w.pieces[p], i+1)
+	}
+	return &w.pieces[p][i]
+}
+
+// growPiece lengthens piece to n places (n ≤ slotPiece), doubling its
+// capacity up to slotPiece: a window of a few items (most, with many
+// lines) holds a few places.
+func growPiece(piece []slotState, n int) []slotState {
+	if n <= cap(piece) {
+		return piece[:n]
+	}
+	grown := make([]slotState, n, min(max(2*cap(piece), n, 4), slotPiece))
+	copy(grown, piece)
+	return grown
 }
 
 // slotMsg is what a decision brings to a slot: an item that took its rank,

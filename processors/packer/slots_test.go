@@ -7,9 +7,10 @@ import (
 	"github.com/northpole-workshop/northpole/internal/record"
 )
 
-// TestWindowSlots: a window's slots are found by rank, the places a
-// recovery leaves empty (rank 2 here) count for nothing, each field is set
-// once, and forgetting the window drops its slots and their count alone.
+// TestWindowSlots: a window's slots are found by rank, in its first piece
+// and past it, the places a recovery leaves empty (rank 2 here, and those
+// before 600) count for nothing, each field is set once, and forgetting the
+// window drops its slots and their count alone.
 func TestWindowSlots(t *testing.T) {
 	part := &tablePart{slots: map[windowRef]*windowSlots{}, state: &partState{}}
 	m := sizeIndex("M")
@@ -17,6 +18,7 @@ func TestWindowSlots(t *testing.T) {
 	part.updateSlot(slotRef{"M/a", 10, 1}, &slotMsg{Stream: record.Boxes, ID: "b1"})
 	part.updateSlot(slotRef{"M/a", 10, 1}, &slotMsg{Stream: record.Boxes, ID: "b1-again"})
 	part.updateSlot(slotRef{"M/a", 10, 3}, &slotMsg{Close: true})
+	part.updateSlot(slotRef{"M/a", 10, 600}, &slotMsg{Stream: record.Boxes, ID: "b600"})
 	part.updateSlot(slotRef{"M/a", 20, 1}, &slotMsg{Stream: record.Toys, ID: "t1"})
 	part.updateSlot(slotRef{"M/b", 10, 1}, &slotMsg{Stream: record.Toys, ID: "u1"})
 
@@ -26,10 +28,11 @@ func TestWindowSlots(t *testing.T) {
 		return out
 	}
 	want := map[slotRef]slotState{
-		{"M/a", 10, 1}: {Line: "M/a", Window: 10, Box: "b1"},
-		{"M/a", 10, 3}: {Line: "M/a", Window: 10, Toy: "t3", Closed: true},
-		{"M/a", 20, 1}: {Line: "M/a", Window: 20, Toy: "t1"},
-		{"M/b", 10, 1}: {Line: "M/b", Window: 10, Toy: "u1"},
+		{"M/a", 10, 1}:   {Line: "M/a", Window: 10, Box: "b1"},
+		{"M/a", 10, 3}:   {Line: "M/a", Window: 10, Toy: "t3", Closed: true},
+		{"M/a", 10, 600}: {Line: "M/a", Window: 10, Box: "b600"},
+		{"M/a", 20, 1}:   {Line: "M/a", Window: 20, Toy: "t1"},
+		{"M/b", 10, 1}:   {Line: "M/b", Window: 10, Toy: "u1"},
 	}
 	if got := all(); !maps.Equal(got, want) {
 		t.Fatalf("slots %v, want %v", got, want)
@@ -37,20 +40,27 @@ func TestWindowSlots(t *testing.T) {
 	if s := part.slotAt(slotRef{"M/a", 10, 2}); s != nil {
 		t.Errorf("the empty place of rank 2 is a slot: %+v", *s)
 	}
-	if n := part.state.slots[m].Load(); n != 4 {
-		t.Errorf("%d slots counted, want 4", n)
+	if n := part.state.slots[m].Load(); n != 5 {
+		t.Errorf("%d slots counted, want 5", n)
+	}
+	w := part.slots[windowRef{"M/a", 10}]
+	for p, piece := range w.pieces[:len(w.pieces)-1] {
+		if len(piece) != slotPiece || cap(piece) != slotPiece {
+			t.Errorf("piece %d of %d holds %d places of %d, want %d", p, len(w.pieces), len(piece), cap(piece), slotPiece)
+		}
 	}
 
-	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 1})
+	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 600})
 	delete(want, slotRef{"M/a", 10, 1})
 	delete(want, slotRef{"M/a", 10, 3})
+	delete(want, slotRef{"M/a", 10, 600})
 	if got := all(); !maps.Equal(got, want) {
 		t.Fatalf("after forgetting M/a's window 10: slots %v, want %v", got, want)
 	}
 	if n := part.state.slots[m].Load(); n != 2 {
 		t.Errorf("after forgetting M/a's window 10: %d slots counted, want 2", n)
 	}
-	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 1}) // again: nothing left to forget
+	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 600}) // again: nothing left to forget
 	if n := part.state.slots[m].Load(); n != 2 {
 		t.Errorf("forgetting a window twice: %d slots counted, want 2", n)
 	}
