@@ -64,12 +64,38 @@ func TestBinCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// TestBinCodecRefusesImpossibleCounts: a decision no clock makes (an item
+// of rank 0 or below, a closed window with a negative count) is refused
+// when read back, not turned into slots.
+func TestBinCodecRefusesImpossibleCounts(t *testing.T) {
+	c := binCodec[decision, *decision]{}
+	for _, ev := range []*decision{
+		{Class: classItem, Rank: 0},
+		{Class: classItem, Rank: -3},
+		{Class: classItem, Rank: 1, Closed: []closedWindow{{Start: 0, Toys: -1}}},
+		{Class: classLate, Closed: []closedWindow{{Start: 0, Toys: 2}, {Start: 10, Boxes: -2}}},
+	} {
+		b, err := c.Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Decode(b); err == nil {
+			t.Errorf("%+v decoded to %+v", *ev, v)
+		}
+	}
+	ok := &decision{Class: classItem, Rank: 1, Closed: []closedWindow{{Start: 0, Toys: 0, Boxes: 2}}}
+	b, _ := c.Encode(ok)
+	if _, err := c.Decode(b); err != nil {
+		t.Errorf("%+v: %v", *ok, err)
+	}
+}
+
 // FuzzBinCodec: no input makes a decoder panic, and whatever decodes encodes
 // to bytes that decode and encode to the same bytes again.
 func FuzzBinCodec(f *testing.F) {
 	codecs := []goka.Codec{binCodec[validRecord, *validRecord]{}, binCodec[decision, *decision]{}}
 	for i, v := range []any{&validRecord{Stream: record.Toys, ID: "a", Raw: []byte("{}")},
-		&decision{Class: classItem, Max: 3, Closed: []closedWindow{{Start: 1, Toys: 1}}}} {
+		&decision{Class: classItem, Rank: 1, Max: 3, Closed: []closedWindow{{Start: 1, Toys: 1}}}} {
 		b, err := codecs[i].Encode(v)
 		if err != nil {
 			f.Fatal(err)

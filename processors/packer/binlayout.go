@@ -252,6 +252,11 @@ func (e *decision) readBin(r *binReader) {
 	e.Class = class(r.str())
 	e.Window = r.varint()
 	e.Rank = int(r.varint())
+	if r.err == nil && e.Class == classItem && e.Rank < 1 {
+		// A slot's place is its rank (windowSlots.place): no item has rank 0.
+		r.err = fmt.Errorf("an item of rank %d", e.Rank)
+		return
+	}
 	e.Max = e.Rec.MadeUS + int64(r.uvarint())
 	e.Snapshot = readSnapshot(r)
 	n := r.uvarint()
@@ -279,7 +284,12 @@ func (e *decision) readBin(r *binReader) {
 			}
 			start += int64(dist)
 		}
-		e.Closed = append(e.Closed, closedWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())})
+		c := closedWindow{Start: start, Toys: int(r.varint()), Boxes: int(r.varint())}
+		if c.Toys < 0 || c.Boxes < 0 {
+			r.err = fmt.Errorf("closed window %d counts %d toys and %d boxes", i, c.Toys, c.Boxes)
+			return
+		}
+		e.Closed = append(e.Closed, c)
 	}
 }
 
