@@ -192,24 +192,30 @@ func (w *windowSlots) place(k int) *slotState {
 	p, i := (k-1)/slotPiece, (k-1)%slotPiece
 	for len(w.pieces) <= p {
 		if last := len(w.pieces) - 1; last >= 0 {
-			w.pieces[last] = growPiece(w.pieces[last], slotPiece)
+			w.pieces[last] = growPiece(w.pieces[last], slotPiece, last == 0)
 		}
 		w.pieces = append(w.pieces, nil)
 	}
 	if len(w.pieces[p]) <= i {
-		w.pieces[p] = growPiece(w.pieces[p], i+1)
+		w.pieces[p] = growPiece(w.pieces[p], i+1, p == 0)
 	}
 	return &w.pieces[p][i]
 }
 
-// growPiece lengthens piece to n places (n ≤ slotPiece), doubling its
-// capacity up to slotPiece: a window of a few items (most, with many
-// lines) holds a few places.
-func growPiece(piece []slotState, n int) []slotState {
+// growPiece lengthens piece to n places (n ≤ slotPiece). The first piece
+// of a window doubles its capacity up to slotPiece, as a window of a few
+// items (most of them, with many lines) should hold a few places; a window
+// that needs a second piece is large, so the pieces after the first are
+// made whole at once.
+func growPiece(piece []slotState, n int, first bool) []slotState {
 	if n <= cap(piece) {
 		return piece[:n]
 	}
-	grown := make([]slotState, n, min(max(2*cap(piece), n, 4), slotPiece))
+	c := slotPiece
+	if first {
+		c = min(max(2*cap(piece), n, 4), slotPiece)
+	}
+	grown := make([]slotState, n, c)
 	copy(grown, piece)
 	return grown
 }

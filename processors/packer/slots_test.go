@@ -49,6 +49,12 @@ func TestWindowSlots(t *testing.T) {
 			t.Errorf("piece %d of %d holds %d places of %d, want %d", p, len(w.pieces), len(piece), cap(piece), slotPiece)
 		}
 	}
+	if last := w.pieces[len(w.pieces)-1]; cap(last) != slotPiece {
+		t.Errorf("the last piece, after the first, has room for %d places, want %d", cap(last), slotPiece)
+	}
+	if first := part.slots[windowRef{"M/a", 20}].pieces[0]; cap(first) > 4 {
+		t.Errorf("a window of one slot has room for %d places", cap(first))
+	}
 
 	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 600})
 	delete(want, slotRef{"M/a", 10, 1})
