@@ -138,6 +138,9 @@ type keyClock struct {
 	Ev    *decision    `json:"ev"`
 	ids   [2]windowIDs
 	size  int // sizeIndex of the key's size, for the metrics
+	// lastPlaces is how many slots the line's last forgotten window had:
+	// the first piece of its next window starts that large (slots.go).
+	lastPlaces int
 }
 
 // stream is the clock of stream x.

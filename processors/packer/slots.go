@@ -90,6 +90,11 @@ func (t *tablePart) updateSlot(ref slotRef, m *slotMsg) *slotState {
 	w := t.slots[windowRef{ref.line, ref.window}]
 	if w == nil {
 		w = &windowSlots{}
+		if kc := t.keyClocks[ref.line]; kc != nil && kc.lastPlaces > 0 {
+			// A line's windows are alike: sized as the last, the first
+			// piece is made once rather than grown through doublings.
+			w.pieces = [][]slotState{make([]slotState, 0, min(kc.lastPlaces, slotPiece))}
+		}
 		t.slots[windowRef{ref.line, ref.window}] = w
 	}
 	slot := w.place(ref.rank)
@@ -134,6 +139,9 @@ func (t *tablePart) forgetWindow(line string, c closedWindow) {
 	delete(t.slots, ref)
 	if t.state != nil {
 		t.state.slots[lineSizeIndex(line)].Add(-int64(w.n))
+	}
+	if kc := t.keyClocks[line]; kc != nil && len(w.pieces) > 0 {
+		kc.lastPlaces = (len(w.pieces)-1)*slotPiece + len(w.pieces[len(w.pieces)-1])
 	}
 }
 

@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"fmt"
 	"maps"
 	"testing"
 
@@ -69,5 +70,36 @@ func TestWindowSlots(t *testing.T) {
 	part.forgetWindow("M/a", closedWindow{Start: 10, Toys: 3, Boxes: 600}) // again: nothing left to forget
 	if n := part.state.slots[m].Load(); n != 2 {
 		t.Errorf("forgetting a window twice: %d slots counted, want 2", n)
+	}
+}
+
+// TestWindowSlotsSizedAsTheLast: a line's new window starts with room for
+// as many slots as its last forgotten window had, up to a piece, and grows
+// past that as any window does.
+func TestWindowSlotsSizedAsTheLast(t *testing.T) {
+	part := &tablePart{slots: map[windowRef]*windowSlots{}, keyClocks: map[string]*keyClock{"S": {}}}
+	for k := 1; k <= 5; k++ {
+		part.updateSlot(slotRef{"S", 0, k}, &slotMsg{Stream: record.Toys, ID: fmt.Sprint("t", k)})
+	}
+	part.forgetWindow("S", closedWindow{Start: 0, Toys: 5})
+	part.updateSlot(slotRef{"S", 10, 1}, &slotMsg{Stream: record.Toys, ID: "u1"})
+	if c := cap(part.slots[windowRef{"S", 10}].pieces[0]); c != 5 {
+		t.Errorf("the next window has room for %d slots, want 5", c)
+	}
+	part.updateSlot(slotRef{"S", 10, 7}, &slotMsg{Stream: record.Toys, ID: "u7"})
+	if s := part.slotAt(slotRef{"S", 10, 7}); s == nil || s.Toy != "u7" {
+		t.Errorf("rank 7 of a window sized for 5: %+v", s)
+	}
+	if s := part.slotAt(slotRef{"S", 10, 1}); s == nil || s.Toy != "u1" {
+		t.Errorf("rank 1 after the window grew: %+v", s)
+	}
+
+	for k := 1; k <= 3*slotPiece; k++ {
+		part.updateSlot(slotRef{"S", 20, k}, &slotMsg{Stream: record.Boxes, ID: fmt.Sprint("b", k)})
+	}
+	part.forgetWindow("S", closedWindow{Start: 20, Boxes: 3 * slotPiece})
+	part.updateSlot(slotRef{"S", 30, 1}, &slotMsg{Stream: record.Boxes, ID: "c1"})
+	if c := cap(part.slots[windowRef{"S", 30}].pieces[0]); c != slotPiece {
+		t.Errorf("after a window of %d slots the next has room for %d, want a piece, %d", 3*slotPiece, c, slotPiece)
 	}
 }
