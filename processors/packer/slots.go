@@ -87,7 +87,8 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, ref slotRef, m *slotMsg
 // the next update: an item fills the slot's place of its stream, a closing
 // marks it closed. Each field is set once.
 func (t *tablePart) updateSlot(ref slotRef, m *slotMsg) *slotState {
-	w := t.slots[windowRef{ref.line, ref.window}]
+	wref := windowRef{ref.line, ref.window}
+	w := t.slots[wref]
 	if w == nil {
 		w = &windowSlots{}
 		if kc := t.keyClocks[ref.line]; kc != nil && kc.lastPlaces > 0 {
@@ -95,7 +96,7 @@ func (t *tablePart) updateSlot(ref slotRef, m *slotMsg) *slotState {
 			// piece is made once rather than grown through doublings.
 			w.pieces = [][]slotState{make([]slotState, 0, min(kc.lastPlaces, slotPiece))}
 		}
-		t.slots[windowRef{ref.line, ref.window}] = w
+		t.slots[wref] = w
 	}
 	slot := w.place(ref.rank)
 	if slot.Line == "" {

@@ -14,8 +14,8 @@ import (
 )
 
 // Lag is the number of records the groups of the packer cfg configures have
-// not yet committed, over all their inputs, loops included. Zero, twice in a row after the elves stopped,
-// means quiescence.
+// not yet committed, over all their inputs, loops included. Zero, twice in
+// a row after the elves stopped, means quiescence.
 func Lag(ctx context.Context, cfg packer.Config) (int64, error) {
 	admin, err := lagAdmin(ctx, cfg.Kafka)
 	if err != nil {
