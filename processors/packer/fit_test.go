@@ -155,13 +155,14 @@ func TestRowsFitInARecord(t *testing.T) {
 					}
 				}
 			}
-			pr := p.packedRow(slot, ws)
-			check("packed", itemKey(slot.Line, slot.Window, slot.Toy), pr, map[string]results.Cut{"toy": pr.ToyIDCut, "box": pr.BoxIDCut},
+			toyKey, boxKey := itemKey(slot.Line, slot.Window, slot.Toy), itemKey(slot.Line, slot.Window, slot.Box)
+			pr := p.packedRow(slot, ws, toyKey)
+			check("packed", toyKey, pr, map[string]results.Cut{"toy": pr.ToyIDCut, "box": pr.BoxIDCut},
 				map[string]string{"toy": pr.ToyID, "box": pr.BoxID})
-			ur := p.unpackedRow(slot, ws)
-			check("unpacked", itemKey(slot.Line, slot.Window, slot.Toy), ur, map[string]results.Cut{"toy": ur.ToyIDCut}, map[string]string{"toy": ur.ToyID})
-			sr := p.spareRow(slot, ws)
-			check("spare", itemKey(slot.Line, slot.Window, slot.Box), sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
+			ur := p.unpackedRow(slot, ws, toyKey)
+			check("unpacked", toyKey, ur, map[string]results.Cut{"toy": ur.ToyIDCut}, map[string]string{"toy": ur.ToyID})
+			sr := p.spareRow(slot, ws, boxKey)
+			check("spare", boxKey, sr, map[string]results.Cut{"box": sr.BoxIDCut}, map[string]string{"box": sr.BoxID})
 			// The longest topic name Kafka allows, and the widest position.
 			o := &validRecord{Stream: record.Toys, Partition: math.MaxInt32, Offset: math.MaxInt64, Line: "XL", ID: id, MadeUS: -1, MadeNS: 999}
 			lk := lateKey(strings.Repeat("t", 249), o.Partition, o.Offset)

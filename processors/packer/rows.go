@@ -2,32 +2,33 @@ package packer
 
 import "github.com/northpole-workshop/northpole/internal/results"
 
-// The result rows the packer writes, from a slot or a late record;
-// each bounded to fit in one Kafka record (fit.go).
+// The result rows the packer writes, from a slot or a late record; each
+// bounded to fit in one Kafka record (fit.go) beside key, the key it is
+// written under.
 
-func (p *Packer) packedRow(slot *slotState, ws string) *results.Packed {
+func (p *Packer) packedRow(slot *slotState, ws, key string) *results.Packed {
 	r := &results.Packed{Line: slot.Line, Size: lineSize(slot.Line), WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(slot.Toy)
 	r.BoxID, r.BoxIDCut = splitID(slot.Box)
-	if room := p.lim.rowRoom(itemKey(slot.Line, slot.Window, slot.Toy), 2); mayNotFit(room, r.ToyID, r.BoxID) {
+	if room := p.lim.rowRoom(key, 2); mayNotFit(room, r.ToyID, r.BoxID) {
 		fitText(room, []*string{&r.ToyID, &r.BoxID}, []*results.Cut{&r.ToyIDCut, &r.BoxIDCut})
 	}
 	return r
 }
 
-func (p *Packer) unpackedRow(slot *slotState, ws string) *results.Unpacked {
+func (p *Packer) unpackedRow(slot *slotState, ws, key string) *results.Unpacked {
 	r := &results.Unpacked{Line: slot.Line, Size: lineSize(slot.Line), WindowStart: ws}
 	r.ToyID, r.ToyIDCut = splitID(slot.Toy)
-	if room := p.lim.rowRoom(itemKey(slot.Line, slot.Window, slot.Toy), 1); mayNotFit(room, r.ToyID) {
+	if room := p.lim.rowRoom(key, 1); mayNotFit(room, r.ToyID) {
 		fitText(room, []*string{&r.ToyID}, []*results.Cut{&r.ToyIDCut})
 	}
 	return r
 }
 
-func (p *Packer) spareRow(slot *slotState, ws string) *results.Spare {
+func (p *Packer) spareRow(slot *slotState, ws, key string) *results.Spare {
 	r := &results.Spare{Line: slot.Line, Size: lineSize(slot.Line), WindowStart: ws}
 	r.BoxID, r.BoxIDCut = splitID(slot.Box)
-	if room := p.lim.rowRoom(itemKey(slot.Line, slot.Window, slot.Box), 1); mayNotFit(room, r.BoxID) {
+	if room := p.lim.rowRoom(key, 1); mayNotFit(room, r.BoxID) {
 		fitText(room, []*string{&r.BoxID}, []*results.Cut{&r.BoxIDCut})
 	}
 	return r

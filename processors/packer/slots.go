@@ -64,19 +64,22 @@ func (p *Packer) slot(ctx goka.Context, part *tablePart, ref slotRef, m *slotMsg
 	// ctx is the callback's of the record that m is about, traced as it.
 	switch {
 	case slot.Toy != "" && slot.Box != "":
+		key := itemKey(slot.Line, slot.Window, slot.Toy)
 		ctx = withItems(ctx, slot.ToyTrace, slot.BoxTrace)
-		ctx.Emit(goka.Stream(t.Packed), itemKey(slot.Line, slot.Window, slot.Toy), p.packedRow(slot, ws))
+		ctx.Emit(goka.Stream(t.Packed), key, p.packedRow(slot, ws, key))
 		if p.metrics != nil {
 			p.metrics.row(rowPacked, slot.Line)
 			p.metrics.packed(slot.Line, m.ArrivedUS) // m brought the later item
 		}
 	case slot.Closed && slot.Toy != "":
-		withItems(ctx, slot.ToyTrace).Emit(goka.Stream(t.Unpacked), itemKey(slot.Line, slot.Window, slot.Toy), p.unpackedRow(slot, ws))
+		key := itemKey(slot.Line, slot.Window, slot.Toy)
+		withItems(ctx, slot.ToyTrace).Emit(goka.Stream(t.Unpacked), key, p.unpackedRow(slot, ws, key))
 		if p.metrics != nil {
 			p.metrics.row(rowUnpacked, slot.Line)
 		}
 	case slot.Closed && slot.Box != "":
-		withItems(ctx, slot.BoxTrace).Emit(goka.Stream(t.Spare), itemKey(slot.Line, slot.Window, slot.Box), p.spareRow(slot, ws))
+		key := itemKey(slot.Line, slot.Window, slot.Box)
+		withItems(ctx, slot.BoxTrace).Emit(goka.Stream(t.Spare), key, p.spareRow(slot, ws, key))
 		if p.metrics != nil {
 			p.metrics.row(rowSpare, slot.Line)
 		}
