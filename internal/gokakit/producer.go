@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -86,19 +87,29 @@ func (p hashPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
 	return kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(sum)).ForTopic(topic)
 }
 
-// write is one record in flight, the message its answer carries, and room
-// for its key: one allocation for all of them, on the packer's hottest
-// path. It is also the record's context (kgo's Record.Context, which the
-// client hands back with the record), through which the one promise
-// function, answered, finds the write without a closure per record.
+// write is one record in flight and room for its key: one allocation for
+// both, made once and used again for record after record (writes), on the
+// packer's hottest path. It is also the record's context (kgo's
+// Record.Context, which the client hands back with the record), through
+// which the one promise function, answered, finds the write without a
+// closure per record.
+//
+// The message goka reads of the answer is not part of it: a promise keeps
+// its message for callbacks added after it finished, so the message must
+// live as long as the promise, where the write is done with once kgo hands
+// the record back (kgo touches no record after its promise).
 type write struct {
 	context.Context
 	rec  kgo.Record
-	msg  sarama.ProducerMessage
 	done Answer
 	tag  uint64
 	key  [keyRoom]byte
 }
+
+// writes are the writes not in flight. A write's Context is set once: kgo
+// may still ask a record's context whether it is done from a goroutine that
+// waits for an unknown topic, unordered with the record's promise.
+var writes = sync.Pool{New: func() any { return &write{Context: context.Background()} }}
 
 // keyRoom holds the keys of nearly every record the packer writes: a line,
 // a row's line, window and short id, a late record's position.
@@ -114,25 +125,29 @@ type Answer func(tag uint64, msg *sarama.ProducerMessage, err error)
 // one done for all of them, where a closure per write would cost an
 // allocation.
 func (w *Writer) Write(topic, key string, value []byte, headers goka.Headers, done Answer, tag uint64) {
-	wr := &write{Context: context.Background(), done: done, tag: tag}
-	wr.rec = kgo.Record{Topic: topic, Key: append(wr.key[:0:keyRoom], key...), Value: value, Context: wr}
-	if len(headers) > 0 {
-		wr.rec.Headers = make([]kgo.RecordHeader, 0, len(headers))
-		for k, v := range headers {
-			wr.rec.Headers = append(wr.rec.Headers, kgo.RecordHeader{Key: k, Value: v})
-		}
+	wr := writes.Get().(*write)
+	wr.done, wr.tag = done, tag
+	wr.rec = kgo.Record{Topic: topic, Key: append(wr.key[:0:keyRoom], key...), Value: value, Headers: wr.rec.Headers[:0], Context: wr}
+	for k, v := range headers {
+		wr.rec.Headers = append(wr.rec.Headers, kgo.RecordHeader{Key: k, Value: v})
 	}
-	w.cl.Produce(wr, &wr.rec, answered)
+	w.cl.Produce(context.Background(), &wr.rec, answered)
 }
 
-// answered is every write's promise.
+// answered is every write's promise. It takes what the answer needs from
+// the record, gives the write back, then answers.
 func answered(r *kgo.Record, err error) {
 	wr := r.Context.(*write)
-	wr.msg = sarama.ProducerMessage{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	msg := &sarama.ProducerMessage{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	if err != nil {
 		err = fmt.Errorf("produce to topic %s, key %q: %w", r.Topic, r.Key, err)
 	}
-	wr.done(wr.tag, &wr.msg, err)
+	done, tag := wr.done, wr.tag
+	clear(wr.rec.Headers) // the values are the caller's
+	wr.rec = kgo.Record{Headers: wr.rec.Headers[:0]}
+	wr.done = nil
+	writes.Put(wr)
+	done(tag, msg, err)
 }
 
 // Close waits for the buffered records (at most closeWait), then closes the
