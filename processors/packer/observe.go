@@ -38,7 +38,10 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 			p.emitDead(ctx, newDeadLetter(stream, p.topicOf(stream), ctx.Partition(), ctx.Offset(), []byte(key), raw), record.ReasonOf(err), detail)
 			return
 		}
-		obs := &validRecord{
+		// A value, not a pointer: applied here, it is copied into the
+		// decision (keyClock.apply) and nothing keeps it, so it costs no
+		// allocation; only a stray's loop record is made on the heap.
+		obs := validRecord{
 			Stream: stream, Partition: ctx.Partition(), Offset: ctx.Offset(),
 			Line: r.Line, ID: carryID(r.ID, p.lim.idMax()), Heartbeat: r.Heartbeat,
 			MadeUS: r.MadeAtMicros(), MadeNS: subMicro(r.MadeAt),
@@ -50,15 +53,16 @@ func (p *Packer) observe(stream record.Stream) goka.ProcessCallback {
 		if !r.Heartbeat {
 			// Kept only to report the record as a duplicate.
 			obs.Raw, obs.Key = raw, []byte(key)
-			p.fitRaw(obs, 0)
+			p.fitRaw(&obs, 0)
 		}
 		if ctx.Partition() == linePartition(r.Line, p.cfg.Partitions) {
-			p.admit(ctx, obs)
+			p.admit(ctx, &obs)
 			return
 		}
 		// record.Parse checked that the key is a well-formed line, so the
 		// loop record reaches the line's partition.
-		ctx.Loopback(r.Line, obs)
+		loop := obs
+		ctx.Loopback(r.Line, &loop)
 	}
 }
 
