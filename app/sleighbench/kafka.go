@@ -1,6 +1,7 @@
 package sleighbench
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
@@ -29,6 +30,12 @@ func sleighKafka(kc kafkaconf.Config, environ []string) (args, env []string) {
 	add("--kafka-compression", kc.Compression)
 	if kc.CommitEvery > 0 {
 		add("--kafka-commit-every", kc.CommitEvery.String())
+	}
+	if kc.FetchMin > 0 {
+		add("--kafka-fetch-min-bytes", strconv.Itoa(int(kc.FetchMin)))
+	}
+	if kc.FetchWait > 0 {
+		add("--kafka-fetch-wait", kc.FetchWait.String())
 	}
 	s := kc.Security
 	if s.TLS {

@@ -114,11 +114,11 @@ func TestSleighKafka(t *testing.T) {
 	}{
 		{"in-process", kafkaconf.Config{Brokers: []string{"127.0.0.1:1", "127.0.0.1:2"}},
 			[]string{"--brokers", "127.0.0.1:1,127.0.0.1:2"}, []string{"HOME=/home/elf", "OTEL_SDK_DISABLED=true"}},
-		{"TLS and SASL", kafkaconf.Config{Brokers: []string{"k:9093"}, RetryFor: time.Minute, FlushFrequency: time.Millisecond, Security: kafkaconf.Security{
+		{"TLS and SASL", kafkaconf.Config{Brokers: []string{"k:9093"}, RetryFor: time.Minute, FlushFrequency: time.Millisecond, FetchMin: 65536, FetchWait: 20 * time.Millisecond, Security: kafkaconf.Security{
 			TLS: true, TLSCAFile: "ca.pem", TLSCertFile: "c.pem", TLSKeyFile: "k.pem", InsecureSkipVerify: true,
 			SASLMechanism: "SCRAM-SHA-512", SASLUser: "santa", SASLPasswordFile: "pw", SASLPassword: "hohoho",
 		}},
-			[]string{"--brokers", "k:9093", "--kafka-retry-for", "1m0s", "--kafka-flush", "1ms", "--tls", "--tls-insecure-skip-verify",
+			[]string{"--brokers", "k:9093", "--kafka-retry-for", "1m0s", "--kafka-flush", "1ms", "--kafka-fetch-min-bytes", "65536", "--kafka-fetch-wait", "20ms", "--tls", "--tls-insecure-skip-verify",
 				"--tls-ca", "ca.pem", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "santa"},
 			[]string{"HOME=/home/elf", "OTEL_SDK_DISABLED=true", "NORTHPOLE_KAFKA_SASL_PASSWORD=hohoho"}},
 	} {

@@ -15,12 +15,14 @@ import (
 // SASL password has no flag on purpose: argv is visible to every user of
 // the machine.
 type kafkaOptions struct {
-	brokers  string
-	retryFor time.Duration
-	flush    time.Duration
-	compress string
-	commit   time.Duration
-	sec      kafkaconf.Security
+	brokers   string
+	retryFor  time.Duration
+	flush     time.Duration
+	compress  string
+	commit    time.Duration
+	fetchMin  int32
+	fetchWait time.Duration
+	sec       kafkaconf.Security
 	// inProcessDefault: no --brokers means the in-process Kafka, not
 	// $NORTHPOLE_BROKERS (the demo, the bench).
 	inProcessDefault bool
@@ -37,6 +39,9 @@ func (o *kafkaOptions) bind(fs *pflag.FlagSet, brokersHelp string) {
 	fs.StringVar(&o.compress, "kafka-compression", "", "compression of written batches: "+strings.Join(kafkaconf.Compressions, ", ")+" (default "+kafkaconf.DefaultCompression+"; a batch it does not make smaller is sent uncompressed)")
 	fs.DurationVar(&o.commit, "kafka-commit-every", 0, "how often goka processors commit their consumed offsets: after a crash, what came after the last commit is processed again (default "+
 		kafkaconf.DefaultCommitEvery.String()+")")
+	fs.Int32Var(&o.fetchMin, "kafka-fetch-min-bytes", 0, fmt.Sprintf("bytes a goka processor's fetch waits for before the broker answers, at most --kafka-fetch-wait: fewer fetches for the broker, every record later by up to that wait (default %d)", kafkaconf.DefaultFetchMin))
+	fs.DurationVar(&o.fetchWait, "kafka-fetch-wait", 0, "how long the broker may hold a goka processor's fetch for --kafka-fetch-min-bytes, whole milliseconds (default "+
+		kafkaconf.DefaultFetchWait.String()+")")
 }
 
 // bindReader binds the flags of a command that only reads Kafka: the
@@ -59,7 +64,7 @@ func (o *kafkaOptions) bindReader(fs *pflag.FlagSet, brokersHelp string) {
 // own default (the demo's in-process Kafka).
 func (o *kafkaOptions) config(clientID string) (kafkaconf.Config, error) {
 	kc := kafkaconf.Config{Brokers: kafkaconf.SplitBrokers(o.brokers), ClientID: clientID, Security: o.sec, RetryFor: o.retryFor, FlushFrequency: o.flush,
-		Compression: o.compress, CommitEvery: o.commit}
+		Compression: o.compress, CommitEvery: o.commit, FetchMin: o.fetchMin, FetchWait: o.fetchWait}
 	kc, err := kc.FromEnv(!o.inProcessDefault)
 	if err != nil {
 		return kafkaconf.Config{}, usageErr("%w", err)
@@ -75,6 +80,8 @@ var kafkaSettingFlags = map[string]string{
 	"FlushFrequency":              "--kafka-flush",
 	"Compression":                 "--kafka-compression",
 	"CommitEvery":                 "--kafka-commit-every",
+	"FetchMin":                    "--kafka-fetch-min-bytes",
+	"FetchWait":                   "--kafka-fetch-wait",
 	"Security.TLS":                "--tls or $" + kafkaconf.EnvTLS,
 	"Security.TLSCAFile":          "--tls-ca or $" + kafkaconf.EnvTLSCA,
 	"Security.TLSCertFile":        "--tls-cert or $" + kafkaconf.EnvTLSCert,

@@ -55,6 +55,35 @@ func TestKafkaOptionsFlush(t *testing.T) {
 	}
 }
 
+// TestKafkaOptionsFetch: --kafka-fetch-min-bytes and --kafka-fetch-wait
+// reach goka's consumers, sarama's defaults when unset, and a wait finer
+// than the protocol's milliseconds is a usage error that names the flag.
+func TestKafkaOptionsFetch(t *testing.T) {
+	o := kafkaOptions{brokers: "k:9092", fetchMin: 16 << 10, fetchWait: 20 * time.Millisecond}
+	kc, err := o.config("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := kc.Sarama(); sc.Consumer.Fetch.Min != 16<<10 || sc.Consumer.MaxWaitTime != 20*time.Millisecond {
+		t.Errorf("fetch min %d, wait %v; want 16384, 20ms", sc.Consumer.Fetch.Min, sc.Consumer.MaxWaitTime)
+	}
+	o.fetchMin, o.fetchWait = 0, 0
+	if kc, err = o.config("test"); err != nil {
+		t.Fatal(err)
+	}
+	if sc := kc.Sarama(); sc.Consumer.Fetch.Min != kafkaconf.DefaultFetchMin || sc.Consumer.MaxWaitTime != kafkaconf.DefaultFetchWait {
+		t.Errorf("default fetch min %d, wait %v; want %d, %v", sc.Consumer.Fetch.Min, sc.Consumer.MaxWaitTime, kafkaconf.DefaultFetchMin, kafkaconf.DefaultFetchWait)
+	}
+	if err := kc.Sarama().Validate(); err != nil {
+		t.Errorf("sarama refuses the defaults: %v", err)
+	}
+	o.fetchWait = 1500 * time.Microsecond
+	var ee *exitError
+	if _, err := o.config("test"); !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--kafka-fetch-wait") {
+		t.Errorf("--kafka-fetch-wait 1.5ms: %v, want a usage error naming the flag", err)
+	}
+}
+
 // TestKafkaOptionsCommitAndCompression: --kafka-commit-every reaches goka's
 // consumers, and a compression nobody knows is a usage error that names
 // the flag.
