@@ -579,6 +579,7 @@ func (b *Bench) Run(ctx context.Context) ([]Result, error) {
 	fake.Brokers = kf.Addrs()
 	fake.Security = kafkaconf.Security{}
 
+	b.warnDeleteDelay(ctx)
 	variants := b.variants()
 	runs := map[string]int{} // of each variant ID so far
 	var out []Result
