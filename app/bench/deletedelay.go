@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -67,14 +68,13 @@ func longestDeleteDelay(rcs kadm.ResourceConfigs) (time.Duration, error) {
 // measured and its brokers keep deleted topics' files long enough for one
 // run to pay for another's.
 func (b *Bench) warnDeleteDelay(ctx context.Context) {
-	measured := false
-	for _, v := range b.variants() {
-		if v.Broker == "real" {
-			if m, _ := b.brokerMeter(v); m != nil {
-				measured = true
-			}
+	measured := slices.ContainsFunc(b.variants(), func(v Variant) bool {
+		if v.Broker != "real" {
+			return false
 		}
-	}
+		m, _ := b.brokerMeter(v)
+		return m != nil
+	})
 	if !measured || b.cfg.KeepTopics {
 		return
 	}
