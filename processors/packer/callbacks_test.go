@@ -109,7 +109,7 @@ func newTracedTesterPipeline(t testing.TB, tracer trace.TracerProvider) *testerP
 // keyClock is the clock of key, with the decision of its last event.
 func (p *testerPipeline) keyClock(t *testing.T, key string) *keyClock {
 	t.Helper()
-	kc, ok := p.pk.clockStores.m[0].keyClocks[key]
+	kc, ok := p.pk.clockStores.parts()[0].keyClocks[key]
 	if !ok {
 		t.Fatalf("no clock of key %s", key)
 	}
@@ -120,13 +120,13 @@ func (p *testerPipeline) keyClock(t *testing.T, key string) *keyClock {
 // (stream, window, id).
 func (p *testerPipeline) hasEntry(t *testing.T, x record.Stream, size string, window int64, id string) bool {
 	t.Helper()
-	kc := p.pk.clockStores.m[0].keyClocks[size]
+	kc := p.pk.clockStores.parts()[0].keyClocks[size]
 	return kc != nil && kc.ids[streamIndex(x)].has(window, id, hashID)
 }
 
 // slot is the slot of a line's window and rank; nil when there is none.
 func (p *testerPipeline) slot(line string, window int64, rank int) *slotState {
-	return p.pk.clockStores.m[0].slotAt(slotRef{line, window, rank})
+	return p.pk.clockStores.parts()[0].slotAt(slotRef{line, window, rank})
 }
 
 // slotAt is the slot ref, nil when there is none.
@@ -475,7 +475,7 @@ func TestCallbackClosingGivesUnpackedAndSpare(t *testing.T) {
 		t.Errorf("clock after closing: open %+v, closed %+v", clk.Open, ev.Closed)
 	}
 	// A closed window's slots are forgotten: nothing mentions them again.
-	if n := len(slotContents(t, p.pk.clockStores.m[0])); n != 0 {
+	if n := len(slotContents(t, p.pk.clockStores.parts()[0])); n != 0 {
 		t.Errorf("%d slots kept after every window closed", n)
 	}
 

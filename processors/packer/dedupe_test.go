@@ -128,7 +128,7 @@ func startUnit(t testing.TB, cfg Config, table []tableRecord, committed [nInputs
 	return u
 }
 
-func (u *unitPipeline) clockPart() *tablePart { return u.pk.clockStores.m[0] }
+func (u *unitPipeline) clockPart() *tablePart { return u.pk.clockStores.parts()[0] }
 
 // send runs one raw input record through the group; it returns its offset.
 func (u *unitPipeline) send(x record.Stream, key, value string) int64 {
@@ -489,7 +489,7 @@ func TestDedupeEntriesForgottenWithTheirStreamsWatermark(t *testing.T) {
 	expect("toys' watermark at window 0's end", boxA, toyB)
 	// Window 0 is still open (the boxes' watermark is far behind), and a
 	// toy of it would be late: late is decided before duplicate.
-	if n := len(u.pk.clockStores.m[0].keyClocks["M"].Open); n != 2 {
+	if n := len(u.pk.clockStores.parts()[0].keyClocks["M"].Open); n != 2 {
 		t.Fatalf("%d windows open, want 2", n)
 	}
 	u.take()

@@ -17,9 +17,7 @@ func (p *Packer) HeldPartitions() (held, cleaned []int32) {
 		return nil, nil
 	}
 	s := p.clockStores
-	s.mu.Lock()
-	held = slices.Sorted(maps.Keys(s.m))
-	s.mu.Unlock()
+	held = slices.Sorted(maps.Keys(s.parts()))
 	return held, slices.Sorted(maps.Keys(s.horizons()))
 }
 

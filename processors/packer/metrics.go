@@ -507,10 +507,8 @@ type tableState struct {
 }
 
 func (s *tableStores) state() tableState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := tableState{kept: map[int32]int64{}}
-	for p, t := range s.m {
+	for p, t := range s.parts() {
 		st.parts = append(st.parts, p)
 		if t.state != nil {
 			for i := range nSizes {

@@ -2,7 +2,9 @@ package packer
 
 import (
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
@@ -24,12 +26,30 @@ type tableStores struct {
 	// open, when set, prepares a partition's new storage before goka
 	// recovers it.
 	open func(partition int32, part *tablePart) error
+	// held maps each partition held to its part. Every record looks its
+	// partition up, from goroutines on every core, and the map changes only
+	// when goka builds or closes a storage: so readers load it without a
+	// lock, and a change copies it (under mu, which orders the changes).
 	mu   sync.Mutex
-	m    map[int32]*tablePart
+	held atomic.Pointer[map[int32]*tablePart]
 }
 
 func newTableStores(topic string, follow, counts bool) *tableStores {
-	return &tableStores{topic: topic, follow: follow, counts: counts, m: map[int32]*tablePart{}}
+	s := &tableStores{topic: topic, follow: follow, counts: counts}
+	s.held.Store(&map[int32]*tablePart{})
+	return s
+}
+
+// parts is the partitions held now, not to be changed.
+func (s *tableStores) parts() map[int32]*tablePart { return *s.held.Load() }
+
+// change applies f to a copy of the partitions held, which then replaces them.
+func (s *tableStores) change(f func(map[int32]*tablePart)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := maps.Clone(s.parts())
+	f(m)
+	s.held.Store(&m)
 }
 
 // builder remembers every storage that inner builds for the table, for as
@@ -54,9 +74,7 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 		if s.counts {
 			part.state = &partState{}
 		}
-		s.mu.Lock()
-		s.m[partition] = part
-		s.mu.Unlock()
+		s.change(func(m map[int32]*tablePart) { m[partition] = part })
 		h := &held{Storage: store, part: part, drop: func() { s.drop(partition, part) }}
 		if s.open != nil {
 			h.open = func() error { return s.open(partition, part) }
@@ -68,11 +86,11 @@ func (s *tableStores) builder(inner storage.Builder) storage.Builder {
 // drop forgets part, unless goka has built another storage for its
 // partition since.
 func (s *tableStores) drop(partition int32, part *tablePart) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[partition] == part {
-		delete(s.m, partition)
-	}
+	s.change(func(m map[int32]*tablePart) {
+		if m[partition] == part {
+			delete(m, partition)
+		}
+	})
 }
 
 // held is a storage that the table's partition is held with: prepared when
@@ -151,10 +169,9 @@ type tablePart struct {
 // horizons are the horizons of the partitions held now, none when the
 // partitions keep none.
 func (s *tableStores) horizons() map[int32]*horizon {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[int32]*horizon, len(s.m))
-	for p, t := range s.m {
+	held := s.parts()
+	out := make(map[int32]*horizon, len(held))
+	for p, t := range held {
 		if t.horizon != nil {
 			out[p] = t.horizon
 		}
@@ -164,9 +181,7 @@ func (s *tableStores) horizons() map[int32]*horizon {
 
 // horizonOf is partition's horizon, nil when it is not held or keeps none.
 func (s *tableStores) horizonOf(partition int32) *horizon {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.m[partition]; ok {
+	if t, ok := s.parts()[partition]; ok {
 		return t.horizon
 	}
 	return nil
@@ -188,9 +203,7 @@ func (t *tablePart) clockOf(key string) *keyClock {
 // or processes the partition (and hands the update callback that storage
 // behind a proxy of its own, so recovery looks it up here too).
 func (s *tableStores) part(partition int32) (*tablePart, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.m[partition]; ok {
+	if t, ok := s.parts()[partition]; ok {
 		return t, nil
 	}
 	return nil, fmt.Errorf("no storage of partition %d of %s: goka did not build one", partition, s.topic)
