@@ -42,7 +42,7 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.StringVar(&cfg.InstanceID, "instance-id", cfg.InstanceID, "static consumer-group member id: a restarted instance with the same id resumes at once (never share one between live instances)")
 	fs.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep goka tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
 	fs.DurationVar(&cfg.CleanEvery, "clean-every", cfg.CleanEvery, "how often to delete the clock table's records that no restart needs (0: never, and the table grows with every record)")
-	fs.DurationVar(&cfg.AlignEvery, "align-every", cfg.AlignEvery, "how often to look at the inputs' end offsets and pause the one that runs ahead in event time by more than W + L, so that a backlog does not hold its windows open")
+	fs.DurationVar(&cfg.AlignEvery, "align-every", cfg.AlignEvery, "how often to look at the inputs' end offsets and pause the one that runs ahead in event time by more than W + L, so that a backlog does not hold its windows open; while nothing is consumed, once a second (for the lag metric) and at the next record")
 	fs.Var((*kibValue)(&cfg.FetchBudget), "fetch-budget-kib", "KiB of records each group asks for at once over all its partitions, shared by them (each gets 64 to 1024 KiB): what a packer consuming at full speed holds grows with it")
 }
 

@@ -3,6 +3,7 @@ package packer
 import (
 	"context"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +38,17 @@ type aligner struct {
 	next [2][]atomic.Int64
 	// group is the clock group's sarama consumer group, once goka built it.
 	group atomic.Pointer[sarama.ConsumerGroup]
+	// idle is set while the aligner sleeps because nothing was processed;
+	// the next record processed clears it and wakes the aligner. Each
+	// record reads it, and it is written only when the inputs go idle or
+	// wake: a line of memory the cores share without passing it back and
+	// forth.
+	idle atomic.Bool
+	wake chan struct{}
 }
 
 func newAligner(partitions int32) *aligner {
-	a := &aligner{}
+	a := &aligner{wake: make(chan struct{}, 1)}
 	for x := range a.made {
 		a.made[x] = make([]atomic.Int64, partitions)
 		a.next[x] = make([]atomic.Int64, partitions)
@@ -59,6 +67,12 @@ func (a *aligner) processed(x record.Stream, partition int32, offset int64, made
 	}
 	i := streamIndex(x)
 	a.next[i][partition].Store(offset + 1)
+	if a.idle.Load() && a.idle.CompareAndSwap(true, false) {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
 	if valid {
 		m := &a.made[i][partition]
 		for old := m.Load(); madeUS > old && !m.CompareAndSwap(old, madeUS); old = m.Load() {
@@ -77,6 +91,45 @@ func (a *aligner) capture(b goka.ConsumerGroupBuilder) goka.ConsumerGroupBuilder
 		return cg, err
 	}
 }
+
+// advanced says whether the group processed a record of any input
+// partition since seen (the offsets after the records processed, per
+// stream and partition), and makes seen the offsets now.
+func (a *aligner) advanced(seen *[2][]int64) bool {
+	moved := false
+	for x := range a.next {
+		if seen[x] == nil {
+			seen[x] = make([]int64, len(a.next[x]))
+		}
+		for p := range a.next[x] {
+			if n := a.next[x][p].Load(); n != seen[x][p] {
+				seen[x][p], moved = n, true
+			}
+		}
+	}
+	return moved
+}
+
+// sleep marks the aligner idle, so that the next record processed wakes it,
+// and says whether one was processed before the mark took hold (then it
+// stays awake; seen, as advanced, moves to the offsets now).
+func (a *aligner) sleep(seen *[2][]int64) (woke bool) {
+	a.idle.Store(true)
+	if a.advanced(seen) {
+		a.idle.Store(false)
+		return true
+	}
+	return false
+}
+
+// idleLookEvery is how often the aligner looks at the inputs' end offsets
+// while they are idle: nothing processed since its last look and nothing
+// paused. Then there is nothing to pause or resume (an input runs ahead
+// only by being processed, and a pause ends only when the other input is
+// processed or has nothing left), so it sleeps until a record is processed
+// and looks only to keep the lag metric fresh. Looking every --align-every
+// (100 ms) cost an idle packer about three times the CPU.
+const idleLookEvery = time.Second
 
 // alignment is what the aligner knows of one input partition.
 type alignment struct {
@@ -107,8 +160,11 @@ func (al alignment) pause(bound int64) [2]bool {
 }
 
 // align pauses and resumes the clock group's input partitions every
-// Config.AlignEvery until ctx ends. An error leaves every partition resumed: the
-// aligner only saves memory, never holds records back for long.
+// Config.AlignEvery while records are processed or a partition is paused,
+// until ctx ends; while the inputs are idle it looks every idleLookEvery,
+// and again at the first record processed. An error leaves every partition
+// resumed: the aligner only saves memory, never holds records back for
+// long.
 func (p *Packer) align(ctx context.Context) {
 	a := p.aligner
 	cl, err := p.client()
@@ -122,7 +178,13 @@ func (p *Packer) align(ctx context.Context) {
 	listed := p.metrics.listed(topics[:])
 	bound := p.params.WindowUS + p.params.LatenessUS
 	paused := make([][2]bool, len(a.next[0]))
-	t := time.NewTicker(p.cfg.alignEvery())
+	var (
+		seen     [2][]int64 // the offsets processed at the last wake
+		lookedAt time.Time
+	)
+	every := p.cfg.alignEvery()
+	idleEvery := max(idleLookEvery, every)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	defer func() { // a processor of the next run starts with everything resumed
 		if g := a.group.Load(); g != nil {
@@ -134,11 +196,21 @@ func (p *Packer) align(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-a.wake:
 		}
+		t.Reset(every)
 		g := a.group.Load()
 		if g == nil {
 			continue
 		}
+		held := slices.ContainsFunc(paused, func(pp [2]bool) bool { return pp[0] || pp[1] })
+		if !a.advanced(&seen) && !held && !a.sleep(&seen) {
+			if wait := idleEvery - time.Since(lookedAt); wait > 0 {
+				t.Reset(wait)
+				continue
+			}
+		}
+		lookedAt = time.Now()
 		ends, err := adm.ListEndOffsets(ctx, listed...)
 		if err != nil {
 			(*g).ResumeAll()
@@ -146,25 +218,7 @@ func (p *Packer) align(ctx context.Context) {
 			continue
 		}
 		p.metrics.endOffsets(ends)
-		pause, resume := map[string][]int32{}, map[string][]int32{}
-		for part := range paused {
-			al := alignment{paused: paused[part]}
-			for x := range 2 {
-				al.made[x] = a.made[x][part].Load()
-				e, ok := ends.Lookup(topics[x], int32(part))
-				al.waiting[x] = ok && e.Err == nil && e.Offset > a.next[x][part].Load()
-			}
-			want := al.pause(bound)
-			for x := range 2 {
-				switch {
-				case want[x] && !paused[part][x]:
-					pause[topics[x]] = append(pause[topics[x]], int32(part))
-				case !want[x] && paused[part][x]:
-					resume[topics[x]] = append(resume[topics[x]], int32(part))
-				}
-			}
-			paused[part] = want
-		}
+		pause, resume := a.decide(ends, topics, bound, paused)
 		if len(resume) > 0 {
 			(*g).Resume(resume)
 		}
@@ -172,4 +226,29 @@ func (p *Packer) align(ctx context.Context) {
 			(*g).Pause(pause)
 		}
 	}
+}
+
+// decide is what to pause and resume of the input topics, by topic, given
+// their end offsets: paused says what is paused now, and is updated.
+func (a *aligner) decide(ends kadm.ListedOffsets, topics [2]string, bound int64, paused [][2]bool) (pause, resume map[string][]int32) {
+	pause, resume = map[string][]int32{}, map[string][]int32{}
+	for part := range paused {
+		al := alignment{paused: paused[part]}
+		for x := range 2 {
+			al.made[x] = a.made[x][part].Load()
+			e, ok := ends.Lookup(topics[x], int32(part))
+			al.waiting[x] = ok && e.Err == nil && e.Offset > a.next[x][part].Load()
+		}
+		want := al.pause(bound)
+		for x := range 2 {
+			switch {
+			case want[x] && !paused[part][x]:
+				pause[topics[x]] = append(pause[topics[x]], int32(part))
+			case !want[x] && paused[part][x]:
+				resume[topics[x]] = append(resume[topics[x]], int32(part))
+			}
+		}
+		paused[part] = want
+	}
+	return pause, resume
 }

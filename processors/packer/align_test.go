@@ -60,3 +60,69 @@ func TestAlignerProcessed(t *testing.T) {
 		t.Errorf("boxes/0 made %d, want 100", got)
 	}
 }
+
+// TestAlignerAdvanced: the aligner sees whether any input partition
+// processed a record since its last look, and only then.
+func TestAlignerAdvanced(t *testing.T) {
+	a := newAligner(2)
+	var seen [2][]int64
+	if a.advanced(&seen) {
+		t.Error("advanced before any record")
+	}
+	a.processed(record.Boxes, 1, 4, 100, false) // an invalid record moves the offset too
+	if !a.advanced(&seen) {
+		t.Error("not advanced after boxes/1 processed a record")
+	}
+	if a.advanced(&seen) {
+		t.Error("advanced again with nothing processed since")
+	}
+	a.processed(record.Toys, 0, 9, 100, true)
+	a.processed(record.Toys, 0, 10, 100, true)
+	if !a.advanced(&seen) || seen[0][0] != 11 || seen[1][1] != 5 {
+		t.Errorf("after toys/0 processed two records: seen %v, want toys/0 at 11 and boxes/1 at 5", seen)
+	}
+}
+
+// TestAlignerWakes: an aligner asleep on idle inputs is woken by the next
+// record processed, once; a record processed just before it fell asleep
+// keeps it awake.
+func TestAlignerWakes(t *testing.T) {
+	a := newAligner(2)
+	var seen [2][]int64
+	if woke := a.sleep(&seen); woke {
+		t.Fatal("awake with nothing processed")
+	}
+	select {
+	case <-a.wake:
+		t.Fatal("woken with nothing processed")
+	default:
+	}
+	a.processed(record.Toys, 1, 3, 100, true)
+	a.processed(record.Toys, 1, 4, 100, true)
+	select {
+	case <-a.wake:
+	default:
+		t.Fatal("not woken by a record processed while asleep")
+	}
+	select {
+	case <-a.wake:
+		t.Fatal("woken twice")
+	default:
+	}
+	if a.idle.Load() {
+		t.Error("still idle after a record")
+	}
+	if !a.advanced(&seen) {
+		t.Error("the records that woke it are not seen as advanced")
+	}
+
+	a.processed(record.Boxes, 0, 8, 100, true) // processed while awake: no wake
+	if woke := a.sleep(&seen); !woke || a.idle.Load() {
+		t.Errorf("sleep after a record processed since the last look: woke %v, idle %v; want awake", woke, a.idle.Load())
+	}
+	select {
+	case <-a.wake:
+		t.Error("woken by a record processed while awake")
+	default:
+	}
+}
