@@ -203,8 +203,8 @@ func (p *Packer) align(ctx context.Context) {
 		if g == nil {
 			continue
 		}
-		held := slices.ContainsFunc(paused, func(pp [2]bool) bool { return pp[0] || pp[1] })
-		if !a.advanced(&seen) && !held && !a.sleep(&seen) {
+		anyPaused := slices.ContainsFunc(paused, func(pp [2]bool) bool { return pp[0] || pp[1] })
+		if !a.advanced(&seen) && !anyPaused && !a.sleep(&seen) {
 			if wait := idleEvery - time.Since(lookedAt); wait > 0 {
 				t.Reset(wait)
 				continue
