@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 )
 
 // TestAlignerIdle: a packer whose inputs are idle asks the broker for their
@@ -23,17 +20,10 @@ func TestAlignerIdle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	kc := kafkaconf.Config{Brokers: cluster.ListenAddrs()}
+	cluster, kc := controlledCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s := scenario{seed: 811, toys: 600, boxes: 600, elves: 2, partitions: 4,
-		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
-		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+	s := smallScenario(811)
 	pl := newPipeline(t, kc, s)
 	var listed atomic.Int64
 	cluster.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {

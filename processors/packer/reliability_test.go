@@ -373,6 +373,28 @@ func TestReplicatedClusterNodeLoss(t *testing.T) {
 	pl.checkRawPacked(t, ctx)
 }
 
+// controlledCluster is a one-broker kfake cluster, whose requests a test
+// may answer or count itself (kfake's ControlKey), and the configuration
+// that reaches it.
+func controlledCluster(t *testing.T) (*kfake.Cluster, kafkaconf.Config) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	return cluster, kafkaconf.Config{Brokers: cluster.ListenAddrs()}
+}
+
+// smallScenario is 600 toys and 600 boxes on 4 partitions in short
+// windows, with some of every kind of trouble: quick enough for a test that
+// is about the packer's dealings with the broker.
+func smallScenario(seed int64) scenario {
+	return scenario{seed: seed, toys: 600, boxes: 600, elves: 2, partitions: 4,
+		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
+		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+}
+
 // TestStagesStartAgainAfterBrokerError: a partition leader that moves while
 // a stage sets up its table (seen in CI when a cluster broker stopped) makes
 // goka stop that processor. The packer starts its two groups again and
@@ -383,17 +405,10 @@ func TestStagesStartAgainAfterBrokerError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test; -short skips it")
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	kc := kafkaconf.Config{Brokers: cluster.ListenAddrs()}
+	cluster, kc := controlledCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s := scenario{seed: 601, toys: 600, boxes: 600, elves: 2, partitions: 4,
-		window: 2 * time.Second, lateness: time.Second, spacing: 5 * time.Millisecond, disorder: time.Second,
-		lateRate: 0.03, dupRate: 0.03, bad: 0.03}
+	s := smallScenario(601)
 	pl := newPipeline(t, kc, s)
 	table := string(goka.GroupTable(goka.Group(pl.cfg.Groups()[0])))
 	var mu sync.Mutex
