@@ -218,7 +218,7 @@ func (p *Packer) align(ctx context.Context) {
 			continue
 		}
 		p.metrics.endOffsets(ends)
-		pause, resume := a.decide(ends, topics, bound, paused)
+		pause, resume := a.pauses(ends, topics, bound, paused)
 		if len(resume) > 0 {
 			(*g).Resume(resume)
 		}
@@ -228,9 +228,9 @@ func (p *Packer) align(ctx context.Context) {
 	}
 }
 
-// decide is what to pause and resume of the input topics, by topic, given
+// pauses is what to pause and resume of the input topics, by topic, given
 // their end offsets: paused says what is paused now, and is updated.
-func (a *aligner) decide(ends kadm.ListedOffsets, topics [2]string, bound int64, paused [][2]bool) (pause, resume map[string][]int32) {
+func (a *aligner) pauses(ends kadm.ListedOffsets, topics [2]string, bound int64, paused [][2]bool) (pause, resume map[string][]int32) {
 	pause, resume = map[string][]int32{}, map[string][]int32{}
 	for part := range paused {
 		al := alignment{paused: paused[part]}

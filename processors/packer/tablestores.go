@@ -26,22 +26,22 @@ type tableStores struct {
 	// open, when set, prepares a partition's new storage before goka
 	// recovers it.
 	open func(partition int32, part *tablePart) error
-	// held maps each partition held to its part. Every record looks its
+	// byPartition maps each partition held to its part. Every record looks its
 	// partition up, from goroutines on every core, and the map changes only
 	// when goka builds or closes a storage: so readers load it without a
 	// lock, and a change copies it (under mu, which orders the changes).
-	mu   sync.Mutex
-	held atomic.Pointer[map[int32]*tablePart]
+	mu          sync.Mutex
+	byPartition atomic.Pointer[map[int32]*tablePart]
 }
 
 func newTableStores(topic string, follow, counts bool) *tableStores {
 	s := &tableStores{topic: topic, follow: follow, counts: counts}
-	s.held.Store(&map[int32]*tablePart{})
+	s.byPartition.Store(&map[int32]*tablePart{})
 	return s
 }
 
 // parts is the partitions held now, not to be changed.
-func (s *tableStores) parts() map[int32]*tablePart { return *s.held.Load() }
+func (s *tableStores) parts() map[int32]*tablePart { return *s.byPartition.Load() }
 
 // change applies f to a copy of the partitions held, which then replaces them.
 func (s *tableStores) change(f func(map[int32]*tablePart)) {
@@ -49,7 +49,7 @@ func (s *tableStores) change(f func(map[int32]*tablePart)) {
 	defer s.mu.Unlock()
 	m := maps.Clone(s.parts())
 	f(m)
-	s.held.Store(&m)
+	s.byPartition.Store(&m)
 }
 
 // builder remembers every storage that inner builds for the table, for as
@@ -169,9 +169,9 @@ type tablePart struct {
 // horizons are the horizons of the partitions held now, none when the
 // partitions keep none.
 func (s *tableStores) horizons() map[int32]*horizon {
-	held := s.parts()
-	out := make(map[int32]*horizon, len(held))
-	for p, t := range held {
+	parts := s.parts()
+	out := make(map[int32]*horizon, len(parts))
+	for p, t := range parts {
 		if t.horizon != nil {
 			out[p] = t.horizon
 		}
