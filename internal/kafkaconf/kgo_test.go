@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/testsupport/testkafka"
+	"github.com/northpole-workshop/northpole/internal/topicread"
 )
 
 // TestKgoCompression: the batches a Kgo() client writes reach the broker in
@@ -19,11 +20,6 @@ func TestKgoCompression(t *testing.T) {
 	base := testkafka.Config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(base.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
 
 	// kgo numbers the codecs as the batch attributes do.
 	for _, tc := range []struct {
@@ -38,7 +34,7 @@ func TestKgoCompression(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%q", tc.compression), func(t *testing.T) {
 			topic := testkafka.Unique("compression")
-			if _, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			if err := kafkaadmin.EnsureTopics(ctx, base, kafkaadmin.Topic{Name: topic, Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
 			kc := base
@@ -57,23 +53,24 @@ func TestKgoCompression(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			r, err := kgo.NewClient(kgo.SeedBrokers(kc.Brokers...), kgo.ConsumeTopics(topic),
-				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			r, err := kc.NewReaderClient(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			for got := 0; got < n; {
-				fs := r.PollFetches(ctx)
-				if err := fs.Err0(); err != nil {
-					t.Fatalf("after %d records: %v", got, err)
+			got := 0
+			err = topicread.Partition(ctx, r, topic, 0, func(rec *kgo.Record) error {
+				got++
+				if c := rec.Attrs.CompressionType(); c != tc.want {
+					return fmt.Errorf("record at offset %d came in a batch of codec %d, want %d", rec.Offset, c, tc.want)
 				}
-				fs.EachRecord(func(rec *kgo.Record) {
-					got++
-					if c := rec.Attrs.CompressionType(); c != tc.want {
-						t.Fatalf("record at offset %d came in a batch of codec %d, want %d", rec.Offset, c, tc.want)
-					}
-				})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != n {
+				t.Fatalf("read %d records, want %d", got, n)
 			}
 		})
 	}
