@@ -47,6 +47,7 @@ import (
 
 	"github.com/northpole-workshop/northpole/app/harness"
 	"github.com/northpole-workshop/northpole/internal/contract"
+	"github.com/northpole-workshop/northpole/internal/gcheadroom"
 	"github.com/northpole-workshop/northpole/internal/kafkaadmin"
 	"github.com/northpole-workshop/northpole/internal/kafkaconf"
 	"github.com/northpole-workshop/northpole/internal/kfakebroker"
@@ -237,6 +238,10 @@ type Worker struct {
 	// CPUProfile, when set, is where the worker writes its CPU profile
 	// (Profile).
 	CPUProfile string
+	// GCHeadroom is the most headroom, in bytes, that the worker's
+	// collector gets while it allocates fast (gcheadroom.Keep; 0: GOGC's
+	// alone), as process packer's --gc-headroom-mib.
+	GCHeadroom int `json:",omitempty"`
 }
 
 // Config configures a bench.
@@ -250,6 +255,9 @@ type Config struct {
 	// Variants to run, in order (see VariantNames); the first is the
 	// baseline of the ratios.
 	Variants []string
+	// GCHeadroom is the most headroom, in bytes, that the packer's
+	// collector gets (Worker.GCHeadroom).
+	GCHeadroom int
 	// Rounds runs the whole list of variants this many times; each
 	// round's ratios are to its own baseline, and Summarize sums them up.
 	Rounds       int
@@ -381,6 +389,7 @@ func DefaultConfig() Config {
 		Variants: []string{"base", "trace100", "trace10", "parts", "disk", "real", "live"},
 		LiveRate: 2000, LiveDuration: 30 * time.Second, Elves: 2, Instances: []int{1, 2, 4}, Timeout: 30 * time.Minute,
 		Params: contract.DefaultParams(), Restart: true, Rounds: 1, Progress: io.Discard,
+		GCHeadroom: gcheadroom.DefaultMost,
 	}
 }
 
@@ -403,6 +412,9 @@ func (c Config) Validate() error {
 		if !slices.Contains(VariantNames, v) {
 			bad("unknown variant %q (want one of %s)", v, strings.Join(VariantNames, ", "))
 		}
+	}
+	if c.GCHeadroom < 0 {
+		bad("the collector's headroom must be 0 or more bytes, got %d", c.GCHeadroom)
 	}
 	if c.Rounds < 1 {
 		bad("rounds must be at least 1, got %d", c.Rounds)
@@ -660,7 +672,7 @@ func (b *Bench) one(ctx context.Context, kc kafkaconf.Config, v Variant, profile
 		return r, err
 	}
 	cfg := p.Config().Packer
-	w := Worker{Hop: v.Hop, HopGroup: HopGroup(name), Packer: cfg, CPUProfile: profile}
+	w := Worker{Hop: v.Hop, HopGroup: HopGroup(name), Packer: cfg, CPUProfile: profile, GCHeadroom: b.cfg.GCHeadroom}
 	if v.Storage == "disk" {
 		dir, cleanup, err := b.storageDir()
 		if err != nil {

@@ -35,6 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Partitions = []int32{4, 0} }, "partition counts must be at least 1"},
 		{func(c *Config) { c.Variants = []string{"base", "fast"} }, `unknown variant "fast"`},
 		{func(c *Config) { c.Rounds = 0 }, "rounds must be at least 1"},
+		{func(c *Config) { c.GCHeadroom = -1 }, "headroom must be 0 or more bytes"},
 		{func(c *Config) { c.LiveRate = 0 }, "live rate must be a positive number"},
 		{func(c *Config) { c.LiveDuration = 0 }, "live duration must be positive"},
 		{func(c *Config) { c.Elves = 0 }, "elves must be between"},

@@ -206,7 +206,7 @@ func (b *Bench) startInstances(ctx context.Context, n int, cfg packer.Config, en
 		if err != nil {
 			return ins, err
 		}
-		w := Worker{Packer: cfg, Listen: addr}
+		w := Worker{Packer: cfg, Listen: addr, GCHeadroom: b.cfg.GCHeadroom}
 		if profile != "" {
 			w.CPUProfile = ProfilePath(profile, fmt.Sprintf("i%d", k), 1)
 		}

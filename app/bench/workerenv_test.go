@@ -26,7 +26,7 @@ func TestWorkerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := Worker{Hop: true, HopGroup: "hop", CPUProfile: "/tmp/p.pprof", Listen: "127.0.0.1:8088", Packer: packer.Config{
+	w := Worker{Hop: true, HopGroup: "hop", CPUProfile: "/tmp/p.pprof", Listen: "127.0.0.1:8088", GCHeadroom: 64 << 20, Packer: packer.Config{
 		Kafka: kafkaconf.Config{Brokers: []string{"a:9093", "b:9093"}, ClientID: "c", Version: sarama.V3_9_0_0,
 			FlushFrequency: 7 * time.Millisecond, Compression: "zstd", CommitEvery: time.Second, FetchMin: 16 << 10, FetchWait: 20 * time.Millisecond, RetryFor: 3 * time.Minute, Security: sec},
 		Topics: packer.Topics{Toys: "t", Boxes: "b", Packed: "p", Unpacked: "u", Spare: "s", Late: "l", Dead: "d"},

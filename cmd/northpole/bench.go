@@ -73,6 +73,7 @@ func newBenchCmd() *cobra.Command {
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up on one variant after this long")
 	fs.BoolVar(&cfg.Restart, "restart", cfg.Restart, "after zero lag let the packer's cleaner run, then measure what its internal topics keep and time a restart (not live, not hop; see State)")
 	fs.BoolVar(&cfg.KeepTopics, "keep-topics", false, "keep each run's topics and consumer groups (bench-<ns>-*) on the broker to look at afterwards (default: deleted when the run's variant is over)")
+	fs.Var(mib(&cfg.GCHeadroom), "gc-headroom-mib", "the packer's --gc-headroom-mib in every run")
 	fs.BoolVar(&cfg.Verify, "verify", false, "once the packer has stopped, read its inputs and outputs back and check them against the batch reference, outside the measured time; a run that differs fails (not hop; scale always checks)")
 	return cmd
 }

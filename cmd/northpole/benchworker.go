@@ -36,7 +36,7 @@ func newBenchWorkerCmd() *cobra.Command {
 			if w.Hop {
 				return bench.RunHop(cmd.Context(), w.HopConfig())
 			}
-			return runPackerCommand(cmd, w.Packer, w.Listen)
+			return runPackerCommand(cmd, w.Packer, w.Listen, w.GCHeadroom)
 		},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/northpole-workshop/northpole/internal/gcheadroom"
 	"github.com/northpole-workshop/northpole/otel/telemetry"
 	"github.com/northpole-workshop/northpole/processors/packer"
 )
@@ -43,23 +44,42 @@ func packerFlags(fs *pflag.FlagSet, cfg *packer.Config) {
 	fs.StringVar(&cfg.StorageDir, "storage-dir", cfg.StorageDir, "keep goka tables in LevelDB under this directory (default: in memory, rebuilt from Kafka at start)")
 	fs.DurationVar(&cfg.CleanEvery, "clean-every", cfg.CleanEvery, "how often to delete the clock table's records that no restart needs (0: never, and the table grows with every record)")
 	fs.DurationVar(&cfg.AlignEvery, "align-every", cfg.AlignEvery, "how often to look at the inputs' end offsets and pause the one that runs ahead in event time by more than W + L, so that a backlog does not hold its windows open; while nothing is consumed, once a second (for the lag metric) and at the next record")
-	fs.Var((*kibValue)(&cfg.FetchBudget), "fetch-budget-kib", "KiB of records each group asks for at once over all its partitions, shared by them (each gets 64 to 1024 KiB): what a packer consuming at full speed holds grows with it")
+	fs.Var(kib(&cfg.FetchBudget), "fetch-budget-kib", "KiB of records each group asks for at once over all its partitions, shared by them (each gets 64 to 1024 KiB): what a packer consuming at full speed holds grows with it")
 }
 
-// kibValue is a flag in KiB for a size the configuration keeps in bytes.
-type kibValue int
+// sizeFlag is a flag in KiB (shift 10) or MiB (shift 20) for a size the
+// configuration keeps in bytes, from 0 to 2^20 units.
+type sizeFlag struct {
+	bytes *int
+	shift uint
+}
 
-func (v *kibValue) String() string { return strconv.Itoa(int(*v) >> 10) }
-func (v *kibValue) Type() string   { return "int" }
-func (v *kibValue) Set(s string) error {
+func kib(bytes *int) sizeFlag { return sizeFlag{bytes, 10} }
+func mib(bytes *int) sizeFlag { return sizeFlag{bytes, 20} }
+
+func (f sizeFlag) unit() string {
+	if f.shift == 20 {
+		return "MiB"
+	}
+	return "KiB"
+}
+
+func (f sizeFlag) String() string {
+	if f.bytes == nil { // pflag's zero value, for the default in --help
+		return "0"
+	}
+	return strconv.Itoa(*f.bytes >> f.shift)
+}
+func (f sizeFlag) Type() string { return "int" }
+func (f sizeFlag) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return fmt.Errorf("want a whole number of KiB, got %q", s)
+		return fmt.Errorf("want a whole number of %s, got %q", f.unit(), s)
 	}
 	if n < 0 || n > 1<<20 {
-		return fmt.Errorf("want 0 to %d KiB, got %d", 1<<20, n)
+		return fmt.Errorf("want 0 to %d %s, got %d", 1<<20, f.unit(), n)
 	}
-	*v = kibValue(n << 10)
+	*f.bytes = n << f.shift
 	return nil
 }
 
@@ -67,6 +87,7 @@ func newPackerCmd() *cobra.Command {
 	cfg := packer.DefaultConfig()
 	var ko kafkaOptions
 	var listen string
+	gcHeadroom := gcheadroom.DefaultMost
 	cmd := &cobra.Command{
 		Use:   "packer",
 		Short: "Run the Goka packer: toys + boxes -> packed, unpacked, spare, late, dead-letters",
@@ -97,19 +118,23 @@ recover, for a container's or an orchestrator's probe.`,
 			if cfg.Kafka, err = ko.config("northpole-packer"); err != nil {
 				return err
 			}
-			return runPackerCommand(cmd, cfg, listen)
+			return runPackerCommand(cmd, cfg, listen, gcHeadroom)
 		},
 	}
 	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	packerFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&listen, "listen", "", "serve GET /healthz on this address, e.g. 127.0.0.1:8088 (default: none)")
+	cmd.Flags().Var(mib(&gcHeadroom), "gc-headroom-mib", "while the packer allocates fast (a backlog), let its heap grow by what it allocates in a quarter of a second, up to this many MiB, before the Go collector runs, rather than by GOGC's share of the live heap alone: fewer collections for a bounded amount of memory; a quiet packer is left to GOGC (0: GOGC alone; GOMEMLIMIT still bounds it all)")
 	return cmd
 }
 
 // runPackerCommand runs the packer of cfg, traced as OTEL_* says, until cmd's
 // context ends, and prints packer.ReadyLine once it is ready; with listen,
-// it serves /healthz there too. process packer and the bench's worker run it.
-func runPackerCommand(cmd *cobra.Command, cfg packer.Config, listen string) error {
+// it serves /healthz there too. Its collector gets up to gcHeadroom bytes
+// of headroom while it allocates fast (gcheadroom.Keep). process packer and
+// the bench's worker run it.
+func runPackerCommand(cmd *cobra.Command, cfg packer.Config, listen string, gcHeadroom int) error {
+	defer gcheadroom.Keep(gcheadroom.Interval, uint64(gcHeadroom))()
 	tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
 	if err != nil {
 		return err

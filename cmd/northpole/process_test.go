@@ -41,8 +41,8 @@ func TestBenchWorkerNeedsItsWorker(t *testing.T) {
 	}
 }
 
-// TestProcessPackerSettingFlags: a fetch budget and an aligner interval
-// that cannot work are usage errors that say what is wrong, before any
+// TestProcessPackerSettingFlags: a fetch budget, a collector's headroom
+// and an aligner interval that cannot work are usage errors that say what is wrong, before any
 // Kafka is touched.
 func TestProcessPackerSettingFlags(t *testing.T) {
 	for _, tc := range []struct {
@@ -51,6 +51,8 @@ func TestProcessPackerSettingFlags(t *testing.T) {
 	}{
 		{[]string{"--fetch-budget-kib", "lots"}, "want a whole number of KiB"},
 		{[]string{"--fetch-budget-kib", "-1"}, "want 0 to"},
+		{[]string{"--gc-headroom-mib", "much"}, "want a whole number of MiB"},
+		{[]string{"--gc-headroom-mib", "2000000"}, "want 0 to 1048576 MiB"},
 		{[]string{"--align-every", "-1s"}, "align-every must not be negative"},
 		{[]string{"--kafka-compression", "brotli"}, `compression "brotli" is not one of`},
 		{[]string{"--kafka-commit-every", "-1s"}, "commit interval -1s is negative"},
