@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/northpole-workshop/northpole/app/bench"
+	"github.com/northpole-workshop/northpole/internal/gcheadroom"
 )
 
 // newBenchWorkerCmd is the OS process northpole bench measures, hidden: the
@@ -34,6 +35,8 @@ func newBenchWorkerCmd() *cobra.Command {
 				}
 			}()
 			if w.Hop {
+				// The floor under the packer, with the packer's collector.
+				defer gcheadroom.Keep(gcheadroom.Interval, uint64(w.GCHeadroom))()
 				return bench.RunHop(cmd.Context(), w.HopConfig())
 			}
 			return runPackerCommand(cmd, w.Packer, w.Listen, w.GCHeadroom)

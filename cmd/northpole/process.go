@@ -124,7 +124,7 @@ recover, for a container's or an orchestrator's probe.`,
 	ko.bind(cmd.Flags(), "Kafka bootstrap brokers, host:port[,host:port] (default $NORTHPOLE_BROKERS)")
 	packerFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&listen, "listen", "", "serve GET /healthz on this address, e.g. 127.0.0.1:8088 (default: none)")
-	cmd.Flags().Var(mib(&gcHeadroom), "gc-headroom-mib", "while the packer allocates fast (a backlog), let its heap grow by what it allocates in a quarter of a second, up to this many MiB, before the Go collector runs, rather than by GOGC's share of the live heap alone: fewer collections for a bounded amount of memory; a quiet packer is left to GOGC (0: GOGC alone; GOMEMLIMIT still bounds it all)")
+	cmd.Flags().Var(mib(&gcHeadroom), "gc-headroom-mib", "while the packer allocates fast (a backlog), let its heap grow by what it allocates in half a second, up to this many MiB, before the Go collector runs, rather than by GOGC's share of the live heap alone: fewer collections for a bounded amount of memory; a quiet packer is left to GOGC (0: GOGC alone; GOMEMLIMIT still bounds it all)")
 	return cmd
 }
 

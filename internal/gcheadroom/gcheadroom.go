@@ -1,8 +1,8 @@
 // Package gcheadroom spaces the Go collector's cycles in time while a
-// process allocates fast: after every collection it sets the collector's
-// percentage (GOGC) so that the heap may grow by what the process allocates
-// in an interval, up to a most, and by GOGC's percentage of the live heap
-// when that is more.
+// process allocates fast: every interval it sets the collector's percentage
+// (GOGC) so that the heap may grow over what the last collection left live
+// by what the process allocated in the interval just past, up to a most,
+// and by GOGC's percentage of the live heap when that is more.
 //
 // GOGC alone makes the headroom proportional to the live heap, so a process
 // with a small live heap that allocates fast collects very often, each time
@@ -12,13 +12,16 @@
 // the heap at every load, an idle packer's too. Headroom for an interval of
 // allocation grows only with the rate, up to the most: a busy process
 // collects a few times a second for at most that much more memory, and a
-// quiet one is left to GOGC. A memory limit (GOMEMLIMIT) still bounds it
-// all, as the runtime enforces the limit whatever the percentage.
+// quiet one is left to GOGC. Measuring the rate on a clock rather than
+// from one collection to the next also ends a burst's headroom within an
+// interval of the burst (a packer's start, say), where a quiet process
+// would otherwise take many seconds to reach the next collection. A memory
+// limit (GOMEMLIMIT) still bounds it all, as the runtime enforces the limit
+// whatever the percentage.
 package gcheadroom
 
 import (
 	"math"
-	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -26,20 +29,21 @@ import (
 )
 
 // DefaultMost is the packer's default most headroom (process packer
-// --gc-headroom-mib): on a backlog, about a tenth of its CPU for some
-// fifty MiB more at its peak (docs/PERFORMANCE.md, "The collector's
-// pace").
+// --gc-headroom-mib): on a backlog, some 7 % of its CPU for 20 to 80 MiB
+// more at its peak (docs/PERFORMANCE.md, "The collector's pace").
 const DefaultMost = 128 << 20
 
-// Interval is the time between collections that the headroom is sized
-// for while a process allocates fast: some four a second.
-const Interval = 250 * time.Millisecond
+// Interval is how often the packer's headroom is sized, for the
+// allocation of the interval just past: while it allocates fast, some two
+// collections a second, or more once the most is reached.
+const Interval = 500 * time.Millisecond
 
-// keeper adjusts the percentage after each collection.
+// keeper adjusts the percentage every interval.
 type keeper struct {
 	most     uint64 // bytes of headroom at most
 	interval time.Duration
 	base     int // the percentage in force when Keep started: GOGC's
+	done     chan struct{}
 
 	mu      sync.Mutex
 	stopped bool
@@ -59,10 +63,13 @@ const (
 	gogcMetric    = "/gc/gogc:percent"
 )
 
-// Keep sizes the headroom after each collection for interval's allocation,
-// at most most bytes, until stop, which sets the percentage back to what
-// it was. It does nothing when most or interval is 0 or the collector is
-// off (GOGC=off).
+// Keep sizes the headroom every interval for the interval's allocation, at
+// most most bytes, until stop. The percentage holds until the next
+// interval, so a collection meanwhile that finds more live than the last
+// scales the headroom in proportion, for the rest of the interval. stop
+// sets the percentage back to what it was. Keep does nothing when most or
+// interval is 0 or the collector is off
+// (GOGC=off).
 func Keep(interval time.Duration, most uint64) (stop func()) {
 	s := []metrics.Sample{{Name: gogcMetric}}
 	metrics.Read(s)
@@ -73,11 +80,11 @@ func Keep(interval time.Duration, most uint64) (stop func()) {
 	if base <= 0 {
 		return func() {}
 	}
-	k := &keeper{most: most, interval: interval, base: base, set: base, samples: []metrics.Sample{
+	k := &keeper{most: most, interval: interval, base: base, set: base, done: make(chan struct{}), samples: []metrics.Sample{
 		{Name: liveMetric}, {Name: stackMetric}, {Name: globalsMetric}, {Name: allocsMetric},
 	}}
 	k.adjust(time.Now())
-	k.arm()
+	go k.run()
 	return k.stop
 }
 
@@ -110,7 +117,8 @@ func headroom(allocated uint64, elapsed, interval time.Duration, most uint64) ui
 }
 
 // adjust sets the percentage for what the last collection left live and
-// the rate of allocation since the one before.
+// the rate of allocation since the last adjust. A goal that falls below
+// the heap as it is starts a collection at once: the burst is over.
 func (k *keeper) adjust(now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -130,27 +138,17 @@ func (k *keeper) adjust(now time.Time) {
 	}
 }
 
-// sentinel is an allocation whose cleanup marks a collection: it is
-// unreachable from the start, so the first collection after arm finds it.
-// It holds a pointer, so that it is an allocation of its own and never
-// one of the tiny blocks that several small objects share.
-type sentinel struct{ _ *byte }
-
-// arm attaches adjust to the next collection. The cleanup arms the one
-// after it, until stop.
-func (k *keeper) arm() {
-	runtime.AddCleanup(new(sentinel), func(k *keeper) {
-		k.adjust(time.Now())
-		if !k.isStopped() {
-			k.arm()
+func (k *keeper) run() {
+	t := time.NewTicker(k.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.done:
+			return
+		case now := <-t.C:
+			k.adjust(now)
 		}
-	}, k)
-}
-
-func (k *keeper) isStopped() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.stopped
+	}
 }
 
 func (k *keeper) stop() {
@@ -158,6 +156,7 @@ func (k *keeper) stop() {
 	defer k.mu.Unlock()
 	if !k.stopped {
 		k.stopped = true
+		close(k.done)
 		debug.SetGCPercent(k.base)
 	}
 }
