@@ -68,8 +68,7 @@ const (
 // interval, so a collection meanwhile that finds more live than the last
 // scales the headroom in proportion, for the rest of the interval. stop
 // sets the percentage back to what it was. Keep does nothing when most or
-// interval is 0 or the collector is off
-// (GOGC=off).
+// interval is 0 or the collector is off (GOGC=off).
 func Keep(interval time.Duration, most uint64) (stop func()) {
 	s := []metrics.Sample{{Name: gogcMetric}}
 	metrics.Read(s)
