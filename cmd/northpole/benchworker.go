@@ -36,7 +36,7 @@ func newBenchWorkerCmd() *cobra.Command {
 			}()
 			if w.Hop {
 				// The floor under the packer, with the packer's collector.
-				defer gcheadroom.Keep(gcheadroom.Interval, uint64(w.GCHeadroom))()
+				defer gcheadroom.Keep(uint64(w.GCHeadroom))()
 				return bench.RunHop(cmd.Context(), w.HopConfig())
 			}
 			return runPackerCommand(cmd, w.Packer, w.Listen, w.GCHeadroom)

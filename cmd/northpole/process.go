@@ -134,7 +134,7 @@ recover, for a container's or an orchestrator's probe.`,
 // of headroom while it allocates fast (gcheadroom.Keep). process packer and
 // the bench's worker run it.
 func runPackerCommand(cmd *cobra.Command, cfg packer.Config, listen string, gcHeadroom int) error {
-	defer gcheadroom.Keep(gcheadroom.Interval, uint64(gcHeadroom))()
+	defer gcheadroom.Keep(uint64(gcHeadroom))()
 	tel, stopTelemetry, err := startTelemetry(cmd.Context(), telemetry.Options{})
 	if err != nil {
 		return err

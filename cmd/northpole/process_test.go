@@ -42,8 +42,8 @@ func TestBenchWorkerNeedsItsWorker(t *testing.T) {
 }
 
 // TestProcessPackerSettingFlags: a fetch budget, a collector's headroom
-// and an aligner interval that cannot work are usage errors that say what is wrong, before any
-// Kafka is touched.
+// and an aligner interval that cannot work are usage errors that say what
+// is wrong, before any Kafka is touched.
 func TestProcessPackerSettingFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -33,10 +33,10 @@ import (
 // more at its peak (docs/PERFORMANCE.md, "The collector's pace").
 const DefaultMost = 128 << 20
 
-// Interval is how often the packer's headroom is sized, for the
-// allocation of the interval just past: while it allocates fast, some two
-// collections a second, or more once the most is reached.
-const Interval = 500 * time.Millisecond
+// interval is how often Keep sizes the headroom, for the allocation of the
+// interval just past: while a process allocates fast, some two collections
+// a second, or more once the most is reached.
+const interval = 500 * time.Millisecond
 
 // keeper adjusts the percentage every interval.
 type keeper struct {
@@ -63,13 +63,16 @@ const (
 	gogcMetric    = "/gc/gogc:percent"
 )
 
-// Keep sizes the headroom every interval for the interval's allocation, at
-// most most bytes, until stop. The percentage holds until the next
-// interval, so a collection meanwhile that finds more live than the last
-// scales the headroom in proportion, for the rest of the interval. stop
-// sets the percentage back to what it was. Keep does nothing when most or
-// interval is 0 or the collector is off (GOGC=off).
-func Keep(interval time.Duration, most uint64) (stop func()) {
+// Keep sizes the headroom every half second for the allocation of the half
+// second just past, at most most bytes, until stop. The percentage holds
+// until the next time, so a collection meanwhile that finds more live than
+// the last scales the headroom in proportion, for the rest of the half
+// second. stop sets the percentage back to what it was. Keep does nothing
+// when most is 0 or the collector is off (GOGC=off).
+func Keep(most uint64) (stop func()) { return keep(interval, most) }
+
+// keep is Keep every interval.
+func keep(interval time.Duration, most uint64) (stop func()) {
 	s := []metrics.Sample{{Name: gogcMetric}}
 	metrics.Read(s)
 	if most == 0 || interval <= 0 || s[0].Value.Kind() != metrics.KindUint64 {

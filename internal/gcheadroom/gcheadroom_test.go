@@ -61,12 +61,12 @@ func TestKeep(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(old) })
 	const most = 48 << 20
-	const interval = 50 * time.Millisecond
+	const every = 50 * time.Millisecond
 	live := make([][]byte, 0, 64)
 	for range 64 {
 		live = append(live, make([]byte, 256<<10)) // 16 MiB kept
 	}
-	stop := Keep(interval, most)
+	stop := keep(every, most)
 	s := []metrics.Sample{{Name: gogcMetric}, {Name: "/gc/heap/goal:bytes"}, {Name: liveMetric}}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -102,7 +102,7 @@ func TestKeep(t *testing.T) {
 		t.Fatalf("after stop, GOGC %d, want 100 again", got)
 	}
 	// Allocating fast after stop, over several intervals, sets nothing.
-	for end := time.Now().Add(5 * interval); time.Now().Before(end); {
+	for end := time.Now().Add(5 * every); time.Now().Before(end); {
 		sink = make([]byte, 4<<10)
 	}
 	if got := debug.SetGCPercent(100); got != 100 {
@@ -114,11 +114,11 @@ func TestKeep(t *testing.T) {
 func TestKeepOff(t *testing.T) {
 	old := debug.SetGCPercent(-1)
 	t.Cleanup(func() { debug.SetGCPercent(old) })
-	Keep(Interval, 64<<20)()
+	Keep(64 << 20)()
 	if got := debug.SetGCPercent(100); got != -1 {
 		t.Fatalf("GOGC=off: Keep set %d", got)
 	}
-	Keep(Interval, 0)()
+	Keep(0)()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("most 0: Keep set %d", got)
 	}
