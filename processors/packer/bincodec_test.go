@@ -121,6 +121,9 @@ func FuzzBinCodec(f *testing.F) {
 		if !bytes.Equal(once, twice) {
 			t.Fatalf("%T: encoding not stable:\n%q\n%q", v, once, twice)
 		}
+		if n := 1 + v2.(binMsg).binSize(); n != len(twice) {
+			t.Fatalf("%T: binSize says %d bytes with the version, encoded %d", v2, n, len(twice))
+		}
 	})
 }
 
@@ -174,6 +177,55 @@ func TestStreamClockBinSize(t *testing.T) {
 		if got, want := ks.binSize(), len(appendStr(nil, ks.Key))+2*len(c.appendBin(nil)); got != want {
 			t.Errorf("keyStreams %+v: binSize %d, want %d", c, got, want)
 		}
+	}
+}
+
+// TestBinSize: binSize is exactly what appendBin writes, so that encoding a
+// record or a decision is one allocation, traced or not: a buffer that grew
+// would be a second one and a copy per record on the packer's hottest path.
+func TestBinSize(t *testing.T) {
+	t0 := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC).UnixMicro()
+	small := validRecord{Stream: record.Toys, Line: "M", ID: "t1", MadeUS: t0}
+	large := validRecord{
+		Stream: record.Boxes, Partition: math.MaxInt32, Offset: math.MaxInt64, Via: math.MaxInt64,
+		Line: "XL/hall-00000015", ID: strings.Repeat("b", 300), Heartbeat: true, Dup: true,
+		MadeUS: math.MinInt64, MadeNS: 999, ArrivedUS: math.MaxInt64,
+		Raw: bytes.Repeat([]byte("r"), 20_000), Key: []byte("XL/hall-00000015"),
+		RawCut: results.Cut{Bytes: 1 << 40, SHA256: strings.Repeat("f", 64)},
+	}
+	unsampled := someTrace
+	unsampled.Flags, unsampled.TraceState = 0, ""
+	snap := &snapshot{WindowUS: 10_000_000, LatenessUS: 5_000_000, Walk: 1 << 40, First: true, Keys: []keyStreams{
+		{Key: "M", Toys: streamClock{Seen: true, Max: t0, Lasts: []partOffset{{Partition: 3, Offset: 1 << 33}}}},
+		{Key: "S/hall-2"},
+	}}
+	closed := []closedWindow{{Start: t0 - 30_000_000, Toys: 1 << 20, Boxes: 2}, {Start: t0 - 10_000_000}, {Start: t0, Toys: 1}}
+	for _, rec := range []validRecord{{}, small, large} {
+		for _, tr := range []traceRef{{}, unsampled, someTrace} {
+			rec.Trace = tr
+			for _, d := range []decision{
+				{Rec: rec},
+				{Rec: rec, Class: classItem, Window: t0, Rank: 3, Max: t0 + 7},
+				{Rec: rec, Class: classHeartbeat, Window: math.MinInt64, Rank: math.MaxInt64, Max: math.MaxInt64, Closed: closed, Snapshot: snap},
+				{Rec: rec, Class: classLate, Closed: closed[:1], Snapshot: &snapshot{}},
+			} {
+				checkBinSize(t, binCodec[decision, *decision]{}, &d)
+			}
+			checkBinSize(t, binCodec[validRecord, *validRecord]{}, &rec)
+		}
+	}
+}
+
+func checkBinSize[T any, PT interface {
+	*T
+	binMsg
+}](t *testing.T, c binCodec[T, PT], m PT) {
+	t.Helper()
+	if got, want := m.binSize(), len(m.appendBin(nil)); got != want {
+		t.Errorf("%T %+v: binSize %d, appendBin wrote %d", m, m, got, want)
+	}
+	if n := testing.AllocsPerRun(10, func() { _, _ = c.Encode(m) }); n != 1 {
+		t.Errorf("%T: encoding takes %.0f allocations, want 1", m, n)
 	}
 }
 

@@ -26,10 +26,13 @@ const binVersion = 13
 
 // A valid record, on the loop topics and inside a decision.
 
-// sizeHint: a stray's loop record holds the raw record, and a trace
-// reference when tracing is on.
-func (o *validRecord) sizeHint() int {
-	return 106 + len(o.ID) + len(o.Raw) + len(o.Key) + len(o.Trace.TraceState)
+// binSize is the bytes appendBin writes.
+func (o *validRecord) binSize() int {
+	return strLen(len(o.Stream)) + varintLen(int64(o.Partition)) + varintLen(o.Offset) + varintLen(o.Via) +
+		strLen(len(o.Line)) + strLen(len(o.ID)) + 1 +
+		varintLen(o.MadeUS) + uvarintLen(uint64(o.MadeNS)) + varintLen(o.ArrivedUS) +
+		strLen(len(o.Raw)) + strLen(len(o.Key)) + varintLen(int64(o.RawCut.Bytes)) + strLen(len(o.RawCut.SHA256)) +
+		o.Trace.binSize()
 }
 
 func (o *validRecord) appendBin(b []byte) []byte {
@@ -91,6 +94,14 @@ func (t traceRef) appendBin(b []byte) []byte {
 	return appendStr(b, t.TraceState)
 }
 
+// binSize is the bytes appendBin writes.
+func (t traceRef) binSize() int {
+	if !t.valid() {
+		return 1
+	}
+	return 1 + len(t.TraceID) + len(t.SpanID) + 1 + strLen(len(t.TraceState))
+}
+
 func (t *traceRef) readBin(r *binReader) {
 	switch r.byte1() {
 	case 0:
@@ -119,9 +130,22 @@ func (t *traceRef) readBin(r *binReader) {
 // The binary encoding of the clock table's values: a decision, the snapshot
 // it may carry and the stream clocks in that (codec.go's binCodec).
 
-// sizeHint: a decision is mostly its record and the windows it closed.
-func (e *decision) sizeHint() int {
-	return 64 + len(e.Rec.ID) + len(e.Rec.Raw) + len(e.Rec.Trace.TraceState) + 4*len(e.Closed)
+// binSize is the bytes appendBin writes.
+func (e *decision) binSize() int {
+	n := e.Rec.binSize() + strLen(len(e.Class)) + varintLen(e.Window) + varintLen(int64(e.Rank)) +
+		uvarintLen(uint64(e.Max-e.Rec.MadeUS)) + e.Snapshot.binSize() + uvarintLen(uint64(len(e.Closed)))
+	if len(e.Closed) == 0 {
+		return n
+	}
+	unit := closedUnit(e.Closed)
+	n += varintLen(e.Closed[0].Start) + uvarintLen(unit)
+	for i, c := range e.Closed {
+		if i > 0 {
+			n += uvarintLen(uint64(c.Start-e.Closed[i-1].Start) / unit)
+		}
+		n += varintLen(int64(c.Toys)) + varintLen(int64(c.Boxes))
+	}
+	return n
 }
 
 // appendBin writes the closed windows, which closeWindows returns in order
@@ -142,12 +166,9 @@ func (e *decision) appendBin(b []byte) []byte {
 	if len(e.Closed) == 0 {
 		return b
 	}
-	var unit uint64
-	for i := 1; i < len(e.Closed); i++ {
-		unit = gcd(unit, uint64(e.Closed[i].Start-e.Closed[i-1].Start))
-	}
+	unit := closedUnit(e.Closed)
 	b = binary.AppendVarint(b, e.Closed[0].Start)
-	b = binary.AppendUvarint(b, max(unit, 1))
+	b = binary.AppendUvarint(b, unit)
 	for i, c := range e.Closed {
 		if i > 0 {
 			b = binary.AppendUvarint(b, uint64(c.Start-e.Closed[i-1].Start)/unit)
@@ -174,6 +195,18 @@ func (sn *snapshot) appendBin(b []byte) []byte {
 		b = ks.Boxes.appendBin(b)
 	}
 	return b
+}
+
+// binSize is the bytes appendBin writes.
+func (sn *snapshot) binSize() int {
+	if sn == nil {
+		return 1
+	}
+	n := 1 + varintLen(sn.WindowUS) + varintLen(sn.LatenessUS) + uvarintLen(sn.Walk) + 1 + uvarintLen(uint64(len(sn.Keys)))
+	for i := range sn.Keys {
+		n += sn.Keys[i].binSize()
+	}
+	return n
 }
 
 func readSnapshot(r *binReader) *snapshot {
@@ -227,6 +260,9 @@ func varintLen(x int64) int {
 
 func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
+// strLen is the bytes appendStr and appendBytes write for n bytes.
+func strLen(n int) int { return uvarintLen(uint64(n)) + n }
+
 func (c *streamClock) readBin(r *binReader) {
 	c.Seen = r.byte1()&1 != 0
 	c.Max = r.varint()
@@ -238,6 +274,16 @@ func (c *streamClock) readBin(r *binReader) {
 	for range n {
 		c.Lasts = append(c.Lasts, partOffset{Partition: int32(r.varint()), Offset: r.varint()})
 	}
+}
+
+// closedUnit is the greatest common divisor of the steps between closed
+// windows, 1 when there is no step.
+func closedUnit(cs []closedWindow) uint64 {
+	var unit uint64
+	for i := 1; i < len(cs); i++ {
+		unit = gcd(unit, uint64(cs[i].Start-cs[i-1].Start))
+	}
+	return max(unit, 1)
 }
 
 func gcd(a, b uint64) uint64 {

@@ -38,6 +38,7 @@ func (jsonCodec[T]) Decode(b []byte) (any, error) {
 // binMsg is a message with a binary form (binlayout.go), under binVersion.
 type binMsg interface {
 	appendBin(b []byte) []byte
+	binSize() int // the bytes appendBin writes
 	readBin(r *binReader)
 }
 
@@ -57,16 +58,10 @@ func (binCodec[T, PT]) Encode(v any) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("codec %T: cannot encode %T", *new(T), v)
 	}
-	size := 64
-	if h, ok := any(m).(sizeHinter); ok {
-		size = h.sizeHint()
-	}
-	return m.appendBin(append(make([]byte, 0, size), binVersion)), nil
+	// Sized exactly: a buffer that grows is one more allocation and copy per
+	// record, and one too large holds memory until Kafka answers the write.
+	return m.appendBin(append(make([]byte, 0, 1+m.binSize()), binVersion)), nil
 }
-
-// sizeHinter is a message whose encoding can outgrow the default buffer by
-// far: sizing it once saves the copies of growing it.
-type sizeHinter interface{ sizeHint() int }
 
 func (binCodec[T, PT]) Decode(b []byte) (any, error) {
 	var v T

@@ -966,7 +966,7 @@ func BenchmarkClockEvent(b *testing.B) {
 					b.Fatal("not applied")
 				}
 				var err error
-				if enc, err = codec.Encode(&kc.Ev); err != nil {
+				if enc, err = codec.Encode(kc.Ev); err != nil {
 					b.Fatal(err)
 				}
 				off++
